@@ -1,0 +1,59 @@
+//! The files compiled into the binary: presets, the Rhai stdlib and the bundled scripts.
+//! `TALM_PRESETS_DIR` points talm at a presets folder on disk instead, for preset authors
+//! trying their changes without rebuilding talm.
+
+use std::sync::OnceLock;
+
+mod index {
+    include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
+}
+
+pub use index::{SCRIPTS, STDLIB};
+
+/// Looks up an embedded file by its path relative to its folder.
+pub fn find(set: &'static [(&'static str, &'static str)], path: &str) -> Option<&'static str> {
+    set.iter().find(|(p, _)| *p == path).map(|(_, c)| *c)
+}
+
+/// The presets: `(path relative to presets/, content)`, sorted by path.
+pub fn presets() -> &'static [(String, String)] {
+    static PRESETS: OnceLock<Vec<(String, String)>> = OnceLock::new();
+    PRESETS.get_or_init(|| match std::env::var_os("TALM_PRESETS_DIR") {
+        Some(dir) if !dir.is_empty() => {
+            let dir = std::path::PathBuf::from(dir);
+            let mut files = Vec::new();
+            if let Err(e) = read_dir(&dir, &dir, &mut files) {
+                eprintln!("WARN: cannot read TALM_PRESETS_DIR {}: {e}", dir.display());
+            }
+            files.sort();
+            files
+        }
+        _ => index::PRESETS
+            .iter()
+            .map(|(p, c)| (p.to_string(), c.to_string()))
+            .collect(),
+    })
+}
+
+fn read_dir(
+    base: &std::path::Path,
+    dir: &std::path::Path,
+    out: &mut Vec<(String, String)>,
+) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            read_dir(base, &path, out)?;
+        } else {
+            let rel = path
+                .strip_prefix(base)
+                .unwrap_or(&path)
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/");
+            out.push((rel, std::fs::read_to_string(&path)?));
+        }
+    }
+    Ok(())
+}

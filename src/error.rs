@@ -1,0 +1,77 @@
+//! User-facing errors: a message with `hint:` lines, and how the binary prints any error.
+
+use std::fmt;
+
+/// An error the user can act on: what went wrong plus hints on what to do.
+#[derive(Debug, Clone)]
+pub struct Hinted {
+    pub message: String,
+    pub hints: Vec<String>,
+}
+
+impl fmt::Display for Hinted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Hinted {}
+
+/// An error with one hint.
+pub fn hinted(message: impl Into<String>, hint: impl Into<String>) -> anyhow::Error {
+    Hinted {
+        message: message.into(),
+        hints: vec![hint.into()],
+    }
+    .into()
+}
+
+/// An error without hints, for places that want to return a plain message.
+pub fn plain(message: impl Into<String>) -> anyhow::Error {
+    Hinted {
+        message: message.into(),
+        hints: Vec::new(),
+    }
+    .into()
+}
+
+/// Renders an error as the binary prints it: the context chain on one line, then every hint
+/// found anywhere in the chain on its own `hint:` line.
+pub fn render(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    let parts: Vec<String> = err.chain().map(|e| e.to_string()).collect();
+    let mut line = String::new();
+    for p in parts {
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&p);
+    }
+    out.push_str("Error: ");
+    out.push_str(&line);
+    out.push('\n');
+    for cause in err.chain() {
+        if let Some(h) = cause.downcast_ref::<Hinted>() {
+            for hint in &h.hints {
+                out.push_str("hint: ");
+                out.push_str(hint);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    #[test]
+    fn render_prints_chain_and_hints() {
+        let err = Err::<(), _>(hinted("inner", "do this"))
+            .context("outer")
+            .unwrap_err();
+        assert_eq!(render(&err), "Error: outer: inner\nhint: do this\n");
+    }
+}

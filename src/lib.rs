@@ -1,0 +1,25 @@
+//! talm: takes bare Talos Linux machines to a running Kubernetes cluster, declaratively and from
+//! git. The library behind the `talm` binary: CLI → runtime/scripts → project/secrets → Talos.
+
+pub mod cli;
+pub mod embedded;
+pub mod error;
+pub mod project;
+pub mod proto;
+pub mod runtime;
+pub mod secrets;
+pub mod version;
+pub mod yaml;
+
+use std::ffi::OsString;
+
+/// Runs the CLI with the given process arguments and returns the process exit code.
+pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
+    match cli::dispatch(args) {
+        Ok(code) => code,
+        Err(err) => {
+            eprint!("{}", error::render(&err));
+            1
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! The project on disk: root detection, Chart.yaml, presets and their baseline, drift,
+//! .gitignore, and safe writes.
+
+pub mod chart;
+pub mod drift;
+pub mod fsutil;
+pub mod gitignore;
+pub mod lock;
+pub mod merge;
+pub mod presets;
+pub mod root;

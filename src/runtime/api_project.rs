@@ -1,0 +1,215 @@
+//! `project::` script functions: the project root, reading files inside it, and the write plan
+//! (`project::plan(root)`) that carries out all writes of a command at its end.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Result;
+use rhai::{Array, Dynamic, Engine, FuncRegistration, Module};
+
+use super::native;
+use crate::error::hinted;
+use crate::project::fsutil::{self, Mode, Plan};
+use crate::project::{chart::Chart, drift, gitignore, root};
+
+/// Joins a project-relative path to the root, refusing anything that would leave the root.
+pub fn inside(root: &str, rel: &str) -> Result<PathBuf> {
+    let rel_path = Path::new(rel);
+    let escapes = rel_path.is_absolute()
+        || rel_path
+            .components()
+            .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)));
+    if escapes {
+        return Err(hinted(
+            format!("path {rel:?} is outside the project at {root}"),
+            "scripts may only read and write files inside the project root",
+        ));
+    }
+    Ok(Path::new(root).join(rel_path))
+}
+
+/// A plan shared between the script and the runtime.
+#[derive(Clone)]
+pub struct PlanHandle {
+    root: String,
+    plan: Arc<Mutex<Plan>>,
+}
+
+fn lock(p: &PlanHandle) -> std::sync::MutexGuard<'_, Plan> {
+    p.plan.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn register(engine: &mut Engine) {
+    let mut m = Module::new();
+    FuncRegistration::new("find_root")
+        .with_comments(["/// The nearest folder at or above `start` holding Chart.yaml and secrets.yaml (or secrets.encrypted.yaml); \"\" when there is none."])
+        .set_into_module(&mut m, |start: &str| {
+            native(|| {
+                Ok(root::detect(Path::new(start))?
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default())
+            })
+        });
+    FuncRegistration::new("abs")
+        .with_comments(["/// `path` made absolute against the current directory."])
+        .set_into_module(&mut m, |path: &str| {
+            native(|| Ok(root::absolute(Path::new(path))?.display().to_string()))
+        });
+    FuncRegistration::new("exists")
+        .with_comments(["/// Whether `rel` exists inside the project `root`."])
+        .set_into_module(&mut m, |root: &str, rel: &str| {
+            native(|| Ok(inside(root, rel)?.exists()))
+        });
+    FuncRegistration::new("read")
+        .with_comments(["/// The text of `rel` inside the project `root`."])
+        .set_into_module(&mut m, |root: &str, rel: &str| {
+            native(|| fsutil::read_text(&inside(root, rel)?))
+        });
+    FuncRegistration::new("existing")
+        .with_comments(["/// Which of the paths `rels` already exist under `root`, sorted."])
+        .set_into_module(&mut m, |root: &str, rels: Array| {
+            native(|| {
+                let mut found = Vec::new();
+                for r in rels {
+                    let rel = r
+                        .into_string()
+                        .map_err(|t| anyhow::anyhow!("expected a path, got {t}"))?;
+                    if inside(root, &rel)?.exists() {
+                        found.push(rel);
+                    }
+                }
+                found.sort();
+                Ok(found.into_iter().map(Dynamic::from).collect::<Array>())
+            })
+        });
+    FuncRegistration::new("files_under")
+        .with_comments([
+            "/// Every file below `rel` inside `root`, as root-relative paths, sorted.",
+        ])
+        .set_into_module(&mut m, |root: &str, rel: &str| {
+            native(|| {
+                let base = inside(root, rel)?;
+                let mut out = Vec::new();
+                if base.is_dir() {
+                    walk(Path::new(root), &base, &mut out)?;
+                }
+                out.sort();
+                Ok(out.into_iter().map(Dynamic::from).collect::<Array>())
+            })
+        });
+    FuncRegistration::new("chart")
+        .with_comments(["/// The talm options of `<root>/Chart.yaml` (name, strictCharts, kubeconfig, talosconfig, secrets)."])
+        .set_into_module(&mut m, |root: &str| {
+            native(|| {
+                let c = Chart::load(Path::new(root))?;
+                let mut map = rhai::Map::new();
+                map.insert("name".into(), c.name.clone().into());
+                map.insert("strict".into(), c.strict_charts.into());
+                map.insert("kubeconfig".into(), c.kubeconfig().into());
+                map.insert("talosconfig".into(), c.talosconfig().into());
+                map.insert("secrets".into(), c.secrets().into());
+                map.insert("talos_version".into(), c.template.talos_version.clone().into());
+                Ok(map)
+            })
+        });
+    FuncRegistration::new("check_drift")
+        .with_comments(["/// Warns (or, when `strict`, fails) when the project's library or preset differs from this binary's."])
+        .set_into_module(&mut m, |root: &str, strict: bool| {
+            native(|| drift::check(Path::new(root), strict))
+        });
+    FuncRegistration::new("gitignore")
+        .with_comments([
+            "/// The updated .gitignore text for `root`, or () when nothing is missing.",
+        ])
+        .set_into_module(&mut m, |root: &str, kubeconfig: &str| {
+            native(|| {
+                let path = inside(root, ".gitignore")?;
+                let existing = if path.exists() {
+                    Some(fsutil::read_text(&path)?)
+                } else {
+                    None
+                };
+                Ok(gitignore::update(existing.as_deref(), kubeconfig)
+                    .map(Dynamic::from)
+                    .unwrap_or(Dynamic::UNIT))
+            })
+        });
+    FuncRegistration::new("plan")
+        .with_comments(["/// A new, empty write plan for the project at `root`."])
+        .set_into_module(&mut m, |root: &str| PlanHandle {
+            root: root.to_string(),
+            plan: Arc::new(Mutex::new(Plan::default())),
+        });
+    engine.register_static_module("project", m.into());
+
+    engine.register_type_with_name::<PlanHandle>("Plan");
+    FuncRegistration::new("write")
+        .with_comments(["/// Plans writing `content` to `rel` with mode \"secret\" (0600) or \"public\" (0644); `note` is printed when written."])
+        .register_into_engine(engine, |p: &mut PlanHandle, rel: &str, content: &str, mode: &str, note: &str| {
+            native(|| {
+                let path = inside(&p.root, rel)?;
+                lock(p).write(path, content.to_string(), Mode::parse(mode)?, note);
+                Ok(())
+            })
+        });
+    FuncRegistration::new("mkdir")
+        .with_comments(["/// Plans creating the folder `rel`."])
+        .register_into_engine(engine, |p: &mut PlanHandle, rel: &str| {
+            native(|| {
+                let path = inside(&p.root, rel)?;
+                lock(p).mkdir(path);
+                Ok(())
+            })
+        });
+    FuncRegistration::new("remove")
+        .with_comments(["/// Plans removing the file `rel` (and folders it leaves empty)."])
+        .register_into_engine(engine, |p: &mut PlanHandle, rel: &str, note: &str| {
+            native(|| {
+                let path = inside(&p.root, rel)?;
+                lock(p).remove(path, note);
+                Ok(())
+            })
+        });
+    FuncRegistration::new("say")
+        .with_comments(["/// Plans printing `note` on stderr when the plan reaches this point."])
+        .register_into_engine(engine, |p: &mut PlanHandle, note: &str| lock(p).say(note));
+    FuncRegistration::new("commit")
+        .with_comments(["/// Carries out the plan; returns how many steps it took."])
+        .register_into_engine(engine, |p: &mut PlanHandle| {
+            native(|| Ok(lock(p).commit()? as i64))
+        });
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            walk(root, &path, out)?;
+        } else {
+            let rel = path
+                .strip_prefix(root)?
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/");
+            out.push(rel);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_cannot_leave_the_project() {
+        assert!(inside("/p", "../etc/passwd").is_err());
+        assert!(inside("/p", "/etc/passwd").is_err());
+        assert!(inside("/p", "a/../../b").is_err());
+        assert_eq!(
+            inside("/p", "nodes/a.yaml").unwrap(),
+            PathBuf::from("/p/nodes/a.yaml")
+        );
+    }
+}

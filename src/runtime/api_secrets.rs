@@ -1,0 +1,101 @@
+//! `secrets::` script functions: the secrets bundle, the talosconfig, `talm.key` and the
+//! `ENC[AGE,...]` encryption of project files. Everything works on text in memory; writing
+//! is the plan's job.
+
+use rhai::{Array, Engine, FuncRegistration, Module};
+
+use super::native;
+use crate::secrets::{bundle::Bundle, contract::Contract, crypt, talosconfig};
+
+fn strings(a: Array) -> Vec<String> {
+    a.into_iter().filter_map(|d| d.into_string().ok()).collect()
+}
+
+pub fn register(engine: &mut Engine) {
+    let mut m = Module::new();
+    FuncRegistration::new("generate")
+        .with_comments([
+            "/// A new secrets bundle (YAML text) for the Talos version contract (\"\" = current).",
+        ])
+        .set_into_module(&mut m, |talos_version: &str| {
+            native(|| {
+                let contract = Contract::parse(talos_version)?;
+                Bundle::generate(contract, time::OffsetDateTime::now_utc())?.to_yaml()
+            })
+        });
+    FuncRegistration::new("check_bundle")
+        .with_comments([
+            "/// Fails unless `text` is a valid secrets bundle; `file` names it in the error.",
+        ])
+        .set_into_module(&mut m, |text: &str, file: &str| {
+            native(|| Bundle::load(text, file).map(|_| ()))
+        });
+    FuncRegistration::new("talosconfig")
+        .with_comments(["/// A talosconfig (YAML text) for `cluster` with a fresh os:admin client certificate and `endpoints`."])
+        .set_into_module(&mut m, |bundle: &str, file: &str, cluster: &str, endpoints: Array| {
+            native(|| {
+                let b = Bundle::load(bundle, file)?;
+                let v = talosconfig::generate(&b, cluster, &strings(endpoints), time::OffsetDateTime::now_utc())?;
+                Ok(crate::yaml::to_string(&v))
+            })
+        });
+    FuncRegistration::new("check_talosconfig")
+        .with_comments([
+            "/// Fails unless `text` is a usable talosconfig; `file` names it in the error.",
+        ])
+        .set_into_module(&mut m, |text: &str, file: &str| {
+            native(|| talosconfig::load(text, file).map(|_| ()))
+        });
+    FuncRegistration::new("talosconfig_context")
+        .with_comments(["/// The current context name of a talosconfig text (\"\" if none)."])
+        .set_into_module(&mut m, |text: &str| {
+            serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text)
+                .ok()
+                .and_then(|v| {
+                    v.get("context")
+                        .and_then(|c| c.as_str())
+                        .map(str::to_string)
+                })
+                .unwrap_or_default()
+        });
+    FuncRegistration::new("carry_over")
+        .with_comments(["/// A regenerated talosconfig keeping the old one's endpoints, nodes, extra contexts and current context."])
+        .set_into_module(&mut m, |new: &str, old: &str, old_file: &str| {
+            native(|| {
+                let old = talosconfig::load(old, old_file)?;
+                let new: serde_yaml_ng::Value = serde_yaml_ng::from_str(new)?;
+                Ok(crate::yaml::to_string(&talosconfig::carry_over(&new, &old)))
+            })
+        });
+    FuncRegistration::new("new_key")
+        .with_comments(["/// A new age identity in age-keygen's file format."])
+        .set_into_module(&mut m, crypt::new_key_file);
+    FuncRegistration::new("check_key")
+        .with_comments(["/// Fails unless `text` holds an age identity; `file` names it."])
+        .set_into_module(&mut m, |text: &str, file: &str| {
+            native(|| crypt::parse_key(text, file).map(|_| ()))
+        });
+    FuncRegistration::new("encrypt")
+        .with_comments(["/// Seals every string value of the YAML `plain` text; values unchanged since `previous` (the old encrypted text, or \"\") keep their ciphertext."])
+        .set_into_module(&mut m, |key: &str, plain: &str, plain_file: &str, previous: &str| {
+            native(|| {
+                let id = crypt::parse_key(key, "talm.key")?;
+                let prev = (!previous.is_empty()).then_some(previous);
+                crypt::encrypt_yaml(&id, plain, plain_file, prev)
+            })
+        });
+    FuncRegistration::new("decrypt")
+        .with_comments(["/// Opens every `ENC[AGE,...]` value of an encrypted YAML text; `file` names it in errors."])
+        .set_into_module(&mut m, |key: &str, text: &str, file: &str| {
+            native(|| {
+                let id = crypt::parse_key(key, "talm.key")?;
+                crypt::decrypt_yaml(&id, text, file)
+            })
+        });
+    FuncRegistration::new("key_hint")
+        .with_comments(["/// The two ways out when talm.key is missing for `encrypted_file`."])
+        .set_into_module(&mut m, |encrypted_file: &str| {
+            crypt::key_recovery_hint(encrypted_file)
+        });
+    engine.register_static_module("secrets", m.into());
+}

@@ -1,0 +1,28 @@
+//! `yaml::` script functions: parse YAML text into Rhai values and write values as YAML.
+
+use rhai::{Dynamic, Engine, FuncRegistration, Module};
+
+use super::native;
+
+pub fn register(engine: &mut Engine) {
+    let mut m = Module::new();
+    FuncRegistration::new("parse")
+        .with_comments([
+            "/// Parses YAML text (`file` names it in errors) into maps, arrays and scalars.",
+        ])
+        .set_into_module(&mut m, |text: &str, file: &str| {
+            native(|| {
+                let v = crate::yaml::parse(text, file)?;
+                Ok(rhai::serde::to_dynamic(v)?)
+            })
+        });
+    FuncRegistration::new("to_string")
+        .with_comments(["/// Writes a value as YAML in the Talos layout (4-space indent)."])
+        .set_into_module(&mut m, |value: Dynamic| {
+            native(|| {
+                let v: serde_yaml_ng::Value = rhai::serde::from_dynamic(&value)?;
+                Ok(crate::yaml::to_string(&v))
+            })
+        });
+    engine.register_static_module("yaml", m.into());
+}

@@ -1,0 +1,43 @@
+//! The embedded stdlib (`stdlib/`) as modules scripts import: `import "talm/validate" as v;`.
+
+use rhai::module_resolvers::StaticModuleResolver;
+use rhai::{Engine, Module, Scope};
+
+use crate::embedded::STDLIB;
+
+/// Compiles every stdlib file into a module named by its path without `.rhai`. A stdlib file
+/// that fails to compile is a build defect, caught by this module's test.
+pub fn resolver() -> StaticModuleResolver {
+    let mut resolver = StaticModuleResolver::new();
+    let engine = Engine::new();
+    for (path, source) in STDLIB {
+        let Some(name) = path.strip_suffix(".rhai") else {
+            continue;
+        };
+        let module = engine
+            .compile(source)
+            .map_err(|e| e.to_string())
+            .and_then(|mut ast| {
+                ast.set_source(format!("stdlib/{path}"));
+                Module::eval_ast_as_new(Scope::new(), &ast, &engine).map_err(|e| e.to_string())
+            });
+        match module {
+            Ok(m) => resolver.insert(name, m),
+            Err(e) => eprintln!("WARN: stdlib/{path} does not compile: {e}"),
+        }
+    }
+    resolver
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_stdlib_module_compiles() {
+        let engine = rhai::Engine::new();
+        for (path, source) in super::STDLIB {
+            engine
+                .compile(source)
+                .unwrap_or_else(|e| panic!("stdlib/{path}: {e}"));
+        }
+    }
+}

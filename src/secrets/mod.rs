@@ -1,0 +1,8 @@
+//! Secrets: the Talos secrets bundle and its PKI, the talosconfig, and age encryption.
+
+pub mod bundle;
+pub mod contract;
+pub mod crypt;
+pub mod der;
+pub mod pki;
+pub mod talosconfig;

@@ -1,0 +1,123 @@
+//! The talosconfig file: generation from the secrets bundle (admin client certificate signed by
+//! the OS CA), carrying endpoints/nodes over from an older file, and loading with clear errors.
+
+use anyhow::Result;
+use base64::Engine as _;
+use serde_yaml_ng::{Mapping, Value};
+use time::OffsetDateTime;
+
+use super::bundle::Bundle;
+use super::pki;
+use crate::error::hinted;
+
+fn b64(text: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(text.as_bytes())
+}
+
+/// A talosconfig with one context named after the cluster, holding a fresh `os:admin` client
+/// certificate from the bundle's OS CA and the given endpoints.
+pub fn generate(
+    bundle: &Bundle,
+    cluster: &str,
+    endpoints: &[String],
+    now: OffsetDateTime,
+) -> Result<Value> {
+    let (ca_pem, ca_key) = bundle.os_ca()?;
+    let client = pki::client_cert(&ca_pem, &ca_key, &["os:admin"], now)?;
+    let mut ctx = Mapping::new();
+    ctx.insert(
+        "endpoints".into(),
+        Value::Sequence(endpoints.iter().map(|e| Value::String(e.clone())).collect()),
+    );
+    ctx.insert("ca".into(), b64(&ca_pem).into());
+    ctx.insert("crt".into(), b64(&client.cert_pem).into());
+    ctx.insert("key".into(), b64(&client.key.to_talos_pem()?).into());
+    let mut contexts = Mapping::new();
+    contexts.insert(cluster.into(), Value::Mapping(ctx));
+    let mut root = Mapping::new();
+    root.insert("context".into(), cluster.into());
+    root.insert("contexts".into(), Value::Mapping(contexts));
+    Ok(Value::Mapping(root))
+}
+
+/// Parses a talosconfig and checks its shape: a current context that exists, and `ca`/`crt`/`key`
+/// holding base64 PEM where present.
+pub fn load(text: &str, file: &str) -> Result<Value> {
+    let value = crate::yaml::parse(text, file)?;
+    let bad = |what: String| {
+        hinted(
+            format!("{file}: {what}"),
+            format!("regenerate it with `talm talosconfig`, or restore it from {file}.encrypted with `talm init -d`"),
+        )
+    };
+    let root = value
+        .as_mapping()
+        .ok_or_else(|| bad("not a talosconfig (expected `context:` and `contexts:`)".into()))?;
+    let contexts = root
+        .get("contexts")
+        .and_then(Value::as_mapping)
+        .ok_or_else(|| bad("has no `contexts:` mapping".into()))?;
+    if let Some(cur) = root.get("context").and_then(Value::as_str) {
+        if !cur.is_empty() && !contexts.contains_key(cur) {
+            return Err(bad(format!(
+                "current context {cur:?} is not among its contexts"
+            )));
+        }
+    }
+    for (name, ctx) in contexts {
+        let name = name.as_str().unwrap_or("?");
+        let ctx = ctx
+            .as_mapping()
+            .ok_or_else(|| bad(format!("context {name:?} is not a mapping")))?;
+        for field in ["ca", "crt", "key"] {
+            if let Some(v) = ctx.get(field).and_then(Value::as_str) {
+                let ok = super::bundle::unb64(v)
+                    .ok()
+                    .and_then(|pem| pki::pem_decode(&pem))
+                    .is_some();
+                if !ok {
+                    return Err(bad(format!(
+                        "contexts.{name}.{field} is not base64-encoded PEM"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(value)
+}
+
+/// Carries an older talosconfig over a regenerated one: every context both have keeps its old
+/// endpoints and nodes, contexts only the old one has stay as they were, and the old current
+/// context stays current.
+pub fn carry_over(new: &Value, old: &Value) -> Value {
+    let mut out = new.clone();
+    let (Some(out_map), Some(old_map)) = (out.as_mapping_mut(), old.as_mapping()) else {
+        return new.clone();
+    };
+    if let Some(old_ctxs) = old_map.get("contexts").and_then(Value::as_mapping) {
+        let mut merged = out_map
+            .get("contexts")
+            .and_then(Value::as_mapping)
+            .cloned()
+            .unwrap_or_default();
+        for (name, old_ctx) in old_ctxs {
+            match merged.get_mut(name).and_then(Value::as_mapping_mut) {
+                Some(ctx) => {
+                    for field in ["endpoints", "nodes"] {
+                        if let Some(v) = old_ctx.get(field) {
+                            ctx.insert(field.into(), v.clone());
+                        }
+                    }
+                }
+                None => {
+                    merged.insert(name.clone(), old_ctx.clone());
+                }
+            }
+        }
+        out_map.insert("contexts".into(), Value::Mapping(merged));
+    }
+    if let Some(cur) = old_map.get("context") {
+        out_map.insert("context".into(), cur.clone());
+    }
+    out
+}

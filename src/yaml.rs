@@ -1,0 +1,348 @@
+//! YAML in and out: parsing with file/line/column errors, and the emitter that writes the
+//! Talos/yaml.v3 layout (4-space indent, order kept) used for secrets, talosconfig and
+//! encrypted files.
+
+use anyhow::Result;
+use serde_yaml_ng::Value;
+
+use crate::error::hinted;
+
+/// Parses one YAML document; errors name the file, line and column.
+pub fn parse(text: &str, file: &str) -> Result<Value> {
+    serde_yaml_ng::from_str::<Value>(text).map_err(|e| syntax_error(&e, file))
+}
+
+/// Parses a YAML document that must be a mapping (or empty, which counts as an empty mapping).
+pub fn parse_map(text: &str, file: &str) -> Result<serde_yaml_ng::Mapping> {
+    match parse(text, file)? {
+        Value::Mapping(m) => Ok(m),
+        Value::Null => Ok(serde_yaml_ng::Mapping::new()),
+        _ => Err(hinted(
+            format!("{file}: expected a YAML mapping at the top level"),
+            format!("{file} must hold `key: value` pairs"),
+        )),
+    }
+}
+
+/// Turns a serde_yaml_ng error into the user-facing message with position and a hint.
+pub fn syntax_error(e: &serde_yaml_ng::Error, file: &str) -> anyhow::Error {
+    let msg = e.to_string();
+    let msg = msg
+        .split(" at line ")
+        .next()
+        .unwrap_or(msg.as_str())
+        .to_string();
+    match e.location() {
+        Some(loc) => hinted(
+            format!(
+                "{file}:{}:{}: invalid YAML: {msg}",
+                loc.line(),
+                loc.column()
+            ),
+            format!(
+                "fix the YAML syntax in {file} near line {}, column {}",
+                loc.line(),
+                loc.column()
+            ),
+        ),
+        None => hinted(
+            format!("{file}: invalid YAML: {msg}"),
+            format!("fix the YAML in {file}"),
+        ),
+    }
+}
+
+/// Writes a value in the Talos layout: mappings in their order, 4-space indentation, sequences
+/// indented under their key, `""`/`[]`/`{}` for empty values, a single trailing newline.
+pub fn to_string(value: &Value) -> String {
+    let mut out = String::new();
+    match value {
+        Value::Mapping(m) if !m.is_empty() => emit_mapping(m, 0, &mut out),
+        Value::Sequence(s) if !s.is_empty() => emit_sequence(s, 0, &mut out),
+        other => {
+            out.push_str(&inline(other, 0));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+const INDENT: usize = 4;
+
+fn pad(n: usize) -> String {
+    " ".repeat(n)
+}
+
+fn emit_mapping(m: &serde_yaml_ng::Mapping, indent: usize, out: &mut String) {
+    for (k, v) in m {
+        out.push_str(&pad(indent));
+        out.push_str(&key_text(k));
+        out.push(':');
+        emit_value_after_key(v, indent, out);
+    }
+}
+
+fn emit_value_after_key(v: &Value, indent: usize, out: &mut String) {
+    match v {
+        Value::Mapping(m) if !m.is_empty() => {
+            out.push('\n');
+            emit_mapping(m, indent + INDENT, out);
+        }
+        Value::Sequence(s) if !s.is_empty() => {
+            out.push('\n');
+            emit_sequence(s, indent + INDENT, out);
+        }
+        Value::Tagged(t) => emit_value_after_key(&t.value, indent, out),
+        other => {
+            out.push(' ');
+            out.push_str(&inline(other, indent + INDENT));
+            out.push('\n');
+        }
+    }
+}
+
+fn emit_sequence(s: &[Value], indent: usize, out: &mut String) {
+    for item in s {
+        out.push_str(&pad(indent));
+        out.push('-');
+        match item {
+            Value::Mapping(m) if !m.is_empty() => {
+                // First key on the dash line, the rest aligned under it.
+                let mut first = true;
+                for (k, v) in m {
+                    if first {
+                        out.push(' ');
+                        first = false;
+                    } else {
+                        out.push_str(&pad(indent + 2));
+                    }
+                    out.push_str(&key_text(k));
+                    out.push(':');
+                    emit_value_after_key(v, indent + 2, out);
+                }
+            }
+            Value::Sequence(inner) if !inner.is_empty() => {
+                out.push('\n');
+                emit_sequence(inner, indent + INDENT, out);
+            }
+            other => {
+                out.push(' ');
+                out.push_str(&inline(other, indent + 2));
+                out.push('\n');
+            }
+        }
+    }
+}
+
+fn key_text(k: &Value) -> String {
+    match k {
+        Value::String(s) => scalar_string(s, usize::MAX),
+        other => inline(other, 0),
+    }
+}
+
+/// A scalar (or empty collection) on one line; multi-line strings become literal blocks whose
+/// lines are indented by `block_indent`.
+fn inline(v: &Value, block_indent: usize) -> String {
+    match v {
+        Value::Null => "null".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => scalar_string(s, block_indent),
+        Value::Sequence(_) => "[]".to_string(),
+        Value::Mapping(_) => "{}".to_string(),
+        Value::Tagged(t) => inline(&t.value, block_indent),
+    }
+}
+
+fn scalar_string(s: &str, block_indent: usize) -> String {
+    if s.is_empty() {
+        return "\"\"".to_string();
+    }
+    if block_indent != usize::MAX && literal_block_ok(s) {
+        return literal_block(s, block_indent);
+    }
+    if plain_ok(s) {
+        s.to_string()
+    } else {
+        double_quoted(s)
+    }
+}
+
+fn literal_block_ok(s: &str) -> bool {
+    s.contains('\n')
+        && !s.starts_with([' ', '\n', '\t'])
+        && !s.contains('\r')
+        && s.chars().all(|c| c == '\n' || c == '\t' || !c.is_control())
+        && s.split('\n').all(|l| !l.ends_with([' ', '\t']))
+}
+
+fn literal_block(s: &str, indent: usize) -> String {
+    let trimmed = s.trim_end_matches('\n');
+    let trailing = s.len() - trimmed.len();
+    let chomp = match trailing {
+        0 => "-",
+        1 => "",
+        _ => "+",
+    };
+    let mut out = format!("|{chomp}");
+    let body = if trailing > 1 {
+        &s[..s.len() - 1]
+    } else {
+        trimmed
+    };
+    for line in body.split('\n') {
+        out.push('\n');
+        if !line.is_empty() {
+            out.push_str(&pad(indent));
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+/// Whether a string can be written without quotes and still read back as the same string by
+/// YAML 1.1 and 1.2 readers (Go's yaml.v3 among them).
+fn plain_ok(s: &str) -> bool {
+    let first = s.chars().next().unwrap_or(' ');
+    if s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) {
+        return false;
+    }
+    if "-?:,[]{}#&*!|>'\"%@`".contains(first) {
+        return false;
+    }
+    if s.contains(": ") || s.contains(" #") || s.ends_with(':') {
+        return false;
+    }
+    if s.chars().any(|c| c.is_control()) {
+        return false;
+    }
+    !looks_like_non_string(s)
+}
+
+fn looks_like_non_string(s: &str) -> bool {
+    let lower = s.to_ascii_lowercase();
+    const WORDS: &[&str] = &[
+        "null", "~", "true", "false", "yes", "no", "on", "off", "y", "n", ".inf", "-.inf", "+.inf",
+        ".nan",
+    ];
+    if WORDS.contains(&lower.as_str()) {
+        return true;
+    }
+    let body = s.trim_start_matches(['+', '-']);
+    if body.is_empty() {
+        return false;
+    }
+    // Integers in any base and floats.
+    if body.starts_with("0x") || body.starts_with("0o") || body.starts_with("0b") {
+        return true;
+    }
+    let numeric = body.chars().all(|c| {
+        c.is_ascii_digit() || c == '.' || c == '_' || c == 'e' || c == 'E' || c == '+' || c == '-'
+    });
+    let dots = body.matches('.').count();
+    if numeric
+        && dots <= 1
+        && body
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit() || c == '.')
+    {
+        return true;
+    }
+    // Dates and times (YAML 1.1 timestamps, sexagesimal numbers).
+    let b = s.as_bytes();
+    if b.len() >= 8 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' {
+        return true;
+    }
+    if s.contains(':')
+        && s.chars()
+            .all(|c| c.is_ascii_digit() || c == ':' || c == '.')
+    {
+        return true;
+    }
+    false
+}
+
+fn double_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(src: &str) -> String {
+        let v: Value = serde_yaml_ng::from_str(src).unwrap();
+        let out = to_string(&v);
+        let back: Value = serde_yaml_ng::from_str(&out).unwrap();
+        assert_eq!(v, back, "round trip changed the value:\n{out}");
+        out
+    }
+
+    #[test]
+    fn writes_talos_layout() {
+        let out = roundtrip("context: a\ncontexts:\n  a:\n    endpoints: [127.0.0.1]\n    nodes: []\n    ca: QUJD\n");
+        assert_eq!(
+            out,
+            "context: a\ncontexts:\n    a:\n        endpoints:\n            - 127.0.0.1\n        nodes: []\n        ca: QUJD\n"
+        );
+    }
+
+    #[test]
+    fn quotes_what_would_change_type() {
+        for s in [
+            "yes",
+            "No",
+            "on",
+            "1",
+            "1.5",
+            "0x1f",
+            "2026-01-02",
+            "12:30",
+            "",
+            "a: b",
+            "- x",
+            "#c",
+            "null",
+            " x",
+        ] {
+            let v = Value::String(s.to_string());
+            let out = to_string(&v);
+            let back: Value = serde_yaml_ng::from_str(&out).unwrap();
+            assert_eq!(back, v, "{s:?} became {out:?}");
+            assert!(out.starts_with('"'), "{s:?} must be quoted, got {out}");
+        }
+        assert_eq!(to_string(&Value::String("0raF93-w=".into())), "0raF93-w=\n");
+    }
+
+    #[test]
+    fn multiline_strings_survive() {
+        roundtrip("a:\n  b: \"line1\\nline2\\n\"\n  c: \"x\\ny\"\n  d: \"p\\n\\n\"\n  e: \"\\nlead\"\n  f: \"t \\nx\"\n");
+        let out = roundtrip("k: \"one\\ntwo\\n\"\n");
+        assert_eq!(out, "k: |\n    one\n    two\n");
+        roundtrip("l:\n  - \"one\\ntwo\"\n  - {a: \"x\\ny\\n\", b: 1}\n  - [1, [2]]\n");
+    }
+
+    #[test]
+    fn parse_error_names_file_and_position() {
+        let err = parse("a: b\n  c: d: e\n", "values.yaml").unwrap_err();
+        let text = crate::error::render(&err);
+        assert!(text.contains("values.yaml:2:"), "{text}");
+        assert!(text.contains("hint:"), "{text}");
+    }
+}
