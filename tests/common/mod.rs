@@ -1,0 +1,146 @@
+//! A small builder for driving the real `talm` binary in a temporary folder.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const STABILITY_SECRETS: &str = include_str!("../fixtures/talos/stability/secrets.yaml");
+
+/// A temporary working folder for one test.
+pub struct Dir {
+    pub tmp: tempfile::TempDir,
+}
+
+impl Dir {
+    pub fn new() -> Dir {
+        Dir {
+            tmp: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    pub fn join(&self, rel: &str) -> PathBuf {
+        self.tmp.path().join(rel)
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
+    }
+
+    pub fn write(&self, rel: &str, content: &str) {
+        let p = self.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+
+    pub fn exists(&self, rel: &str) -> bool {
+        self.join(rel).exists()
+    }
+
+    pub fn remove(&self, rel: &str) {
+        std::fs::remove_file(self.join(rel)).unwrap();
+    }
+
+    pub fn mode(&self, rel: &str) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(self.join(rel)).unwrap().permissions().mode() & 0o777
+    }
+
+    /// Every file below the folder with its content: a snapshot to prove nothing changed.
+    pub fn snapshot(&self) -> BTreeMap<String, Vec<u8>> {
+        fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
+                let rel = p.strip_prefix(base).unwrap().display().to_string();
+                if p.is_dir() {
+                    out.insert(format!("{rel}/"), Vec::new());
+                    walk(base, &p, out);
+                } else {
+                    out.insert(rel, std::fs::read(&p).unwrap());
+                }
+            }
+        }
+        let mut out = BTreeMap::new();
+        walk(self.path(), self.path(), &mut out);
+        out
+    }
+
+    /// `talm` with this folder as the working directory.
+    pub fn talm<I, S>(&self, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        self.talm_in(".", args)
+    }
+
+    /// `talm` run from a sub-folder.
+    pub fn talm_in<I, S>(&self, sub: &str, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut cmd = assert_cmd::Command::cargo_bin("talm").unwrap();
+        cmd.current_dir(self.join(sub)).args(args).env_remove("TALM_PRESETS_DIR");
+        Run { cmd }
+    }
+
+    /// A project made from `preset` over the Talos stability secrets (no key generation), so
+    /// tests that are not about generation stay fast.
+    pub fn project(preset: &str) -> Dir {
+        let d = Dir::new();
+        d.write("secrets.yaml", STABILITY_SECRETS);
+        d.talm(["init", "--preset", preset, "--name", "mycluster", "--endpoints", "127.0.0.11"])
+            .ok();
+        d
+    }
+}
+
+pub struct Run {
+    pub cmd: assert_cmd::Command,
+}
+
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn env(mut self, k: &str, v: impl AsRef<std::ffi::OsStr>) -> Run {
+        self.cmd.env(k, v);
+        self
+    }
+
+    pub fn stdin(mut self, input: &str) -> Run {
+        self.cmd.write_stdin(input.to_string());
+        self
+    }
+
+    pub fn run(mut self) -> Out {
+        let o = self.cmd.output().unwrap();
+        Out {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+
+    /// Runs and expects success.
+    pub fn ok(self) -> Out {
+        let o = self.run();
+        assert_eq!(o.code, 0, "talm failed:\n{}", o.stderr);
+        o
+    }
+
+    /// Runs and expects failure with `needle` on stderr.
+    pub fn fails_with(self, needle: &str) -> Out {
+        let o = self.run();
+        assert_ne!(o.code, 0, "talm unexpectedly succeeded:\n{}", o.stderr);
+        assert!(o.stderr.contains(needle), "expected {needle:?} in stderr:\n{}", o.stderr);
+        o
+    }
+}
