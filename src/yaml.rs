@@ -118,7 +118,8 @@ fn emit_sequence(s: &[Value], indent: usize, out: &mut String) {
                     }
                     out.push_str(&key_text(k));
                     out.push(':');
-                    emit_value_after_key(v, indent + 2, out);
+                    // Nested values indent from the dash, as yaml.v3 does.
+                    emit_value_after_key(v, indent, out);
                 }
             }
             Value::Sequence(inner) if !inner.is_empty() => {
@@ -336,6 +337,8 @@ mod tests {
         let out = roundtrip("k: \"one\\ntwo\\n\"\n");
         assert_eq!(out, "k: |\n    one\n    two\n");
         roundtrip("l:\n  - \"one\\ntwo\"\n  - {a: \"x\\ny\\n\", b: 1}\n  - [1, [2]]\n");
+        let out = roundtrip("l:\n  - name: c\n    cluster: {server: s, l: [1]}\n");
+        assert_eq!(out, "l:\n    - name: c\n      cluster:\n        server: s\n        l:\n            - 1\n");
     }
 
     #[test]

@@ -88,6 +88,11 @@ impl Dir {
         Run { cmd }
     }
 
+    /// The text of a fresh age key file, made by `talm init --encrypt` in a scratch project.
+    pub fn new_key() -> String {
+        talm::secrets::crypt::new_key_file()
+    }
+
     /// A project made from `preset` over the Talos stability secrets (no key generation), so
     /// tests that are not about generation stay fast.
     pub fn project(preset: &str) -> Dir {
