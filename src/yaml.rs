@@ -338,7 +338,10 @@ mod tests {
         assert_eq!(out, "k: |\n    one\n    two\n");
         roundtrip("l:\n  - \"one\\ntwo\"\n  - {a: \"x\\ny\\n\", b: 1}\n  - [1, [2]]\n");
         let out = roundtrip("l:\n  - name: c\n    cluster: {server: s, l: [1]}\n");
-        assert_eq!(out, "l:\n    - name: c\n      cluster:\n        server: s\n        l:\n            - 1\n");
+        assert_eq!(
+            out,
+            "l:\n    - name: c\n      cluster:\n        server: s\n        l:\n            - 1\n"
+        );
     }
 
     #[test]

@@ -55,11 +55,21 @@ fn cozystack_project_from_scratch() {
     );
     // A key was made: the banner names the secret files; endpoint is empty: the hint shows.
     assert!(o.stderr.contains("Security Information"), "{}", o.stderr);
-    for f in ["secrets.yaml", "talosconfig", "talm.key", "kubeconfig", "values-secret.yaml"] {
+    for f in [
+        "secrets.yaml",
+        "talosconfig",
+        "talm.key",
+        "kubeconfig",
+        "values-secret.yaml",
+    ] {
         assert!(o.stderr.contains(f));
     }
     assert!(o.stderr.contains("Next: set values.yaml::endpoint"));
-    assert!(d.read("values.yaml").contains("\nendpoint: \"\"\n") || d.read("values.yaml").starts_with("endpoint: \"\"") || d.read("values.yaml").contains("endpoint: \"\""));
+    assert!(
+        d.read("values.yaml").contains("\nendpoint: \"\"\n")
+            || d.read("values.yaml").starts_with("endpoint: \"\"")
+            || d.read("values.yaml").contains("endpoint: \"\"")
+    );
     // Nothing on stdout: progress goes to stderr.
     assert_eq!(o.stdout, "");
 }
@@ -69,11 +79,23 @@ fn one_endpoint_sets_the_cluster_endpoint() {
     let d = Dir::new();
     d.write("secrets.yaml", STABILITY_SECRETS);
     let o = d
-        .talm(["init", "-p", "cozystack", "-N", "mycluster", "--endpoints", "127.0.0.11"])
+        .talm([
+            "init",
+            "-p",
+            "cozystack",
+            "-N",
+            "mycluster",
+            "--endpoints",
+            "127.0.0.11",
+        ])
         .ok();
-    assert!(d.read("values.yaml").contains("\nendpoint: \"https://127.0.0.11:6443\"\n"));
+    assert!(d
+        .read("values.yaml")
+        .contains("\nendpoint: \"https://127.0.0.11:6443\"\n"));
     assert!(!o.stderr.contains("Next: set values.yaml::endpoint"));
-    assert!(d.read("talosconfig").contains("endpoints:\n            - 127.0.0.11\n"));
+    assert!(d
+        .read("talosconfig")
+        .contains("endpoints:\n            - 127.0.0.11\n"));
     // The existing secrets were kept and encrypted.
     assert_eq!(d.read("secrets.yaml"), STABILITY_SECRETS);
     assert!(d.exists("secrets.encrypted.yaml"));
@@ -83,8 +105,19 @@ fn one_endpoint_sets_the_cluster_endpoint() {
 fn ipv6_endpoint_is_bracketed() {
     let d = Dir::new();
     d.write("secrets.yaml", STABILITY_SECRETS);
-    d.talm(["init", "-p", "generic", "-N", "c6", "--endpoints", "fd00::11"]).ok();
-    assert!(d.read("values.yaml").contains("\nendpoint: \"https://[fd00::11]:6443\"\n"));
+    d.talm([
+        "init",
+        "-p",
+        "generic",
+        "-N",
+        "c6",
+        "--endpoints",
+        "fd00::11",
+    ])
+    .ok();
+    assert!(d
+        .read("values.yaml")
+        .contains("\nendpoint: \"https://[fd00::11]:6443\"\n"));
 }
 
 #[test]
@@ -92,12 +125,23 @@ fn several_endpoints_leave_endpoint_empty_with_a_hint() {
     let d = Dir::new();
     d.write("secrets.yaml", STABILITY_SECRETS);
     let o = d
-        .talm(["init", "-p", "cozystack", "-N", "c", "--endpoints", "127.0.0.11,127.0.0.12"])
+        .talm([
+            "init",
+            "-p",
+            "cozystack",
+            "-N",
+            "c",
+            "--endpoints",
+            "127.0.0.11,127.0.0.12",
+        ])
         .ok();
     assert!(d.read("values.yaml").contains("\nendpoint: \"\"\n"));
     assert!(o.stderr.contains("Next: set values.yaml::endpoint"));
     let tc = d.read("talosconfig");
-    assert!(tc.contains("- 127.0.0.11\n            - 127.0.0.12\n"), "{tc}");
+    assert!(
+        tc.contains("- 127.0.0.11\n            - 127.0.0.12\n"),
+        "{tc}"
+    );
 }
 
 #[test]
@@ -105,14 +149,25 @@ fn cluster_endpoint_and_image_are_written() {
     let d = Dir::new();
     d.write("secrets.yaml", STABILITY_SECRETS);
     d.talm([
-        "init", "-p", "cozystack", "-N", "c", "--endpoints", "127.0.0.11",
-        "--cluster-endpoint", "https://10.0.0.1:6443",
-        "--image", "ghcr.io/acme/talos:v1.12.6",
+        "init",
+        "-p",
+        "cozystack",
+        "-N",
+        "c",
+        "--endpoints",
+        "127.0.0.11",
+        "--cluster-endpoint",
+        "https://10.0.0.1:6443",
+        "--image",
+        "ghcr.io/acme/talos:v1.12.6",
     ])
     .ok();
     let v = d.read("values.yaml");
     assert!(v.contains("\nendpoint: \"https://10.0.0.1:6443\"\n"), "{v}");
-    assert!(v.contains("\nimage: \"ghcr.io/acme/talos:v1.12.6\"\n"), "{v}");
+    assert!(
+        v.contains("\nimage: \"ghcr.io/acme/talos:v1.12.6\"\n"),
+        "{v}"
+    );
 }
 
 #[test]
@@ -143,33 +198,102 @@ fn refused(d: &Dir, args: &[&str], needle: &str) -> String {
 #[test]
 fn bad_flags_are_refused_before_any_write() {
     let d = Dir::new();
-    let err = refused(&d, &["init", "-p", "nope", "-N", "c"], "invalid preset: nope. Valid presets are: [generic cozystack talm]");
+    let err = refused(
+        &d,
+        &["init", "-p", "nope", "-N", "c"],
+        "invalid preset: nope. Valid presets are: [generic cozystack talm]",
+    );
     assert!(err.contains("hint:"));
-    refused(&d, &["init", "-N", "c"], "preset is required (use --preset or -p flag)");
-    refused(&d, &["init", "-p", "generic"], "cluster name is required (use --name or -N flag)");
-    let err = refused(&d, &["init", "-p", "generic", "-N", "My_Cluster"], "--name \"My_Cluster\" is not a valid DNS-1123 subdomain");
+    refused(
+        &d,
+        &["init", "-N", "c"],
+        "preset is required (use --preset or -p flag)",
+    );
+    refused(
+        &d,
+        &["init", "-p", "generic"],
+        "cluster name is required (use --name or -N flag)",
+    );
+    let err = refused(
+        &d,
+        &["init", "-p", "generic", "-N", "My_Cluster"],
+        "--name \"My_Cluster\" is not a valid DNS-1123 subdomain",
+    );
     assert!(err.contains("hint:"));
-    refused(&d, &["init", "-p", "generic", "--name=-bad"], "is not a valid DNS-1123 subdomain");
-    for url in ["10.0.0.1:6443", "https://10.0.0.1", "https://:6443", "https://10.0.0.1:99999"] {
-        refused(&d, &["init", "-p", "generic", "-N", "c", "--cluster-endpoint", url],
-            &format!("cluster-endpoint \"{url}\" is missing scheme, host, or port"));
+    refused(
+        &d,
+        &["init", "-p", "generic", "--name=-bad"],
+        "is not a valid DNS-1123 subdomain",
+    );
+    for url in [
+        "10.0.0.1:6443",
+        "https://10.0.0.1",
+        "https://:6443",
+        "https://10.0.0.1:99999",
+    ] {
+        refused(
+            &d,
+            &[
+                "init",
+                "-p",
+                "generic",
+                "-N",
+                "c",
+                "--cluster-endpoint",
+                url,
+            ],
+            &format!("cluster-endpoint \"{url}\" is missing scheme, host, or port"),
+        );
     }
     for (image, msg) in [
         (":v1", "is malformed: starts with a reserved separator"),
-        ("ghcr.io/a/b:", "is malformed: ends with a separator with nothing after it"),
+        (
+            "ghcr.io/a/b:",
+            "is malformed: ends with a separator with nothing after it",
+        ),
         ("talos:v1", "is missing a registry / path component"),
         ("ghcr.io/a/talos", "has no tag or digest"),
     ] {
-        refused(&d, &["init", "-p", "cozystack", "-N", "c", "--image", image], msg);
+        refused(
+            &d,
+            &["init", "-p", "cozystack", "-N", "c", "--image", image],
+            msg,
+        );
     }
-    refused(&d, &["init", "-p", "generic", "-N", "c", "--image", "ghcr.io/a/b:v1"],
-        "--image was set but preset \"generic\" does not declare a top-level image: field");
-    refused(&d, &["init", "-p", "generic", "-N", "c", "--talos-version", "latest"], "invalid Talos version \"latest\"");
+    refused(
+        &d,
+        &[
+            "init",
+            "-p",
+            "generic",
+            "-N",
+            "c",
+            "--image",
+            "ghcr.io/a/b:v1",
+        ],
+        "--image was set but preset \"generic\" does not declare a top-level image: field",
+    );
+    refused(
+        &d,
+        &[
+            "init",
+            "-p",
+            "generic",
+            "-N",
+            "c",
+            "--talos-version",
+            "latest",
+        ],
+        "invalid Talos version \"latest\"",
+    );
     for mode in ["--update", "--encrypt", "--decrypt"] {
         refused(&d, &["init", mode, "--image", "ghcr.io/a/b:v1"],
             "--image is honored on initial init only; not valid with --encrypt, --decrypt, or --update");
-        refused(&d, &["init", mode, "--cluster-endpoint", "https://a:1"],
-            "--cluster-endpoint is honored on initial init only");
+        refused(
+            &d,
+            &["init", mode, "--cluster-endpoint", "https://a:1"],
+            "--cluster-endpoint is honored on initial init only",
+        );
     }
     refused(&d, &["init", "--encrypt"], "not in a project root: Chart.yaml and secrets.yaml (or secrets.encrypted.yaml) must exist in");
     assert!(d.snapshot().is_empty());
@@ -185,7 +309,8 @@ fn init_over_existing_files_lists_them_and_writes_nothing() {
     assert!(err.contains("hint:"));
     // --force overwrites them.
     d.write("secrets.yaml", STABILITY_SECRETS);
-    d.talm(["init", "-p", "cozystack", "-N", "c", "--force"]).ok();
+    d.talm(["init", "-p", "cozystack", "-N", "c", "--force"])
+        .ok();
     assert!(d.read("values.yaml").contains("clusterDomain"));
 }
 
@@ -197,7 +322,11 @@ fn init_inside_an_existing_project_is_refused_unless_root_is_explicit() {
     d.talm_in("sub", ["init", "-p", "generic", "-N", "inner"])
         .fails_with("is inside an existing talm project at");
     assert_eq!(d.snapshot(), before);
-    d.talm_in("sub", ["init", "-p", "generic", "-N", "inner", "--root", "."]).ok();
+    d.talm_in(
+        "sub",
+        ["init", "-p", "generic", "-N", "inner", "--root", "."],
+    )
+    .ok();
     assert!(d.read("sub/Chart.yaml").contains("name: inner"));
 }
 
@@ -208,11 +337,21 @@ fn broken_secrets_are_refused_with_file_and_position() {
     d.write("secrets.yaml", "cluster:\n    id: a\n  secret: [b\n");
     let err = refused(&d, &["init", "-p", "generic", "-N", "c"], "secrets.yaml:");
     assert!(err.contains("invalid YAML"), "{err}");
-    assert!(err.contains("hint: fix the YAML syntax in secrets.yaml near line"), "{err}");
+    assert!(
+        err.contains("hint: fix the YAML syntax in secrets.yaml near line"),
+        "{err}"
+    );
     // A bundle Talos would reject lists Talos's reasons.
     let d = Dir::new();
-    d.write("secrets.yaml", include_str!("fixtures/talos/secrets/invalid-secrets.yaml"));
-    let err = refused(&d, &["init", "-p", "generic", "-N", "c"], "secrets.yaml is not a valid secrets bundle: 6 errors occurred");
+    d.write(
+        "secrets.yaml",
+        include_str!("fixtures/talos/secrets/invalid-secrets.yaml"),
+    );
+    let err = refused(
+        &d,
+        &["init", "-p", "generic", "-N", "c"],
+        "secrets.yaml is not a valid secrets bundle: 6 errors occurred",
+    );
     assert!(err.contains("certs.os is invalid: unsupported key type: \"CERTIFICATE\""));
     // An unreadable file (a folder where the file should be) is named.
     let d = Dir::new();
@@ -221,8 +360,15 @@ fn broken_secrets_are_refused_with_file_and_position() {
     // A malformed talosconfig is refused too.
     let d = Dir::new();
     d.write("secrets.yaml", STABILITY_SECRETS);
-    d.write("talosconfig", "context: x\ncontexts:\n    x:\n        ca: not-base64-pem\n");
-    refused(&d, &["init", "-p", "generic", "-N", "c"], "talosconfig: contexts.x.ca is not base64-encoded PEM");
+    d.write(
+        "talosconfig",
+        "context: x\ncontexts:\n    x:\n        ca: not-base64-pem\n",
+    );
+    refused(
+        &d,
+        &["init", "-p", "generic", "-N", "c"],
+        "talosconfig: contexts.x.ca is not base64-encoded PEM",
+    );
 }
 
 #[test]
@@ -232,7 +378,10 @@ fn encrypted_secrets_without_key_are_refused() {
     fresh.write("secrets.encrypted.yaml", &d.read("secrets.encrypted.yaml"));
     let err = refused(&fresh, &["init", "-p", "generic", "-N", "c"],
         "secrets.encrypted.yaml exists but secrets.yaml and talm.key are missing. Cannot decrypt without key");
-    assert!(err.contains("Restore your backed-up key, or re-run `talm init` to regenerate"), "{err}");
+    assert!(
+        err.contains("Restore your backed-up key, or re-run `talm init` to regenerate"),
+        "{err}"
+    );
     // With the key, init opens the encrypted copy instead of making new secrets.
     fresh.write("talm.key", &d.read("talm.key"));
     fresh.talm(["init", "-p", "generic", "-N", "c"]).ok();
@@ -258,9 +407,16 @@ fn global_flags_and_version() {
     let o = d.talm(["--version"]).ok();
     assert!(o.stdout.contains(env!("CARGO_PKG_VERSION")));
     let o = d.talm(["--help"]).ok();
-    for flag in ["--talosconfig", "--root", "--context", "--nodes", "--strict-charts"] {
+    for flag in [
+        "--talosconfig",
+        "--root",
+        "--context",
+        "--nodes",
+        "--strict-charts",
+    ] {
         assert!(o.stdout.contains(flag), "{flag}");
     }
     // --nodes has no -n shorthand.
-    d.talm(["-n", "1.2.3.4", "completion", "bash"]).fails_with("unexpected argument '-n'");
+    d.talm(["-n", "1.2.3.4", "completion", "bash"])
+        .fails_with("unexpected argument '-n'");
 }

@@ -28,27 +28,54 @@ fn edit(path: &Path, from: &str, to: &str) {
 /// a different worker template and an extra library file.
 fn old_presets() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("presets"), dir.path());
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("presets"),
+        dir.path(),
+    );
     let coz = dir.path().join("cozystack");
-    edit(&coz.join("values.yaml"), "image: \"ghcr.io/cozystack/cozystack/talos:v1.12.6\"", "image: \"ghcr.io/cozystack/cozystack/talos:v1.11.0\"");
+    edit(
+        &coz.join("values.yaml"),
+        "image: \"ghcr.io/cozystack/cozystack/talos:v1.12.6\"",
+        "image: \"ghcr.io/cozystack/cozystack/talos:v1.11.0\"",
+    );
     let values = std::fs::read_to_string(coz.join("values.yaml")).unwrap();
     let start = values.find("timeServers: []").unwrap();
-    std::fs::write(coz.join("values.yaml"), values.replacen("timeServers: []\n", "", 1)).unwrap();
+    std::fs::write(
+        coz.join("values.yaml"),
+        values.replacen("timeServers: []\n", "", 1),
+    )
+    .unwrap();
     assert!(start > 0);
-    edit(&coz.join("Chart.yaml"), "talosVersion: \"v1.12\"", "talosVersion: \"v1.11\"");
+    edit(
+        &coz.join("Chart.yaml"),
+        "talosVersion: \"v1.12\"",
+        "talosVersion: \"v1.11\"",
+    );
     let worker = coz.join("templates/worker.yaml");
     let w = std::fs::read_to_string(&worker).unwrap();
     std::fs::write(&worker, format!("{{# old worker #}}\n{w}")).unwrap();
-    std::fs::write(dir.path().join("talm/templates/_old.tera"), "{# gone in the new release #}\n").unwrap();
+    std::fs::write(
+        dir.path().join("talm/templates/_old.tera"),
+        "{# gone in the new release #}\n",
+    )
+    .unwrap();
     dir
 }
 
 fn old_project(old: &Path) -> Dir {
     let d = Dir::new();
     d.write("secrets.yaml", STABILITY_SECRETS);
-    d.talm(["init", "-p", "cozystack", "-N", "mycluster", "--endpoints", "127.0.0.11"])
-        .env("TALM_PRESETS_DIR", old)
-        .ok();
+    d.talm([
+        "init",
+        "-p",
+        "cozystack",
+        "-N",
+        "mycluster",
+        "--endpoints",
+        "127.0.0.11",
+    ])
+    .env("TALM_PRESETS_DIR", old)
+    .ok();
     assert!(d.read("values.yaml").contains("talos:v1.11.0"));
     assert!(d.exists("charts/talm/templates/_old.tera"));
     d
@@ -60,8 +87,16 @@ fn update_to_a_new_preset_keeps_user_pins() {
     let d = old_project(old.path());
     // The user pins: a Kubernetes version, an OIDC issuer and the image (the preset changes that
     // line too), and edits the worker template.
-    edit(&d.join("Chart.yaml"), "kubernetesVersion: \"v1.34.3\"", "kubernetesVersion: \"v1.33.2\"");
-    edit(&d.join("values.yaml"), "oidcIssuerUrl: \"\"", "oidcIssuerUrl: \"https://id.example.com\"");
+    edit(
+        &d.join("Chart.yaml"),
+        "kubernetesVersion: \"v1.34.3\"",
+        "kubernetesVersion: \"v1.33.2\"",
+    );
+    edit(
+        &d.join("values.yaml"),
+        "oidcIssuerUrl: \"\"",
+        "oidcIssuerUrl: \"https://id.example.com\"",
+    );
     edit(&d.join("values.yaml"), "talos:v1.11.0", "talos:v1.11.5");
 
     // Without --force and without a terminal, the changed template and then the conflicting
@@ -71,18 +106,32 @@ fn update_to_a_new_preset_keeps_user_pins() {
         .fails_with("file \"templates/worker.yaml\" differs from the preset template");
     assert_eq!(d.snapshot(), before);
     let old_worker = d.read("templates/worker.yaml");
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("presets/cozystack/templates/worker.yaml"), d.join("templates/worker.yaml")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("presets/cozystack/templates/worker.yaml"),
+        d.join("templates/worker.yaml"),
+    )
+    .unwrap();
     let before = d.snapshot();
     d.talm(["init", "--update", "--preset", "cozystack"])
         .fails_with("file \"values.yaml\" has lines changed both by you and by the new preset");
     assert_eq!(d.snapshot(), before);
     d.write("templates/worker.yaml", &old_worker);
 
-    let o = d.talm(["init", "--update", "--preset", "cozystack", "--force"]).ok();
-    assert!(o.stderr.contains("Updating talm library chart..."), "{}", o.stderr);
+    let o = d
+        .talm(["init", "--update", "--preset", "cozystack", "--force"])
+        .ok();
+    assert!(
+        o.stderr.contains("Updating talm library chart..."),
+        "{}",
+        o.stderr
+    );
     assert!(o.stderr.contains("Removed charts/talm/templates/_old.tera"));
-    assert!(o.stderr.contains("Overwriting templates/worker.yaml (--force)"));
-    assert!(o.stderr.contains("WARN: values.yaml: you and the preset changed the same lines"));
+    assert!(o
+        .stderr
+        .contains("Overwriting templates/worker.yaml (--force)"));
+    assert!(o
+        .stderr
+        .contains("WARN: values.yaml: you and the preset changed the same lines"));
     let chart = d.read("Chart.yaml");
     let values = d.read("values.yaml");
     // Pins survive...
@@ -97,7 +146,10 @@ fn update_to_a_new_preset_keeps_user_pins() {
     assert!(!d.exists("charts/talm/templates/_old.tera"));
     assert_eq!(
         d.read("templates/worker.yaml"),
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("presets/cozystack/templates/worker.yaml")).unwrap()
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("presets/cozystack/templates/worker.yaml")
+        )
+        .unwrap()
     );
     // The lock moved to the new preset: no drift is reported any more.
     let o = d.talm(["talosconfig"]).ok();
@@ -113,12 +165,26 @@ fn clean_merge_needs_no_force() {
     let old = old_presets();
     let d = old_project(old.path());
     // Only a pin on a line the preset does not change, and the same worker template.
-    edit(&d.join("Chart.yaml"), "kubernetesVersion: \"v1.34.3\"", "kubernetesVersion: \"v1.33.2\"");
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("presets/cozystack/templates/worker.yaml"), d.join("templates/worker.yaml")).unwrap();
+    edit(
+        &d.join("Chart.yaml"),
+        "kubernetesVersion: \"v1.34.3\"",
+        "kubernetesVersion: \"v1.33.2\"",
+    );
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("presets/cozystack/templates/worker.yaml"),
+        d.join("templates/worker.yaml"),
+    )
+    .unwrap();
     let o = d.talm(["init", "-u", "-p", "cozystack"]).ok();
-    assert!(o.stderr.contains("Merged preset changes into values.yaml"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("Merged preset changes into values.yaml"),
+        "{}",
+        o.stderr
+    );
     assert!(d.read("values.yaml").contains("talos:v1.12.6"));
-    assert!(d.read("Chart.yaml").contains("kubernetesVersion: \"v1.33.2\""));
+    assert!(d
+        .read("Chart.yaml")
+        .contains("kubernetesVersion: \"v1.33.2\""));
 }
 
 #[test]
@@ -130,7 +196,9 @@ fn a_changed_template_is_not_overwritten_silently() {
     let err = d
         .talm(["init", "--update", "--preset", "generic"])
         .fails_with("file \"templates/worker.yaml\" differs from the preset template, but talm is running non-interactively and cannot prompt for confirmation");
-    assert!(err.stderr.contains("hint: rerun under a tty to answer the prompt, or pass --force to overwrite"));
+    assert!(err
+        .stderr
+        .contains("hint: rerun under a tty to answer the prompt, or pass --force to overwrite"));
     assert_eq!(d.snapshot(), before);
 }
 
@@ -139,8 +207,68 @@ fn update_finds_the_preset_in_the_lock_and_refuses_unknown_ones() {
     let d = Dir::project("generic");
     d.write("charts/talm/templates/stray.tera", "stray\n");
     let o = d.talm(["init", "-u"]).ok();
-    assert!(o.stderr.contains("Removed charts/talm/templates/stray.tera"), "{}", o.stderr);
-    d.talm(["init", "-u", "-p", "nope"]).fails_with("invalid preset: nope");
+    assert!(
+        o.stderr
+            .contains("Removed charts/talm/templates/stray.tera"),
+        "{}",
+        o.stderr
+    );
+    d.talm(["init", "-u", "-p", "nope"])
+        .fails_with("invalid preset: nope");
     d.remove(".talm-preset.lock");
-    d.talm(["init", "-u"]).fails_with("preset not found in Chart.yaml dependencies or .talm-preset.lock");
+    d.talm(["init", "-u"])
+        .fails_with("preset not found in Chart.yaml dependencies or .talm-preset.lock");
+}
+
+/// Runs `talm` under a pseudo-terminal (util-linux `script`), answering prompts from `input`.
+fn talm_in_tty(d: &Dir, args: &str, input: &str) -> String {
+    use std::io::Write;
+    let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_talm"));
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .current_dir(d.path())
+        .env_remove("TALM_PRESETS_DIR")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs talm under a terminal");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_terminal_user_is_asked_per_file() {
+    let d = Dir::project("generic");
+    d.write("templates/worker.yaml", "# my own worker template\n");
+    let screen = talm_in_tty(&d, "init -u -p generic", "n\n");
+    assert!(
+        screen.contains("File templates/worker.yaml differs from template. Overwrite? [y/N]:"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("-# my own worker template"),
+        "the diff is shown: {screen}"
+    );
+    assert_eq!(
+        d.read("templates/worker.yaml"),
+        "# my own worker template\n"
+    );
+    let screen = talm_in_tty(&d, "init -u -p generic", "y\n");
+    assert!(screen.contains("Updated templates/worker.yaml"), "{screen}");
+    assert_ne!(
+        d.read("templates/worker.yaml"),
+        "# my own worker template\n"
+    );
 }

@@ -27,7 +27,10 @@ fn verify_signed_by(cert: &X509Certificate<'_>, ca: &X509Certificate<'_>) {
             &ECDSA_P256_SHA256_ASN1
         };
     UnparsedPublicKey::new(alg, key)
-        .verify(cert.tbs_certificate.as_ref(), cert.signature_value.data.as_ref())
+        .verify(
+            cert.tbs_certificate.as_ref(),
+            cert.signature_value.data.as_ref(),
+        )
         .expect("signature verifies with the issuer's key");
 }
 
@@ -72,15 +75,36 @@ fn talos_written_bundle_is_reproduced_byte_for_byte() {
 #[test]
 fn generated_bundles_follow_the_contract() {
     let now = ::time::OffsetDateTime::now_utc();
-    for (v, secretbox, rsa) in [("v1.0", false, false), ("v1.3", true, false), ("v1.7", true, true), ("", true, true)] {
+    for (v, secretbox, rsa) in [
+        ("v1.0", false, false),
+        ("v1.3", true, false),
+        ("v1.7", true, true),
+        ("", true, true),
+    ] {
         let b = Bundle::generate(Contract::parse(v).unwrap(), now).unwrap();
         b.validate().unwrap();
         let s = b.secrets.as_ref().unwrap();
         assert_eq!(!s.secretboxencryptionsecret.is_empty(), secretbox, "{v}");
         assert_eq!(!s.aescbcencryptionsecret.is_empty(), !secretbox, "{v}");
-        let sa = unb64(&b.certs.as_ref().unwrap().k8sserviceaccount.as_ref().unwrap().key).unwrap();
-        let label = if rsa { "RSA PRIVATE KEY" } else { "EC PRIVATE KEY" };
-        assert!(sa.starts_with(&format!("-----BEGIN {label}-----\n")), "{v}: {sa}");
+        let sa = unb64(
+            &b.certs
+                .as_ref()
+                .unwrap()
+                .k8sserviceaccount
+                .as_ref()
+                .unwrap()
+                .key,
+        )
+        .unwrap();
+        let label = if rsa {
+            "RSA PRIVATE KEY"
+        } else {
+            "EC PRIVATE KEY"
+        };
+        assert!(
+            sa.starts_with(&format!("-----BEGIN {label}-----\n")),
+            "{v}: {sa}"
+        );
         if rsa {
             assert_eq!(PrivateKey::from_pem(&sa).unwrap().kind, KeyKind::Rsa);
         }
@@ -90,35 +114,77 @@ fn generated_bundles_follow_the_contract() {
         for t in [&s.bootstraptoken, &b.trustdinfo.as_ref().unwrap().token] {
             let (a, z) = t.split_once('.').unwrap();
             assert_eq!((a.len(), z.len()), (6, 16));
-            assert!(t.chars().all(|c| c == '.' || c.is_ascii_digit() || c.is_ascii_lowercase()));
+            assert!(t
+                .chars()
+                .all(|c| c == '.' || c.is_ascii_digit() || c.is_ascii_lowercase()));
         }
         let id = b.cluster.as_ref().unwrap();
         use base64::Engine as _;
-        assert_eq!(base64::engine::general_purpose::URL_SAFE.decode(&id.id).unwrap().len(), 32);
-        assert_eq!(base64::engine::general_purpose::STANDARD.decode(&id.secret).unwrap().len(), 32);
+        assert_eq!(
+            base64::engine::general_purpose::URL_SAFE
+                .decode(&id.id)
+                .unwrap()
+                .len(),
+            32
+        );
+        assert_eq!(
+            base64::engine::general_purpose::STANDARD
+                .decode(&id.secret)
+                .unwrap()
+                .len(),
+            32
+        );
     }
 }
 
 #[test]
 fn generated_cas_match_talos() {
-    let now = ::time::OffsetDateTime::now_utc().replace_nanosecond(0).unwrap();
+    let now = ::time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .unwrap();
     let b = Bundle::generate(Contract::CURRENT, now).unwrap();
     let c = b.certs.unwrap();
     let cases = [
-        (c.etcd.unwrap(), Some("etcd"), "1.2.840.10045.2.1", "EC PRIVATE KEY"),
-        (c.k8s.unwrap(), Some("kubernetes"), "1.2.840.10045.2.1", "EC PRIVATE KEY"),
-        (c.k8saggregator.unwrap(), None, "1.2.840.10045.2.1", "EC PRIVATE KEY"),
-        (c.os.unwrap(), Some("talos"), "1.3.101.112", "ED25519 PRIVATE KEY"),
+        (
+            c.etcd.unwrap(),
+            Some("etcd"),
+            "1.2.840.10045.2.1",
+            "EC PRIVATE KEY",
+        ),
+        (
+            c.k8s.unwrap(),
+            Some("kubernetes"),
+            "1.2.840.10045.2.1",
+            "EC PRIVATE KEY",
+        ),
+        (
+            c.k8saggregator.unwrap(),
+            None,
+            "1.2.840.10045.2.1",
+            "EC PRIVATE KEY",
+        ),
+        (
+            c.os.unwrap(),
+            Some("talos"),
+            "1.3.101.112",
+            "ED25519 PRIVATE KEY",
+        ),
     ];
     for (pair, org, alg, key_label) in cases {
         let crt = unb64(&pair.crt).unwrap();
         let key = unb64(&pair.key).unwrap();
-        assert!(key.starts_with(&format!("-----BEGIN {key_label}-----\n")), "{key}");
+        assert!(
+            key.starts_with(&format!("-----BEGIN {key_label}-----\n")),
+            "{key}"
+        );
         let der = pem_der(&crt);
         let (_, cert) = parse_x509_certificate(&der).unwrap();
         assert_eq!(cert.public_key().algorithm.algorithm.to_id_string(), alg);
         // Subject: only the Organization (or nothing), and self-issued.
-        assert_eq!(orgs(cert.subject()), org.map(|o| vec![o.to_string()]).unwrap_or_default());
+        assert_eq!(
+            orgs(cert.subject()),
+            org.map(|o| vec![o.to_string()]).unwrap_or_default()
+        );
         assert_eq!(cert.subject().iter().count(), usize::from(org.is_some()));
         assert_eq!(cert.subject(), cert.issuer());
         verify_signed_by(&cert, &cert);
@@ -148,7 +214,9 @@ fn generated_cas_match_talos() {
 #[test]
 fn admin_certificate_is_an_os_admin_client_cert_chained_to_the_os_ca() {
     let b = Bundle::load(STABILITY, "secrets.yaml").unwrap();
-    let now = ::time::OffsetDateTime::now_utc().replace_nanosecond(0).unwrap();
+    let now = ::time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .unwrap();
     let tc = talosconfig::generate(&b, "mycluster", &["127.0.0.11".into()], now).unwrap();
     let ctx = &tc["contexts"]["mycluster"];
     assert_eq!(tc["context"].as_str(), Some("mycluster"));
@@ -162,7 +230,10 @@ fn admin_certificate_is_an_os_admin_client_cert_chained_to_the_os_ca() {
     let (_, ca) = parse_x509_certificate(&ca_der).unwrap();
     let der = pem_der(&crt);
     let (_, cert) = parse_x509_certificate(&der).unwrap();
-    assert_eq!(cert.public_key().algorithm.algorithm.to_id_string(), "1.3.101.112");
+    assert_eq!(
+        cert.public_key().algorithm.algorithm.to_id_string(),
+        "1.3.101.112"
+    );
     assert_eq!(orgs(cert.subject()), vec!["os:admin"]);
     assert_eq!(cert.subject().iter().count(), 1);
     assert_eq!(cert.issuer(), ca.subject());
@@ -178,5 +249,8 @@ fn admin_certificate_is_an_os_admin_client_cert_chained_to_the_os_ca() {
     // The key in the talosconfig belongs to the certificate.
     let k = PrivateKey::from_pem(&key).unwrap().key_pair().unwrap();
     use rcgen::PublicKeyData;
-    assert_eq!(k.der_bytes(), cert.public_key().subject_public_key.data.as_ref());
+    assert_eq!(
+        k.der_bytes(),
+        cert.public_key().subject_public_key.data.as_ref()
+    );
 }

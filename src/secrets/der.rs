@@ -80,9 +80,12 @@ pub fn oid(b: &[u8]) -> Vec<u8> {
     tlv(0x06, b)
 }
 
+/// A PKCS#8 key taken apart: algorithm OID, algorithm parameters (if any), inner key bytes.
+pub type Pkcs8Parts = (Vec<u8>, Option<Vec<u8>>, Vec<u8>);
+
 /// Splits a PKCS#8 `PrivateKeyInfo` into its algorithm OID, the algorithm parameters (if any)
 /// and the inner private key bytes.
-pub fn pkcs8_parts(der: &[u8]) -> Result<(Vec<u8>, Option<Vec<u8>>, Vec<u8>)> {
+pub fn pkcs8_parts(der: &[u8]) -> Result<Pkcs8Parts> {
     let (tag, body, _) = read(der)?;
     if tag != 0x30 {
         bail!("not a PKCS#8 structure");

@@ -46,7 +46,11 @@ impl Dir {
 
     pub fn mode(&self, rel: &str) -> u32 {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::metadata(self.join(rel)).unwrap().permissions().mode() & 0o777
+        std::fs::metadata(self.join(rel))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
     }
 
     /// Every file below the folder with its content: a snapshot to prove nothing changed.
@@ -84,7 +88,9 @@ impl Dir {
         S: AsRef<std::ffi::OsStr>,
     {
         let mut cmd = assert_cmd::Command::cargo_bin("talm").unwrap();
-        cmd.current_dir(self.join(sub)).args(args).env_remove("TALM_PRESETS_DIR");
+        cmd.current_dir(self.join(sub))
+            .args(args)
+            .env_remove("TALM_PRESETS_DIR");
         Run { cmd }
     }
 
@@ -98,8 +104,16 @@ impl Dir {
     pub fn project(preset: &str) -> Dir {
         let d = Dir::new();
         d.write("secrets.yaml", STABILITY_SECRETS);
-        d.talm(["init", "--preset", preset, "--name", "mycluster", "--endpoints", "127.0.0.11"])
-            .ok();
+        d.talm([
+            "init",
+            "--preset",
+            preset,
+            "--name",
+            "mycluster",
+            "--endpoints",
+            "127.0.0.11",
+        ])
+        .ok();
         d
     }
 }
@@ -145,7 +159,11 @@ impl Run {
     pub fn fails_with(self, needle: &str) -> Out {
         let o = self.run();
         assert_ne!(o.code, 0, "talm unexpectedly succeeded:\n{}", o.stderr);
-        assert!(o.stderr.contains(needle), "expected {needle:?} in stderr:\n{}", o.stderr);
+        assert!(
+            o.stderr.contains(needle),
+            "expected {needle:?} in stderr:\n{}",
+            o.stderr
+        );
         o
     }
 }
