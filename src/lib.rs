@@ -2,6 +2,7 @@
 //! git. The library behind the `talm` binary: CLI → runtime/scripts → project/secrets → Talos.
 
 pub mod cli;
+pub mod dispatch;
 pub mod embedded;
 pub mod error;
 pub mod project;
@@ -15,7 +16,7 @@ use std::ffi::OsString;
 
 /// Runs the CLI with the given process arguments and returns the process exit code.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
-    match cli::dispatch(args) {
+    match dispatch::dispatch(args) {
         Ok(code) => code,
         Err(err) => {
             eprint!("{}", error::render(&err));

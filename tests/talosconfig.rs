@@ -82,3 +82,14 @@ fn missing_secrets_are_named() {
         .stderr
         .contains("hint: run 'talm init' or restore secrets.yaml"));
 }
+
+#[test]
+fn talosconfig_flag_must_point_inside_the_project() {
+    let d = Dir::project("generic");
+    let abs = d.join("talosconfig").display().to_string();
+    d.talm(["talosconfig", "--talosconfig", &abs]).ok();
+    let outside = tempfile::tempdir().unwrap();
+    let other = outside.path().join("talosconfig").display().to_string();
+    d.talm(["talosconfig", "--talosconfig", &other])
+        .fails_with("is outside the project at");
+}

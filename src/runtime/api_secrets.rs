@@ -2,7 +2,7 @@
 //! `ENC[AGE,...]` encryption of project files. Everything works on text in memory; writing
 //! is the plan's job.
 
-use rhai::{Array, Engine, FuncRegistration, Module};
+use rhai::{Array, Engine, FuncRegistration, Map, Module};
 
 use super::native;
 use crate::secrets::{bundle::Bundle, contract::Contract, crypt, talosconfig};
@@ -11,15 +11,22 @@ fn strings(a: Array) -> Vec<String> {
     a.into_iter().filter_map(|d| d.into_string().ok()).collect()
 }
 
+/// A string option of an options map ("" when absent or not a string).
+fn opt_str(opts: &Map, key: &str) -> String {
+    opts.get(key)
+        .and_then(|v| v.clone().into_string().ok())
+        .unwrap_or_default()
+}
+
 pub fn register(engine: &mut Engine) {
     let mut m = Module::new();
     FuncRegistration::new("generate")
         .with_comments([
-            "/// A new secrets bundle (YAML text) for the Talos version contract (\"\" = current).",
+            "/// A new secrets bundle (YAML text); `opts.talos_version` picks the version contract (default: current).",
         ])
-        .set_into_module(&mut m, |talos_version: &str| {
+        .set_into_module(&mut m, |opts: Map| {
             native(|| {
-                let contract = Contract::parse(talos_version)?;
+                let contract = Contract::parse(&opt_str(&opts, "talos_version"))?;
                 Bundle::generate(contract, time::OffsetDateTime::now_utc())?.to_yaml()
             })
         });
@@ -31,11 +38,20 @@ pub fn register(engine: &mut Engine) {
             native(|| Bundle::load(text, file).map(|_| ()))
         });
     FuncRegistration::new("talosconfig")
-        .with_comments(["/// A talosconfig (YAML text) for `cluster` with a fresh os:admin client certificate and `endpoints`."])
-        .set_into_module(&mut m, |bundle: &str, file: &str, cluster: &str, endpoints: Array| {
+        .with_comments(["/// A talosconfig (YAML text) from a bundle (YAML text) with a fresh os:admin client certificate: `opts.name` names the context (the cluster), `opts.endpoints` lists its endpoints, `opts.file` names the bundle in errors."])
+        .set_into_module(&mut m, |bundle: &str, opts: Map| {
             native(|| {
-                let b = Bundle::load(bundle, file)?;
-                let v = talosconfig::generate(&b, cluster, &strings(endpoints), time::OffsetDateTime::now_utc())?;
+                let file = match opt_str(&opts, "file") {
+                    f if f.is_empty() => "secrets.yaml".to_string(),
+                    f => f,
+                };
+                let b = Bundle::load(bundle, &file)?;
+                let endpoints = opts
+                    .get("endpoints")
+                    .and_then(|e| e.clone().try_cast::<Array>())
+                    .map(strings)
+                    .unwrap_or_default();
+                let v = talosconfig::generate(&b, &opt_str(&opts, "name"), &endpoints, time::OffsetDateTime::now_utc())?;
                 Ok(crate::yaml::to_string(&v))
             })
         });
@@ -75,7 +91,7 @@ pub fn register(engine: &mut Engine) {
         .set_into_module(&mut m, |text: &str, file: &str| {
             native(|| crypt::parse_key(text, file).map(|_| ()))
         });
-    FuncRegistration::new("encrypt")
+    FuncRegistration::new("encrypt_text")
         .with_comments(["/// Seals every string value of the YAML `plain` text; values unchanged since `previous` (the old encrypted text, or \"\") keep their ciphertext."])
         .set_into_module(&mut m, |key: &str, plain: &str, plain_file: &str, previous: &str| {
             native(|| {
@@ -84,7 +100,7 @@ pub fn register(engine: &mut Engine) {
                 crypt::encrypt_yaml(&id, plain, plain_file, prev)
             })
         });
-    FuncRegistration::new("decrypt")
+    FuncRegistration::new("decrypt_text")
         .with_comments(["/// Opens every `ENC[AGE,...]` value of an encrypted YAML text; `file` names it in errors."])
         .set_into_module(&mut m, |key: &str, text: &str, file: &str| {
             native(|| {

@@ -16,6 +16,15 @@ pub fn register(engine: &mut Engine) {
                 Ok(rhai::serde::to_dynamic(v)?)
             })
         });
+    FuncRegistration::new("parse")
+        .with_comments(["/// Parses YAML text into maps, arrays and scalars."])
+        .set_into_module(&mut m, |text: &str| {
+            native(|| {
+                Ok(rhai::serde::to_dynamic(crate::yaml::parse(
+                    text, "<text>",
+                )?)?)
+            })
+        });
     FuncRegistration::new("to_string")
         .with_comments(["/// Writes a value as YAML in the Talos layout (4-space indent)."])
         .set_into_module(&mut m, |value: Dynamic| {
