@@ -76,8 +76,7 @@ fn cozystack_project_from_scratch() {
 
 #[test]
 fn one_endpoint_sets_the_cluster_endpoint() {
-    let d = Dir::new();
-    d.write("secrets.yaml", STABILITY_SECRETS);
+    let d = Dir::seeded();
     let o = d
         .talm([
             "init",
@@ -103,8 +102,7 @@ fn one_endpoint_sets_the_cluster_endpoint() {
 
 #[test]
 fn ipv6_endpoint_is_bracketed() {
-    let d = Dir::new();
-    d.write("secrets.yaml", STABILITY_SECRETS);
+    let d = Dir::seeded();
     d.talm([
         "init",
         "-p",
@@ -122,8 +120,7 @@ fn ipv6_endpoint_is_bracketed() {
 
 #[test]
 fn several_endpoints_leave_endpoint_empty_with_a_hint() {
-    let d = Dir::new();
-    d.write("secrets.yaml", STABILITY_SECRETS);
+    let d = Dir::seeded();
     let o = d
         .talm([
             "init",
@@ -146,8 +143,7 @@ fn several_endpoints_leave_endpoint_empty_with_a_hint() {
 
 #[test]
 fn cluster_endpoint_and_image_are_written() {
-    let d = Dir::new();
-    d.write("secrets.yaml", STABILITY_SECRETS);
+    let d = Dir::seeded();
     d.talm([
         "init",
         "-p",
@@ -172,14 +168,12 @@ fn cluster_endpoint_and_image_are_written() {
 
 #[test]
 fn generic_and_bare_library_presets() {
-    let d = Dir::new();
-    d.write("secrets.yaml", STABILITY_SECRETS);
+    let d = Dir::seeded();
     d.talm(["init", "-p", "generic", "-N", "g"]).ok();
     assert!(!d.read("values.yaml").contains("\nimage:"));
     assert!(d.read(".talm-preset.lock").contains("preset: generic"));
 
-    let b = Dir::new();
-    b.write("secrets.yaml", STABILITY_SECRETS);
+    let b = Dir::seeded();
     b.talm(["init", "-p", "talm", "-N", "bare"]).ok();
     assert!(b.read("Chart.yaml").contains("\nname: bare\n"));
     assert!(b.exists("charts/talm/templates/_helpers.tera"));
@@ -187,41 +181,28 @@ fn generic_and_bare_library_presets() {
     assert!(b.read(".talm-preset.lock").contains("preset: talm"));
 }
 
-/// Runs a refused init and checks that the folder is exactly as before.
-fn refused(d: &Dir, args: &[&str], needle: &str) -> String {
-    let before = d.snapshot();
-    let o = d.talm(args).fails_with(needle);
-    assert_eq!(d.snapshot(), before, "a refused init changed the folder");
-    o.stderr
-}
-
 #[test]
 fn bad_flags_are_refused_before_any_write() {
     let d = Dir::new();
-    let err = refused(
-        &d,
+    let err = d.refused(
         &["init", "-p", "nope", "-N", "c"],
         "invalid preset: nope. Valid presets are: [generic cozystack talm]",
     );
     assert!(err.contains("hint:"));
-    refused(
-        &d,
+    d.refused(
         &["init", "-N", "c"],
         "preset is required (use --preset or -p flag)",
     );
-    refused(
-        &d,
+    d.refused(
         &["init", "-p", "generic"],
         "cluster name is required (use --name or -N flag)",
     );
-    let err = refused(
-        &d,
+    let err = d.refused(
         &["init", "-p", "generic", "-N", "My_Cluster"],
         "--name \"My_Cluster\" is not a valid DNS-1123 subdomain",
     );
     assert!(err.contains("hint:"));
-    refused(
-        &d,
+    d.refused(
         &["init", "-p", "generic", "--name=-bad"],
         "is not a valid DNS-1123 subdomain",
     );
@@ -231,8 +212,7 @@ fn bad_flags_are_refused_before_any_write() {
         "https://:6443",
         "https://10.0.0.1:99999",
     ] {
-        refused(
-            &d,
+        d.refused(
             &[
                 "init",
                 "-p",
@@ -254,14 +234,12 @@ fn bad_flags_are_refused_before_any_write() {
         ("talos:v1", "is missing a registry / path component"),
         ("ghcr.io/a/talos", "has no tag or digest"),
     ] {
-        refused(
-            &d,
+        d.refused(
             &["init", "-p", "cozystack", "-N", "c", "--image", image],
             msg,
         );
     }
-    refused(
-        &d,
+    d.refused(
         &[
             "init",
             "-p",
@@ -273,8 +251,7 @@ fn bad_flags_are_refused_before_any_write() {
         ],
         "--image was set but preset \"generic\" does not declare a top-level image: field",
     );
-    refused(
-        &d,
+    d.refused(
         &[
             "init",
             "-p",
@@ -287,15 +264,14 @@ fn bad_flags_are_refused_before_any_write() {
         "invalid Talos version \"latest\"",
     );
     for mode in ["--update", "--encrypt", "--decrypt"] {
-        refused(&d, &["init", mode, "--image", "ghcr.io/a/b:v1"],
+        d.refused(&["init", mode, "--image", "ghcr.io/a/b:v1"],
             "--image is honored on initial init only; not valid with --encrypt, --decrypt, or --update");
-        refused(
-            &d,
+        d.refused(
             &["init", mode, "--cluster-endpoint", "https://a:1"],
             "--cluster-endpoint is honored on initial init only",
         );
     }
-    refused(&d, &["init", "--encrypt"], "not in a project root: Chart.yaml and secrets.yaml (or secrets.encrypted.yaml) must exist in");
+    d.refused(&["init", "--encrypt"], "not in a project root: Chart.yaml and secrets.yaml (or secrets.encrypted.yaml) must exist in");
     assert!(d.snapshot().is_empty());
 }
 
@@ -304,7 +280,7 @@ fn init_over_existing_files_lists_them_and_writes_nothing() {
     let d = Dir::new();
     d.write("values.yaml", "mine: true\n");
     d.write("templates/worker.yaml", "mine\n");
-    let err = refused(&d, &["init", "-p", "cozystack", "-N", "c"],
+    let err = d.refused(&["init", "-p", "cozystack", "-N", "c"],
         "refusing to init: 2 file(s) already exist in target directory; pass --force to overwrite, or --update to refresh only the talm library chart:\n  - templates/worker.yaml\n  - values.yaml");
     assert!(err.contains("hint:"));
     // --force overwrites them.
@@ -335,7 +311,7 @@ fn broken_secrets_are_refused_with_file_and_position() {
     // A YAML syntax error names the file, line and column.
     let d = Dir::new();
     d.write("secrets.yaml", "cluster:\n    id: a\n  secret: [b\n");
-    let err = refused(&d, &["init", "-p", "generic", "-N", "c"], "secrets.yaml:");
+    let err = d.refused(&["init", "-p", "generic", "-N", "c"], "secrets.yaml:");
     assert!(err.contains("invalid YAML"), "{err}");
     assert!(
         err.contains("hint: fix the YAML syntax in secrets.yaml near line"),
@@ -347,8 +323,7 @@ fn broken_secrets_are_refused_with_file_and_position() {
         "secrets.yaml",
         include_str!("fixtures/talos/secrets/invalid-secrets.yaml"),
     );
-    let err = refused(
-        &d,
+    let err = d.refused(
         &["init", "-p", "generic", "-N", "c"],
         "secrets.yaml is not a valid secrets bundle: 6 errors occurred",
     );
@@ -356,16 +331,14 @@ fn broken_secrets_are_refused_with_file_and_position() {
     // An unreadable file (a folder where the file should be) is named.
     let d = Dir::new();
     std::fs::create_dir_all(d.join("secrets.yaml")).unwrap();
-    refused(&d, &["init", "-p", "generic", "-N", "c"], "cannot read");
+    d.refused(&["init", "-p", "generic", "-N", "c"], "cannot read");
     // A malformed talosconfig is refused too.
-    let d = Dir::new();
-    d.write("secrets.yaml", STABILITY_SECRETS);
+    let d = Dir::seeded();
     d.write(
         "talosconfig",
         "context: x\ncontexts:\n    x:\n        ca: not-base64-pem\n",
     );
-    refused(
-        &d,
+    d.refused(
         &["init", "-p", "generic", "-N", "c"],
         "talosconfig: contexts.x.ca is not base64-encoded PEM",
     );
@@ -376,7 +349,7 @@ fn encrypted_secrets_without_key_are_refused() {
     let d = Dir::project("generic");
     let fresh = Dir::new();
     fresh.write("secrets.encrypted.yaml", &d.read("secrets.encrypted.yaml"));
-    let err = refused(&fresh, &["init", "-p", "generic", "-N", "c"],
+    let err = fresh.refused(&["init", "-p", "generic", "-N", "c"],
         "secrets.encrypted.yaml exists but secrets.yaml and talm.key are missing. Cannot decrypt without key");
     assert!(
         err.contains("Restore your backed-up key, or re-run `talm init` to regenerate"),

@@ -99,6 +99,27 @@ impl Dir {
         talm::secrets::crypt::new_key_file()
     }
 
+    /// An empty folder holding only the Talos stability secrets.yaml, so `init` keeps them
+    /// instead of generating new ones.
+    pub fn seeded() -> Dir {
+        let d = Dir::new();
+        d.write("secrets.yaml", STABILITY_SECRETS);
+        d
+    }
+
+    /// Runs a command that must fail with `needle` on stderr and leave the folder unchanged;
+    /// returns stderr.
+    pub fn refused(&self, args: &[&str], needle: &str) -> String {
+        let before = self.snapshot();
+        let o = self.talm(args).fails_with(needle);
+        assert_eq!(
+            self.snapshot(),
+            before,
+            "a refused command changed the folder"
+        );
+        o.stderr
+    }
+
     /// A project made from `preset` over the Talos stability secrets (no key generation), so
     /// tests that are not about generation stay fast.
     pub fn project(preset: &str) -> Dir {
