@@ -21,39 +21,20 @@ pub fn presets() -> &'static [(String, String)] {
     PRESETS.get_or_init(|| match std::env::var_os("TALM_PRESETS_DIR") {
         Some(dir) if !dir.is_empty() => {
             let dir = std::path::PathBuf::from(dir);
-            let mut files = Vec::new();
-            if let Err(e) = read_dir(&dir, &dir, &mut files) {
+            let files = crate::project::fsutil::files_below(&dir).and_then(|files| {
+                files
+                    .into_iter()
+                    .map(|(rel, path)| Ok((rel, std::fs::read_to_string(path)?)))
+                    .collect::<std::io::Result<Vec<_>>>()
+            });
+            files.unwrap_or_else(|e| {
                 eprintln!("WARN: cannot read TALM_PRESETS_DIR {}: {e}", dir.display());
-            }
-            files.sort();
-            files
+                Vec::new()
+            })
         }
         _ => index::PRESETS
             .iter()
             .map(|(p, c)| (p.to_string(), c.to_string()))
             .collect(),
     })
-}
-
-fn read_dir(
-    base: &std::path::Path,
-    dir: &std::path::Path,
-    out: &mut Vec<(String, String)>,
-) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            read_dir(base, &path, out)?;
-        } else {
-            let rel = path
-                .strip_prefix(base)
-                .unwrap_or(&path)
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join("/");
-            out.push((rel, std::fs::read_to_string(&path)?));
-        }
-    }
-    Ok(())
 }

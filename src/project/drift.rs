@@ -17,26 +17,6 @@ pub enum Outcome {
     Drift { message: String, preset: String },
 }
 
-fn read_tree(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) -> Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            read_tree(base, &path, out)?;
-        } else {
-            let rel = path
-                .strip_prefix(base)?
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join("/");
-            let content = std::fs::read(&path)
-                .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
-            out.insert(rel, String::from_utf8_lossy(&content).into_owned());
-        }
-    }
-    Ok(())
-}
-
 /// Lists the differences between two file sets, at most five, sorted.
 fn summary(vendored: &BTreeMap<String, String>, embedded: &BTreeMap<String, String>) -> String {
     let mut items = Vec::new();
@@ -80,7 +60,11 @@ pub fn library(root: &Path) -> Result<Outcome> {
         )));
     }
     let mut vendored = BTreeMap::new();
-    read_tree(&dir, &dir, &mut vendored)?;
+    for (rel, path) in super::fsutil::files_below(&dir)? {
+        let content =
+            std::fs::read(&path).map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+        vendored.insert(rel, String::from_utf8_lossy(&content).into_owned());
+    }
     let vendored = presets::normalized_library(vendored);
     let embedded = presets::normalized_library(presets::library_files());
     if presets::hash_files(&vendored) == presets::hash_files(&embedded) {

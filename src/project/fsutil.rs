@@ -102,6 +102,32 @@ pub fn read_text(path: &Path) -> Result<String> {
     })
 }
 
+/// Every file below `dir`, as (`/`-separated path relative to `dir`, full path), sorted.
+pub fn files_below(dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> std::io::Result<()> {
+        for entry in fs::read_dir(dir)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                walk(base, &path, out)?;
+            } else {
+                let rel = path
+                    .strip_prefix(base)
+                    .unwrap_or(&path)
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                out.push((rel, path));
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out)?;
+    out.sort();
+    Ok(out)
+}
+
 /// One step of a plan.
 #[derive(Debug, Clone)]
 pub enum Step {

@@ -89,12 +89,16 @@ pub fn register(engine: &mut Engine) {
         .set_into_module(&mut m, |root: &str, rel: &str| {
             native(|| {
                 let base = inside(root, rel)?;
-                let mut out = Vec::new();
+                let mut out = Array::new();
                 if base.is_dir() {
-                    walk(Path::new(root), &base, &mut out)?;
+                    for (sub, _) in fsutil::files_below(&base)? {
+                        out.push(Dynamic::from(format!(
+                            "{}/{sub}",
+                            rel.trim_end_matches('/')
+                        )));
+                    }
                 }
-                out.sort();
-                Ok(out.into_iter().map(Dynamic::from).collect::<Array>())
+                Ok(out)
             })
         });
     FuncRegistration::new("chart")
@@ -178,24 +182,6 @@ pub fn register(engine: &mut Engine) {
         .register_into_engine(engine, |p: &mut PlanHandle| {
             native(|| Ok(lock(p).commit()? as i64))
         });
-}
-
-fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            walk(root, &path, out)?;
-        } else {
-            let rel = path
-                .strip_prefix(root)?
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join("/");
-            out.push(rel);
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
