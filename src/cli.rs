@@ -50,6 +50,9 @@ pub enum Command {
     Init(InitArgs),
     /// Regenerate talosconfig with a new client certificate from the secrets bundle
     Talosconfig(TalosconfigArgs),
+    /// Generate Talos configs without a project (as `talosctl gen`)
+    #[command(subcommand)]
+    Gen(GenCommand),
     /// Print a shell completion script
     Completion {
         /// The shell to complete for
@@ -89,6 +92,56 @@ pub struct InitArgs {
     /// Decrypt the encrypted files back to their plain copies
     #[arg(short = 'd', long)]
     pub decrypt: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GenCommand {
+    /// Generate controlplane.yaml, worker.yaml and talosconfig for a cluster
+    Config(GenConfigArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GenConfigArgs {
+    /// Cluster name
+    pub cluster_name: String,
+    /// Cluster control-plane URL, e.g. https://10.0.0.1:6443
+    pub endpoint: String,
+    /// Use this secrets bundle instead of generating one
+    #[arg(long, value_name = "FILE")]
+    pub with_secrets: Option<String>,
+    /// Talos version contract to generate for (e.g. v1.12); default: the current one
+    #[arg(long, value_name = "VERSION")]
+    pub talos_version: Option<String>,
+    /// Kubernetes version of the component images (default: 1.36.2)
+    #[arg(long, value_name = "VERSION")]
+    pub kubernetes_version: Option<String>,
+    /// Folder to write into, or `-` for stdout with a single output type
+    #[arg(short = 'o', long, default_value = ".", value_name = "PATH")]
+    pub output: String,
+    /// Which files to write
+    #[arg(
+        short = 't',
+        long,
+        value_delimiter = ',',
+        default_value = "controlplane,worker,talosconfig",
+        value_parser = ["controlplane", "worker", "talosconfig"]
+    )]
+    pub output_types: Vec<String>,
+    /// Extra certificate SANs for the API server and apid
+    #[arg(long, value_delimiter = ',', value_name = "SAN")]
+    pub additional_sans: Vec<String>,
+    /// Cluster DNS domain (default: cluster.local)
+    #[arg(long, value_name = "DOMAIN")]
+    pub dns_domain: Option<String>,
+    /// Disk to install Talos to
+    #[arg(long, value_name = "PATH")]
+    pub install_disk: Option<String>,
+    /// Installer image
+    #[arg(long, value_name = "REF")]
+    pub install_image: Option<String>,
+    /// Overwrite existing files
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

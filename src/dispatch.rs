@@ -9,7 +9,7 @@ use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
 use rhai::{Array, Dynamic, Map};
 
-use crate::cli::{Cli, Command, Global};
+use crate::cli::{Cli, Command, GenCommand, Global};
 use crate::error::hinted;
 use crate::project::{chart::Chart, drift, root};
 
@@ -104,6 +104,27 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             a.insert("root".into(), root.into());
             a.insert("endpoints".into(), strings(&t.endpoints.endpoints).into());
             let _ = crate::runtime::run_bundled("talosconfig", a)?;
+        }
+        Command::Gen(GenCommand::Config(g)) => {
+            a.insert("cluster_name".into(), g.cluster_name.clone().into());
+            a.insert("endpoint".into(), g.endpoint.clone().into());
+            a.insert("with_secrets".into(), opt(&g.with_secrets));
+            // The bundle named on the command line is read here: scripts only read inside projects.
+            let secrets_text = match &g.with_secrets {
+                Some(path) => crate::project::fsutil::read_text(Path::new(path))?,
+                None => String::new(),
+            };
+            a.insert("secrets_text".into(), secrets_text.into());
+            a.insert("talos_version".into(), opt(&g.talos_version));
+            a.insert("kubernetes_version".into(), opt(&g.kubernetes_version));
+            a.insert("output".into(), g.output.clone().into());
+            a.insert("output_types".into(), strings(&g.output_types).into());
+            a.insert("additional_sans".into(), strings(&g.additional_sans).into());
+            a.insert("dns_domain".into(), opt(&g.dns_domain));
+            a.insert("install_disk".into(), opt(&g.install_disk));
+            a.insert("install_image".into(), opt(&g.install_image));
+            a.insert("force".into(), g.force.into());
+            let _ = crate::runtime::run_bundled("gen_config", a)?;
         }
         Command::Completion { shell } => {
             let mut cmd = Cli::command();

@@ -1,6 +1,7 @@
 //! The Rhai runtime: one engine with talm's native modules (one `api_*` file per family), the
 //! embedded stdlib as importable modules, and running bundled scripts with their `ARGS`.
 
+mod api_config;
 mod api_log;
 mod api_preset;
 mod api_project;
@@ -48,6 +49,7 @@ pub fn native<T>(f: impl FnOnce() -> Result<T>) -> Result<T, Box<EvalAltResult>>
 pub fn engine() -> Engine {
     let mut engine = Engine::new();
     engine.set_max_expr_depths(256, 256);
+    api_config::register(&mut engine);
     api_log::register(&mut engine);
     api_project::register(&mut engine);
     api_preset::register(&mut engine);

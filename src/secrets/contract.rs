@@ -40,6 +40,11 @@ impl Contract {
         }
     }
 
+    /// Whether this contract is newer than `major.minor` (the current contract is newer than all).
+    pub fn newer_than(self, major: u32, minor: u32) -> bool {
+        self.greater_than(major, minor)
+    }
+
     fn greater_than(self, major: u32, minor: u32) -> bool {
         match self.0 {
             None => true,

@@ -1,0 +1,3 @@
+//! Talos machine configuration: base generation per version contract.
+
+pub mod generate;
