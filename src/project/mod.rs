@@ -1,4 +1,4 @@
-//! The project on disk: root detection, Chart.yaml, presets and their baseline, drift,
+//! The project on disk: root detection, Chart.yaml, values, presets and their baseline, drift,
 //! .gitignore, and safe writes.
 
 pub mod chart;
@@ -9,3 +9,5 @@ pub mod lock;
 pub mod merge;
 pub mod presets;
 pub mod root;
+pub mod strvals;
+pub mod values;

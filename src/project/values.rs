@@ -1,0 +1,417 @@
+//! The values a render sees, from every source in order (lowest first): the preset's
+//! values.yaml, Chart.yaml `templateOptions.valueFiles`, `--values`, `--set`, `--set-string`,
+//! `--set-file`, `--set-json`, `--set-literal`. Encrypted value files are opened in memory.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde_yaml_ng::{Mapping, Value};
+
+use super::strvals::{self, Typing};
+use crate::error::hinted;
+use crate::secrets::crypt;
+
+/// The value flags of `template` and `apply` (Chart.yaml's lists come first).
+#[derive(Debug, Clone, Default)]
+pub struct ValueFlags {
+    pub values: Vec<String>,
+    pub set: Vec<String>,
+    pub set_string: Vec<String>,
+    pub set_file: Vec<String>,
+    pub set_json: Vec<String>,
+    pub set_literal: Vec<String>,
+}
+
+/// Values ready for rendering, with what the user should hear about them.
+#[derive(Debug, Clone, Default)]
+pub struct Values {
+    pub tree: Value,
+    pub warnings: Vec<String>,
+    /// The opened contents of encrypted value files: these are secrets and must be kept out of
+    /// node files and redacted in output.
+    pub secrets: Vec<Value>,
+}
+
+/// Maps merge key by key; anything else (lists too) is replaced by the later value.
+pub fn deep_merge(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Mapping(b), Value::Mapping(o)) => {
+            for (k, v) in o {
+                match b.get_mut(&k) {
+                    Some(existing) => deep_merge(existing, v),
+                    None => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (b, o) => *b = o,
+    }
+}
+
+/// Whether a `--set` value looks like an IPv4 address or CIDR, or a version.
+pub fn looks_like_literal(v: &str) -> bool {
+    let (ip, prefix) = match v.split_once('/') {
+        Some((ip, p)) => (ip, Some(p)),
+        None => (v, None),
+    };
+    let octets: Vec<&str> = ip.split('.').collect();
+    let is_ipv4 = octets.len() == 4
+        && octets
+            .iter()
+            .all(|o| !o.is_empty() && o.len() <= 3 && o.parse::<u16>().is_ok_and(|n| n <= 255));
+    if is_ipv4 {
+        return prefix.is_none_or(|p| p.parse::<u8>().is_ok_and(|n| n <= 32));
+    }
+    if prefix.is_some() {
+        return false;
+    }
+    let (body, had_v) = match v.strip_prefix('v') {
+        Some(b) => (b, true),
+        None => (v, false),
+    };
+    let parts: Vec<&str> = body.split('.').collect();
+    let numeric = parts
+        .iter()
+        .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+    numeric && ((had_v && (parts.len() == 2 || parts.len() == 3)) || (!had_v && parts.len() == 3))
+}
+
+/// The warnings for `--set` pairs whose value looks like an IP, CIDR or version.
+pub fn literal_warnings(arg: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pair = String::new();
+    let mut escaped = false;
+    let mut pairs = Vec::new();
+    for c in arg.chars() {
+        if escaped {
+            pair.push(c);
+            escaped = false;
+        } else if c == '\\' {
+            pair.push(c);
+            escaped = true;
+        } else if c == ',' {
+            pairs.push(std::mem::take(&mut pair));
+        } else {
+            pair.push(c);
+        }
+    }
+    pairs.push(pair);
+    for p in pairs {
+        if let Some((_, v)) = p.split_once('=') {
+            if looks_like_literal(v) {
+                out.push(format!(
+                    "talm: --set {p} looks like an IP / CIDR / version literal; --set guesses value types, so pass --set-string {p} to keep the literal verbatim."
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn read_map(path: &Path, label: &str) -> Result<Mapping> {
+    let text = crate::project::fsutil::read_text(path)
+        .with_context(|| format!("failed to read values file {label}"))?;
+    match crate::yaml::parse(&text, label)? {
+        Value::Mapping(m) => Ok(m),
+        Value::Null => Ok(Mapping::new()),
+        _ => Err(hinted(
+            format!("values file {label} is not a map"),
+            format!("{label} must hold `key: value` pairs at the top level"),
+        )),
+    }
+}
+
+/// Opens a `*.encrypted.yaml` value file with `<root>/talm.key`, in memory only.
+fn read_encrypted(root: &Path, path: &Path, label: &str) -> Result<Mapping> {
+    let text = crate::project::fsutil::read_text(path)
+        .with_context(|| format!("failed to read values file {label}"))?;
+    let sealed = crate::yaml::parse(&text, label)?;
+    if crypt::count_sealed(&sealed) == 0 {
+        return Err(hinted(
+            format!("{label}: file is named *.encrypted.yaml but contains no ENC[AGE,...] encrypted values"),
+            "encrypt it with `talm init --encrypt`, or rename it if it is meant to be plain",
+        ));
+    }
+    let key_path = root.join("talm.key");
+    let key_text = std::fs::read_to_string(&key_path).map_err(|e| {
+        hinted(
+            format!(
+                "loading talm.key to decrypt {label:?}: read key file: {}: {e}",
+                key_path.display()
+            ),
+            crypt::key_recovery_hint(label),
+        )
+    })?;
+    let id = crypt::parse_key(&key_text, "talm.key")?;
+    match crypt::decrypt_value(&id, &text, label)? {
+        Value::Mapping(m) => Ok(m),
+        _ => Err(hinted(
+            format!("values file {label} is not a map"),
+            "it must hold `key: value` pairs",
+        )),
+    }
+}
+
+fn resolve(root: &Path, file: &str) -> PathBuf {
+    let p = Path::new(file);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        root.join(p)
+    }
+}
+
+/// Loads the values: `preset` is the project's values.yaml text, `chart_files` the Chart.yaml
+/// value files (relative to the root), `flags` the command line (Chart.yaml lists prepended).
+pub fn load(
+    root: &Path,
+    preset: &str,
+    chart_files: &[String],
+    flags: &ValueFlags,
+) -> Result<Values> {
+    let mut out = Values {
+        tree: Value::Mapping(crate::yaml::parse_map(preset, "values.yaml")?),
+        ..Values::default()
+    };
+    let files = chart_files
+        .iter()
+        .map(|f| (resolve(root, f), f.clone()))
+        .chain(flags.values.iter().map(|f| (PathBuf::from(f), f.clone())));
+    for (path, label) in files {
+        let map = if label.ends_with(".encrypted.yaml") {
+            let m = read_encrypted(root, &path, &label)?;
+            out.secrets.push(Value::Mapping(m.clone()));
+            m
+        } else {
+            read_map(&path, &label)?
+        };
+        deep_merge(&mut out.tree, Value::Mapping(map));
+    }
+    for (args, typing) in [
+        (&flags.set, Typing::Typed),
+        (&flags.set_string, Typing::Strings),
+    ] {
+        for arg in args {
+            if typing == Typing::Typed {
+                out.warnings.extend(literal_warnings(arg));
+            }
+            let mut m = Mapping::new();
+            strvals::parse_into(arg, typing, &mut m).map_err(|e| {
+                hinted(
+                    format!("failed parsing --set data {arg:?}: {e}"),
+                    "use key=value pairs separated by commas, e.g. --set a.b=1,c[0]=x (escape literal commas and dots with \\)",
+                )
+            })?;
+            deep_merge(&mut out.tree, Value::Mapping(m));
+        }
+    }
+    for arg in &flags.set_file {
+        let (key, path) = arg.split_once('=').ok_or_else(|| {
+            hinted(
+                format!("--set-file {arg:?} is not key=path"),
+                "for example: --set-file motd=./motd.txt",
+            )
+        })?;
+        let content = crate::project::fsutil::read_text(Path::new(path))
+            .with_context(|| format!("failed to read file for set-file value {arg:?}"))?;
+        let mut m = Mapping::new();
+        strvals::parse_into(&format!("{key}=x"), Typing::Strings, &mut m)?;
+        set_leaf(&mut m, Value::String(content));
+        deep_merge(&mut out.tree, Value::Mapping(m));
+    }
+    for arg in &flags.set_json {
+        let merged = if arg.trim_start().starts_with('{') {
+            serde_json::from_str::<serde_json::Value>(arg)
+                .map_err(|e| json_error(arg, e))
+                .and_then(|j| Ok(serde_yaml_ng::to_value(j)?))?
+        } else {
+            let (key, json) = arg.split_once('=').ok_or_else(|| {
+                hinted(
+                    format!("--set-json {arg:?} is neither a JSON object nor key=json"),
+                    "for example: --set-json 'a={\"b\":1}'",
+                )
+            })?;
+            let j: serde_json::Value =
+                serde_json::from_str(json).map_err(|e| json_error(arg, e))?;
+            let mut m = Mapping::new();
+            strvals::parse_into(&format!("{key}=x"), Typing::Strings, &mut m)?;
+            set_leaf(&mut m, serde_yaml_ng::to_value(j)?);
+            Value::Mapping(m)
+        };
+        deep_merge(&mut out.tree, merged);
+    }
+    for arg in &flags.set_literal {
+        let (key, value) = arg.split_once('=').ok_or_else(|| {
+            hinted(
+                format!("--set-literal {arg:?} is not key=value"),
+                "for example: --set-literal 'motd=a,b.c'",
+            )
+        })?;
+        let mut m = Mapping::new();
+        strvals::parse_into(&format!("{key}=x"), Typing::Strings, &mut m)?;
+        set_leaf(&mut m, Value::String(value.to_string()));
+        deep_merge(&mut out.tree, Value::Mapping(m));
+    }
+    Ok(out)
+}
+
+fn json_error(arg: &str, e: serde_json::Error) -> anyhow::Error {
+    hinted(
+        format!("failed to unmarshal JSON value {arg:?}: {e}"),
+        "quote the JSON for your shell, e.g. --set-json '{\"a\":1}'",
+    )
+}
+
+/// Replaces the single leaf that a `key=x` parse produced with `v`.
+fn set_leaf(m: &mut Mapping, v: Value) {
+    fn walk(node: &mut Value, v: Value) {
+        match node {
+            Value::Mapping(m) => {
+                if let Some((_, child)) = m.iter_mut().next() {
+                    walk(child, v);
+                }
+            }
+            Value::Sequence(s) => {
+                if let Some(child) = s.iter_mut().rev().find(|c| !c.is_null()) {
+                    walk(child, v);
+                }
+            }
+            leaf => *leaf = v,
+        }
+    }
+    let mut wrapped = Value::Mapping(std::mem::take(m));
+    walk(&mut wrapped, v);
+    if let Value::Mapping(back) = wrapped {
+        *m = back;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn yaml(s: &str) -> Value {
+        serde_yaml_ng::from_str(s).unwrap()
+    }
+
+    #[test]
+    fn literal_shapes() {
+        for v in ["10.0.0.1", "10.0.0.0/8", "v1.12", "v1.12.3", "1.2.3"] {
+            assert!(looks_like_literal(v), "{v}");
+        }
+        for v in [
+            "1.5",
+            "42",
+            "10.0.0.256",
+            "10.0.0.1/33",
+            "fd00::1",
+            "abc",
+            "v1",
+        ] {
+            assert!(!looks_like_literal(v), "{v}");
+        }
+        assert_eq!(literal_warnings("a=10.0.0.1,b=2,c=v1.2").len(), 2);
+    }
+
+    #[test]
+    fn precedence_and_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("extra.yaml"),
+            "a: {x: 1, y: 2}\nlist: [1, 2]\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("motd.txt"), "hello\n").unwrap();
+        let flags = ValueFlags {
+            values: vec![dir.path().join("extra.yaml").display().to_string()],
+            set: vec!["a.y=3,k=42".into()],
+            set_string: vec!["k=42".into()],
+            set_file: vec![format!("motd={}", dir.path().join("motd.txt").display())],
+            set_json: vec![r#"{"list": [9]}"#.into(), r#"j={"n": [1, "x"]}"#.into()],
+            set_literal: vec!["lit=a,b.c".into()],
+        };
+        let v = load(dir.path(), "a: {x: 0, z: 0}\nlist: [0]\n", &[], &flags).unwrap();
+        assert_eq!(
+            v.tree,
+            yaml("{a: {x: 1, z: 0, y: 3}, list: [9], k: '42', motd: \"hello\\n\", j: {n: [1, x]}, lit: 'a,b.c'}")
+        );
+    }
+
+    #[test]
+    fn bad_values_files_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("list.yaml"), "- a\n- b\n").unwrap();
+        let err = load(
+            dir.path(),
+            "",
+            &["list.yaml".into()],
+            &ValueFlags::default(),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("values file list.yaml is not a map"),
+            "{err}"
+        );
+        let err = load(
+            dir.path(),
+            "",
+            &["missing.yaml".into()],
+            &ValueFlags::default(),
+        )
+        .unwrap_err();
+        assert!(
+            format!("{err:#}").contains("failed to read values file missing.yaml"),
+            "{err:#}"
+        );
+        let flags = ValueFlags {
+            set: vec!["a".into()],
+            ..Default::default()
+        };
+        let err = load(dir.path(), "", &[], &flags).unwrap_err();
+        assert!(
+            err.to_string().contains("failed parsing --set data \"a\""),
+            "{err}"
+        );
+        std::fs::write(dir.path().join("v.encrypted.yaml"), "a: plain\n").unwrap();
+        let err = load(
+            dir.path(),
+            "",
+            &["v.encrypted.yaml".into()],
+            &ValueFlags::default(),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("contains no ENC[AGE,...] encrypted values"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn encrypted_values_open_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = crypt::new_key_file();
+        let id = crypt::parse_key(&key, "talm.key").unwrap();
+        let sealed =
+            crypt::encrypt_yaml(&id, "password: hunter2\n", "values-secret.yaml", None).unwrap();
+        std::fs::write(dir.path().join("values-secret.encrypted.yaml"), sealed).unwrap();
+        let files = ["values-secret.encrypted.yaml".to_string()];
+        let err = load(dir.path(), "", &files, &ValueFlags::default()).unwrap_err();
+        assert!(
+            crate::error::render(&err).contains("Restore your backed-up key"),
+            "{err}"
+        );
+        std::fs::write(dir.path().join("talm.key"), key).unwrap();
+        let v = load(
+            dir.path(),
+            "password: \"\"\n",
+            &files,
+            &ValueFlags::default(),
+        )
+        .unwrap();
+        assert_eq!(v.tree, yaml("{password: hunter2}"));
+        assert_eq!(v.secrets, vec![yaml("{password: hunter2}")]);
+    }
+}
