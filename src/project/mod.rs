@@ -7,6 +7,7 @@ pub mod fsutil;
 pub mod gitignore;
 pub mod lock;
 pub mod merge;
+pub mod modeline;
 pub mod presets;
 pub mod root;
 pub mod strvals;
