@@ -8,6 +8,7 @@ pub mod embedded;
 pub mod error;
 pub mod project;
 pub mod proto;
+pub mod render;
 pub mod runtime;
 pub mod secrets;
 pub mod version;

@@ -1,0 +1,223 @@
+//! The Tera environment of one project: its templates (by path below `templates/`), the
+//! library's (as `talm/...`), and the functions and filters templates may use: `lookup` over the
+//! node's facts, `to_yaml`, `indent`, `required`, `fail`. Template errors keep Tera's
+//! file:line:column report.
+
+use std::sync::Arc;
+
+use anyhow::Result;
+use tera::{Kwargs, State, Tera};
+
+use super::facts::Facts;
+use crate::error::hinted;
+
+/// A project's templates, ready to render against one node's facts.
+pub struct Engine {
+    tera: Tera,
+}
+
+fn tera_err(e: tera::Error) -> anyhow::Error {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        text.push_str(&format!("\n{s}"));
+        source = s.source();
+    }
+    hinted(text, "fix the template at the position shown")
+}
+
+fn msg(m: impl ToString) -> tera::Error {
+    tera::Error::message(m)
+}
+
+/// `value | to_yaml`: the value as YAML (2-space block style), without the trailing newline.
+fn to_yaml(value: &tera::Value, _: Kwargs, _: &State) -> tera::TeraResult<String> {
+    let v: serde_yaml_ng::Value = serde_yaml_ng::to_value(value).map_err(msg)?;
+    let text = serde_yaml_ng::to_string(&v).map_err(msg)?;
+    Ok(text.trim_end_matches('\n').to_string())
+}
+
+/// `text | indent(width=N, first=false)`: indents every line but the first (or all when
+/// `first=true`) by N spaces; blank lines stay empty.
+fn indent(value: &str, kwargs: Kwargs, _: &State) -> tera::TeraResult<String> {
+    let width = kwargs.get::<i64>("width")?.unwrap_or(2).max(0) as usize;
+    let first = kwargs.get::<bool>("first")?.unwrap_or(false);
+    let pad = " ".repeat(width);
+    let mut out = String::with_capacity(value.len() + 16);
+    for (i, line) in value.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        if (i > 0 || first) && !line.is_empty() {
+            out.push_str(&pad);
+        }
+        out.push_str(line);
+    }
+    Ok(out)
+}
+
+/// `value | required(message="...")`: fails with the message when the value is null or "".
+fn required(value: &tera::Value, kwargs: Kwargs, _: &State) -> tera::TeraResult<tera::Value> {
+    let empty = value.is_none() || value.as_str().is_some_and(str::is_empty);
+    if empty {
+        let message = kwargs
+            .get::<&str>("message")?
+            .unwrap_or("a required value is empty");
+        return Err(msg(message));
+    }
+    Ok(value.clone())
+}
+
+impl Engine {
+    /// Builds the environment from `(name, source)` pairs and the facts `lookup` reads.
+    pub fn new<'a>(
+        templates: impl IntoIterator<Item = (&'a str, &'a str)>,
+        facts: Arc<Facts>,
+    ) -> Result<Engine> {
+        let mut tera = Tera::default();
+        tera.autoescape_on(Vec::<&'static str>::new());
+        tera.register_filter("to_yaml", to_yaml);
+        tera.register_filter("indent", indent);
+        tera.register_filter("required", required);
+        tera.register_function(
+            "fail",
+            |kwargs: Kwargs, _: &State| -> tera::TeraResult<tera::Value> {
+                let message = kwargs
+                    .get::<&str>("message")?
+                    .unwrap_or("template called fail()");
+                Err(msg(message))
+            },
+        );
+        tera.register_function(
+            "lookup",
+            move |kwargs: Kwargs, _: &State| -> tera::TeraResult<tera::Value> {
+                let kind = kwargs.must_get::<&str>("kind")?;
+                let namespace = kwargs.get::<&str>("namespace")?.unwrap_or("");
+                let id = kwargs.get::<&str>("id")?.unwrap_or("");
+                Ok(tera::Value::from_serializable(
+                    &facts.lookup(kind, namespace, id),
+                ))
+            },
+        );
+        tera.add_raw_templates(templates).map_err(tera_err)?;
+        Ok(Engine { tera })
+    }
+
+    /// Renders a template with the given context (a serialisable map).
+    pub fn render(&self, template: &str, context: &impl serde::Serialize) -> Result<String> {
+        if !self.tera.get_template_names().any(|n| n == template) {
+            return Err(hinted(
+                format!("template {template} not found"),
+                "templates are named by their path below templates/, e.g. controlplane.yaml",
+            ));
+        }
+        let ctx = tera::Context::from_serialize(context).map_err(tera_err)?;
+        self.tera.render(template, &ctx).map_err(tera_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine(templates: &[(&str, &str)]) -> Engine {
+        let facts = Facts::parse(
+            "resources:\n  links:\n    - metadata: {id: eth0}\n      spec: {kind: physical, mtu: 1500}\n",
+            "facts.yaml",
+        )
+        .unwrap();
+        Engine::new(templates.iter().copied(), Arc::new(facts)).unwrap()
+    }
+
+    #[test]
+    fn functions_and_filters() {
+        let e = engine(&[(
+            "t.yaml",
+            "{% set l = lookup(kind=\"links\", id=\"eth0\") %}mtu: {{ l.spec.mtu }}\nnone: {{ lookup(kind=\"links\", id=\"x\") | length }}\nv:\n  {{ values.m | to_yaml | indent(width=2) }}\nr: {{ values.name | required(message=\"name is required\") }}\n",
+        )]);
+        let ctx = serde_json::json!({"values": {"m": {"b": [1, 2], "a": "x"}, "name": "n"}});
+        assert_eq!(
+            e.render("t.yaml", &ctx).unwrap(),
+            "mtu: 1500\nnone: 0\nv:\n  b:\n  - 1\n  - 2\n  a: x\nr: n\n"
+        );
+        let err = e
+            .render(
+                "t.yaml",
+                &serde_json::json!({"values": {"m": 1, "name": ""}}),
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("name is required"), "{err}");
+    }
+
+    #[test]
+    fn errors_name_template_and_position() {
+        let e = engine(&[("t.yaml", "a: {{ values.nope }}\n")]);
+        let err = e
+            .render("t.yaml", &serde_json::json!({"values": {}}))
+            .unwrap_err();
+        assert!(err.to_string().contains("t.yaml:1:"), "{err}");
+        assert!(e
+            .render("missing.yaml", &serde_json::json!({}))
+            .unwrap_err()
+            .to_string()
+            .contains("template missing.yaml not found"));
+        let facts = Arc::new(Facts::empty());
+        let err = Engine::new([("bad.yaml", "{{ oops ")], facts)
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("bad.yaml:1:"), "{err}");
+        let e = engine(&[("f.yaml", "{{ fail(message=\"stop here\") }}")]);
+        assert!(e
+            .render("f.yaml", &serde_json::json!({}))
+            .unwrap_err()
+            .to_string()
+            .contains("stop here"));
+    }
+}
+
+#[cfg(test)]
+mod preset_tests {
+    use super::*;
+    use crate::project::presets;
+
+    /// Every embedded preset's templates load into Tera and render with its own values.
+    #[test]
+    fn shipped_presets_render() {
+        for preset in ["cozystack", "generic"] {
+            let files = presets::preset_files(preset);
+            let library = presets::library_files();
+            let mut templates: Vec<(String, String)> = files
+                .iter()
+                .filter_map(|(p, c)| {
+                    p.strip_prefix("templates/")
+                        .map(|n| (n.to_string(), c.clone()))
+                })
+                .collect();
+            templates.extend(library.iter().filter_map(|(p, c)| {
+                p.strip_prefix("templates/")
+                    .map(|n| (format!("talm/{n}"), c.clone()))
+            }));
+            let e = Engine::new(
+                templates.iter().map(|(n, c)| (n.as_str(), c.as_str())),
+                Arc::new(Facts::empty()),
+            )
+            .unwrap_or_else(|e| panic!("{preset}: {e}"));
+            let mut values: serde_yaml_ng::Value =
+                serde_yaml_ng::from_str(&files["values.yaml"]).unwrap();
+            values["endpoint"] = "https://10.0.0.1:6443".into();
+            let ctx = serde_json::json!({"values": values, "chart": {"name": preset}});
+            for t in ["controlplane.yaml", "worker.yaml"] {
+                let out = e
+                    .render(t, &ctx)
+                    .unwrap_or_else(|e| panic!("{preset} {t}: {e}"));
+                let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&out)
+                    .unwrap_or_else(|e| panic!("{preset} {t}: {e}\n{out}"));
+                assert!(
+                    doc["cluster"]["controlPlane"]["endpoint"].as_str()
+                        == Some("https://10.0.0.1:6443"),
+                    "{out}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,5 @@
+//! Rendering: node facts and their lookup, and the Tera environment that turns a project's
+//! templates plus values and facts into Talos config patches.
+
+pub mod engine;
+pub mod facts;
