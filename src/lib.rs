@@ -10,6 +10,7 @@ pub mod project;
 pub mod proto;
 pub mod render;
 pub mod runtime;
+pub mod sandbox;
 pub mod secrets;
 pub mod version;
 pub mod yaml;
