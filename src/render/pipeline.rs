@@ -1,0 +1,180 @@
+//! One render: a project's templates (and its `_context.rhai` preset logic) with the merged
+//! values and a node's facts, giving the config patch text of the requested templates.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Result;
+use serde_json::json;
+
+use super::{context, engine::Engine, facts::Facts};
+use crate::error::hinted;
+use crate::project::fsutil::files_below;
+use crate::secrets::contract::Contract;
+
+/// The newest Talos version contract the presets know.
+pub const NEWEST_CONTRACT: (u32, u32) = (1, 13);
+
+/// What to render.
+pub struct Request<'a> {
+    pub root: &'a Path,
+    /// Template paths as the user gives them (`templates/controlplane.yaml`).
+    pub templates: Vec<String>,
+    pub facts: Arc<Facts>,
+    pub values: serde_yaml_ng::Value,
+    pub chart_name: String,
+    pub chart_version: String,
+    /// The Talos version contract (`v1.12`), "" for the presets' legacy default.
+    pub talos_version: String,
+    pub kubernetes_version: String,
+}
+
+/// The engine name of a template argument: its path below `templates/`, `/`-separated.
+pub fn template_name(arg: &str) -> String {
+    let arg = arg.replace('\\', "/");
+    let arg = arg.trim_start_matches("./");
+    match arg.find("templates/") {
+        Some(i) if i == 0 || arg[..i].ends_with('/') => arg[i + "templates/".len()..].to_string(),
+        _ => arg.rsplit('/').next().unwrap_or(arg).to_string(),
+    }
+}
+
+/// Whether a contract renders the multi-document network format (v1.12 and later).
+pub fn multidoc(talos_version: &str) -> Result<bool> {
+    let c = Contract::parse(talos_version)?;
+    if talos_version.trim().is_empty() {
+        return Ok(false);
+    }
+    if c.newer_than(NEWEST_CONTRACT.0, NEWEST_CONTRACT.1) {
+        return Err(hinted(
+            format!(
+                "talosVersion {talos_version} is newer than the v{}.{} contract the presets render; Talos {talos_version} changed the machine-config layout",
+                NEWEST_CONTRACT.0, NEWEST_CONTRACT.1
+            ),
+            "set templateOptions.talosVersion (or --talos-version) to v1.13 or lower",
+        ));
+    }
+    Ok(c.newer_than(1, 11))
+}
+
+/// Renders the requested templates, joined as YAML documents.
+pub fn render(req: &Request<'_>) -> Result<String> {
+    if req.templates.is_empty() {
+        return Err(hinted(
+            "templates are not set for the command: please use `--file` or `--template` flag",
+            "for example: talm template -t templates/controlplane.yaml",
+        ));
+    }
+    let multidoc = multidoc(&req.talos_version)?;
+    let mut sources: Vec<(String, String)> = Vec::new();
+    let mut context_script = None;
+    let tdir = req.root.join("templates");
+    if tdir.is_dir() {
+        for (rel, path) in files_below(&tdir)? {
+            let text = crate::project::fsutil::read_text(&path)?;
+            if rel == context::CONTEXT_SCRIPT {
+                context_script = Some(text);
+            } else {
+                sources.push((rel, text));
+            }
+        }
+    }
+    let ldir = req.root.join("charts/talm/templates");
+    if ldir.is_dir() {
+        for (rel, path) in files_below(&ldir)? {
+            sources.push((
+                format!("talm/{rel}"),
+                crate::project::fsutil::read_text(&path)?,
+            ));
+        }
+    }
+    let engine = Engine::new(
+        sources.iter().map(|(n, c)| (n.as_str(), c.as_str())),
+        req.facts.clone(),
+    )?;
+    let mut outputs = Vec::new();
+    for t in &req.templates {
+        let name = template_name(t);
+        let base = json!({
+            "values": req.values,
+            "chart": {"name": req.chart_name, "version": req.chart_version},
+            "talos": {"version": req.talos_version, "multidoc": multidoc},
+            "kubernetes_version": req.kubernetes_version,
+            "template": name,
+        });
+        let node = match &context_script {
+            Some(src) => context::run(
+                &format!("templates/{}", context::CONTEXT_SCRIPT),
+                src,
+                req.facts.clone(),
+                &base,
+            )?,
+            None => json!({}),
+        };
+        let mut ctx = base;
+        ctx["node"] = node;
+        let out = engine.render(&name, &ctx)?;
+        outputs.push(out.trim_end_matches('\n').to_string());
+    }
+    Ok(format!("{}\n", outputs.join("\n---\n")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn template_names() {
+        assert_eq!(
+            template_name("templates/controlplane.yaml"),
+            "controlplane.yaml"
+        );
+        assert_eq!(template_name("./templates/sub/x.yaml"), "sub/x.yaml");
+        assert_eq!(template_name("templates\\worker.yaml"), "worker.yaml");
+        assert_eq!(template_name("/abs/elsewhere/worker.yaml"), "worker.yaml");
+        assert_eq!(template_name("/p/templates/worker.yaml"), "worker.yaml");
+        assert_eq!(template_name("mytemplates/x.yaml"), "x.yaml");
+    }
+
+    #[test]
+    fn contracts() {
+        assert!(!multidoc("").unwrap());
+        assert!(!multidoc("v1.11").unwrap());
+        assert!(multidoc("v1.12").unwrap());
+        assert!(multidoc("v1.13.2").unwrap());
+        let err = multidoc("v1.14").unwrap_err();
+        assert!(
+            err.to_string().contains("newer than the v1.13 contract"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn renders_with_context_script() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("templates");
+        std::fs::create_dir_all(&t).unwrap();
+        std::fs::write(t.join("_context.rhai"), "#{ link: lookup(\"links\", \"\", \"\").items[0].metadata.id, multi: ARGS.talos.multidoc }").unwrap();
+        std::fs::write(
+            t.join("cp.yaml"),
+            "link: {{ node.link }}\nmultidoc: {{ node.multi }}\nname: {{ chart.name }}\n",
+        )
+        .unwrap();
+        let facts =
+            Facts::parse("resources:\n  links:\n    - metadata: {id: eth0}\n", "f").unwrap();
+        let req = Request {
+            root: dir.path(),
+            templates: vec!["templates/cp.yaml".into(), "cp.yaml".into()],
+            facts: Arc::new(facts),
+            values: serde_yaml_ng::Value::Null,
+            chart_name: "c".into(),
+            chart_version: "0.1.0".into(),
+            talos_version: "v1.12".into(),
+            kubernetes_version: String::new(),
+        };
+        assert_eq!(
+            render(&req).unwrap(),
+            "link: eth0\nmultidoc: true\nname: c\n---\nlink: eth0\nmultidoc: true\nname: c\n"
+        );
+    }
+}
