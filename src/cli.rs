@@ -50,6 +50,8 @@ pub enum Command {
     Init(InitArgs),
     /// Regenerate talosconfig with a new client certificate from the secrets bundle
     Talosconfig(TalosconfigArgs),
+    /// Render node configs from the project's templates, values and node facts
+    Template(TemplateArgs),
     /// Generate Talos configs without a project (as `talosctl gen`)
     #[command(subcommand)]
     Gen(GenCommand),
@@ -92,6 +94,64 @@ pub struct InitArgs {
     /// Decrypt the encrypted files back to their plain copies
     #[arg(short = 'd', long)]
     pub decrypt: bool,
+}
+
+/// Value sources shared by `template` and `apply` (after Chart.yaml's own lists).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ValueArgs {
+    /// Values files (YAML maps; `*.encrypted.yaml` are opened with talm.key in memory)
+    #[arg(long = "values", value_name = "FILE")]
+    pub values: Vec<String>,
+    /// Set values: a.b[0].c=x,d=y (Helm syntax; numbers and booleans are typed)
+    #[arg(long, value_name = "PAIRS")]
+    pub set: Vec<String>,
+    /// Set values, all as strings
+    #[arg(long, value_name = "PAIRS")]
+    pub set_string: Vec<String>,
+    /// Set a value from a file's content: key=path
+    #[arg(long, value_name = "KEY=PATH")]
+    pub set_file: Vec<String>,
+    /// Set values from JSON: a whole object, or key=json
+    #[arg(long, value_name = "JSON")]
+    pub set_json: Vec<String>,
+    /// Set a value literally, commas and dots included: key=value
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub set_literal: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct TemplateArgs {
+    #[command(flatten)]
+    pub endpoints: Endpoints,
+    /// Templates to render (e.g. templates/controlplane.yaml)
+    #[arg(short = 't', long = "template", value_delimiter = ',', value_name = "PATH")]
+    pub templates: Vec<String>,
+    /// Node files: each one's modeline drives one render
+    #[arg(short = 'f', long = "file", value_delimiter = ',', value_name = "PATH")]
+    pub files: Vec<String>,
+    /// Rewrite each -f file with its render (atomically, keeping comments above the modeline)
+    #[arg(short = 'I', long)]
+    pub in_place: bool,
+    #[command(flatten)]
+    pub values: ValueArgs,
+    /// Talos version contract (default: Chart.yaml templateOptions.talosVersion)
+    #[arg(long, value_name = "VERSION")]
+    pub talos_version: Option<String>,
+    /// Kubernetes version (default: Chart.yaml templateOptions.kubernetesVersion)
+    #[arg(long, value_name = "VERSION")]
+    pub kubernetes_version: Option<String>,
+    /// Render without a node: every lookup is empty
+    #[arg(long)]
+    pub offline: bool,
+    /// Render from node facts recorded by `talm discover` instead of a live node
+    #[arg(long, value_name = "FILE")]
+    pub facts: Option<String>,
+    /// Connect to nodes in maintenance mode (no client certificate)
+    #[arg(short = 'i', long)]
+    pub insecure: bool,
+    /// Print the values of encrypted value files instead of `***`
+    #[arg(long)]
+    pub show_secrets: bool,
 }
 
 #[derive(Debug, Subcommand)]

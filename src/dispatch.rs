@@ -9,7 +9,7 @@ use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
 use rhai::{Array, Dynamic, Map};
 
-use crate::cli::{Cli, Command, GenCommand, Global};
+use crate::cli::{Cli, Command, GenCommand, Global, ValueArgs};
 use crate::error::hinted;
 use crate::project::{chart::Chart, drift, root};
 
@@ -40,6 +40,50 @@ fn base_args(g: &Global, root_explicit: bool) -> Map {
     a
 }
 
+/// The value flags as a script map.
+fn value_args(v: &ValueArgs) -> Map {
+    let mut m = Map::new();
+    m.insert("values".into(), strings(&v.values).into());
+    m.insert("set".into(), strings(&v.set).into());
+    m.insert("set_string".into(), strings(&v.set_string).into());
+    m.insert("set_file".into(), strings(&v.set_file).into());
+    m.insert("set_json".into(), strings(&v.set_json).into());
+    m.insert("set_literal".into(), strings(&v.set_literal).into());
+    m
+}
+
+/// The first `-f` file anchors the project root; an explicit `--root` must agree.
+fn root_from_file(first: &str, g: &Global, root_explicit: bool) -> Result<String> {
+    let path = root::absolute(Path::new(first))?;
+    let dir = if path.is_dir() {
+        path.clone()
+    } else {
+        path.parent().map(Path::to_path_buf).unwrap_or(path.clone())
+    };
+    let found = root::detect(&dir)?.ok_or_else(|| {
+        hinted(
+            format!("failed to detect project root for first file {first} (Chart.yaml and secrets.yaml not found)"),
+            "the first -f file anchors the project root; place it inside a `talm init`'d project, or reorder the -f chain so a rooted file comes first",
+        )
+    })?;
+    if root_explicit {
+        let given = root::absolute(Path::new(&g.root))?;
+        if given != found {
+            return Err(hinted(
+                format!("conflicting project roots: global --root={}, but detected root={}", given.display(), found.display()),
+                "drop --root, or pass files from that project",
+            ));
+        }
+    }
+    Ok(found.display().to_string())
+}
+
+/// Loads Chart.yaml of a known root and runs the drift checks.
+fn check_project(root: &str, g: &Global) -> Result<()> {
+    let chart = Chart::load(Path::new(root))?;
+    drift::check(Path::new(root), chart.strict_charts || g.strict_charts)
+}
+
 /// Finds the project for a command that works on one, loads Chart.yaml and runs the drift
 /// checks; returns the absolute root.
 pub fn load_project(g: &Global, root_explicit: bool) -> Result<String> {
@@ -49,9 +93,9 @@ pub fn load_project(g: &Global, root_explicit: bool) -> Result<String> {
     } else {
         root::detect(&start)?.unwrap_or(start)
     };
-    let chart = Chart::load(&root)?;
-    drift::check(&root, chart.strict_charts || g.strict_charts)?;
-    Ok(root.display().to_string())
+    let root = root.display().to_string();
+    check_project(&root, g)?;
+    Ok(root)
 }
 
 /// A path given on the command line as a path relative to the project root; files outside the
@@ -104,6 +148,30 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             a.insert("root".into(), root.into());
             a.insert("endpoints".into(), strings(&t.endpoints.endpoints).into());
             let _ = crate::runtime::run_bundled("talosconfig", a)?;
+        }
+        Command::Template(t) => {
+            let root = match t.files.first() {
+                Some(first) => root_from_file(first, &cli.global, root_explicit)?,
+                None => load_project(&cli.global, root_explicit)?,
+            };
+            if !t.files.is_empty() {
+                check_project(&root, &cli.global)?;
+            }
+            a.insert("root".into(), root.into());
+            a.insert("endpoints".into(), strings(&t.endpoints.endpoints).into());
+            a.insert("templates".into(), strings(&t.templates).into());
+            a.insert("files".into(), strings(&t.files).into());
+            a.insert("in_place".into(), t.in_place.into());
+            a.insert("values".into(), value_args(&t.values).into());
+            a.insert("talos_version".into(), opt(&t.talos_version));
+            a.insert("talos_version_set".into(), t.talos_version.is_some().into());
+            a.insert("kubernetes_version".into(), opt(&t.kubernetes_version));
+            a.insert("kubernetes_version_set".into(), t.kubernetes_version.is_some().into());
+            a.insert("offline".into(), t.offline.into());
+            a.insert("facts".into(), opt(&t.facts));
+            a.insert("insecure".into(), t.insecure.into());
+            a.insert("show_secrets".into(), t.show_secrets.into());
+            let _ = crate::runtime::run_bundled("template", a)?;
         }
         Command::Gen(GenCommand::Config(g)) => {
             a.insert("cluster_name".into(), g.cluster_name.clone().into());

@@ -41,6 +41,16 @@ pub struct TemplateOptions {
     pub with_secrets: String,
     #[serde(rename = "valueFiles")]
     pub value_files: Vec<String>,
+    pub values: Vec<String>,
+    #[serde(rename = "stringValues")]
+    pub string_values: Vec<String>,
+    #[serde(rename = "fileValues")]
+    pub file_values: Vec<String>,
+    #[serde(rename = "jsonValues")]
+    pub json_values: Vec<String>,
+    #[serde(rename = "literalValues")]
+    pub literal_values: Vec<String>,
+    pub offline: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

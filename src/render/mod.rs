@@ -5,3 +5,4 @@ pub mod context;
 pub mod engine;
 pub mod facts;
 pub mod pipeline;
+pub mod seal;
