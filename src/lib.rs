@@ -2,6 +2,7 @@
 //! git. The library behind the `talm` binary: CLI → runtime/scripts → project/secrets → Talos.
 
 pub mod cli;
+pub mod config;
 pub mod dispatch;
 pub mod embedded;
 pub mod error;
