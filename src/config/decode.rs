@@ -79,8 +79,8 @@ pub fn doc_key(api_version: &str, kind: &str, name: &str) -> String {
 pub fn split(text: &str) -> Result<Vec<RawDoc>> {
     let mut chunks: Vec<(usize, String)> = vec![(1, String::new())];
     for (i, line) in text.split_inclusive('\n').enumerate() {
-        let is_sep = line.starts_with("---")
-            && line[3..].chars().next().is_none_or(char::is_whitespace);
+        let is_sep =
+            line.starts_with("---") && line[3..].chars().next().is_none_or(char::is_whitespace);
         if is_sep {
             chunks.push((i + 1, line[3..].to_string()));
         } else if let Some(last) = chunks.last_mut() {
@@ -97,7 +97,10 @@ pub fn split(text: &str) -> Result<Vec<RawDoc>> {
             let msg = e.to_string();
             let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
             match e.location() {
-                Some(l) => anyhow!("decode error: yaml: {msg} at line {}", l.line() + sep_line - 1),
+                Some(l) => anyhow!(
+                    "decode error: yaml: {msg} at line {}",
+                    l.line() + sep_line - 1
+                ),
                 None => anyhow!("decode error: yaml: {msg}"),
             }
         })?;
@@ -119,7 +122,10 @@ pub fn decode(text: &str, allow_delete: bool) -> Result<Vec<Doc>> {
         let mut value = raw.value;
         if allow_delete {
             let found = extract_deletes(&mut value, idx).map_err(|e| {
-                anyhow!("error processing patch delete statements at line {}: {e}", raw.line)
+                anyhow!(
+                    "error processing patch delete statements at line {}: {e}",
+                    raw.line
+                )
             })?;
             decoded.extend(found.into_iter().map(Doc::Delete));
             if value.is_null() {
@@ -134,25 +140,42 @@ pub fn decode(text: &str, allow_delete: bool) -> Result<Vec<Doc>> {
         let (api, kind, name) = super::encode::doc_id(&value);
         let id = (api.clone(), kind.clone(), name.clone());
         if !known.insert(id) {
-            bail!("duplicate document {api}/{kind}/{name} is not allowed (line {})", raw.line);
+            bail!(
+                "duplicate document {api}/{kind}/{name} is not allowed (line {})",
+                raw.line
+            );
         }
         check_doc(&value).map_err(|e| {
-            anyhow!("error decoding document {api}/{kind}/{name} (line {}): {e}", raw.line)
+            anyhow!(
+                "error decoding document {api}/{kind}/{name} (line {}): {e}",
+                raw.line
+            )
         })?;
         normalize(&mut value);
         decoded.push(Doc::Config(value));
     }
     let is_legacy_delete = |d: &Doc| matches!(d, Doc::Delete(s) if s.kind == "v1alpha1");
-    let is_legacy = |d: &Doc| matches!(d, Doc::Config(v) if super::encode::doc_def(v) == Some(LEGACY));
-    let mut ordered: Vec<Doc> = decoded.iter().filter(|d| is_legacy_delete(d)).cloned().collect();
+    let is_legacy =
+        |d: &Doc| matches!(d, Doc::Config(v) if super::encode::doc_def(v) == Some(LEGACY));
+    let mut ordered: Vec<Doc> = decoded
+        .iter()
+        .filter(|d| is_legacy_delete(d))
+        .cloned()
+        .collect();
     ordered.extend(decoded.iter().filter(|d| is_legacy(d)).cloned());
-    ordered.extend(decoded.into_iter().filter(|d| !is_legacy_delete(d) && !is_legacy(d)));
+    ordered.extend(
+        decoded
+            .into_iter()
+            .filter(|d| !is_legacy_delete(d) && !is_legacy(d)),
+    );
     Ok(ordered)
 }
 
 /// Identifies one document and checks its keys against the type tree.
 fn check_doc(doc: &Value) -> Result<()> {
-    let Value::Mapping(m) = doc else { return Ok(()) };
+    let Value::Mapping(m) = doc else {
+        return Ok(());
+    };
     let (mut version, mut kind) = (String::new(), String::new());
     for (k, v) in m {
         match key_string(k).as_str() {
@@ -217,17 +240,23 @@ fn unknown_keys(v: &Value, ty: &Ty) -> Result<Option<Value>> {
             }
             Ok((!out.is_empty()).then_some(Value::Sequence(out)))
         }
-        (Ty::Obj(name), other) => bail!(
-            "cannot unmarshal {} into {name}",
-            describe(other)
-        ),
-        (Ty::List(_), other @ (Value::Mapping(_) | Value::String(_) | Value::Number(_) | Value::Bool(_))) => {
+        (Ty::Obj(name), other) => bail!("cannot unmarshal {} into {name}", describe(other)),
+        (
+            Ty::List(_),
+            other @ (Value::Mapping(_) | Value::String(_) | Value::Number(_) | Value::Bool(_)),
+        ) => {
             bail!("cannot unmarshal {} into a list", describe(other))
         }
-        (Ty::Map(_), other @ (Value::Sequence(_) | Value::String(_) | Value::Number(_) | Value::Bool(_))) => {
+        (
+            Ty::Map(_),
+            other @ (Value::Sequence(_) | Value::String(_) | Value::Number(_) | Value::Bool(_)),
+        ) => {
             bail!("cannot unmarshal {} into a map", describe(other))
         }
-        (Ty::Bool | Ty::Int | Ty::Float | Ty::Str, other @ (Value::Mapping(_) | Value::Sequence(_))) => {
+        (
+            Ty::Bool | Ty::Int | Ty::Float | Ty::Str,
+            other @ (Value::Mapping(_) | Value::Sequence(_)),
+        ) => {
             bail!("cannot unmarshal {} into a scalar", describe(other))
         }
         _ => Ok(None),
@@ -252,7 +281,10 @@ fn sorted_mapping(mut entries: Vec<(String, Value)>) -> Option<Value> {
     }
     entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     Some(Value::Mapping(
-        entries.into_iter().map(|(k, v)| (Value::String(k), v)).collect(),
+        entries
+            .into_iter()
+            .map(|(k, v)| (Value::String(k), v))
+            .collect(),
     ))
 }
 
@@ -271,7 +303,9 @@ fn normalize(doc: &mut Value) {
         .and_then(Value::as_sequence_mut);
     for m in manifests.into_iter().flatten() {
         if let Some(Value::String(c)) = m.get_mut("contents") {
-            *c = c.trim_start_matches(['\t', '\n', '\x0b', '\x0c', '\r']).to_string();
+            *c = c
+                .trim_start_matches(['\t', '\n', '\x0b', '\x0c', '\r'])
+                .to_string();
         }
     }
 }
@@ -307,7 +341,12 @@ fn is_delete(k: &Value, v: &Value) -> bool {
     k.as_str() == Some("$patch") && v.as_str() == Some("delete")
 }
 
-fn process(parent: Parent, v: &mut Value, path: &mut Vec<String>, found: &mut Vec<Found>) -> Result<bool> {
+fn process(
+    parent: Parent,
+    v: &mut Value,
+    path: &mut Vec<String>,
+    found: &mut Vec<Found>,
+) -> Result<bool> {
     match v {
         Value::Mapping(m) => {
             if m.iter().any(|(k, v)| is_delete(k, v)) {
@@ -320,7 +359,12 @@ fn process(parent: Parent, v: &mut Value, path: &mut Vec<String>, found: &mut Ve
             let keys: Vec<Value> = m.keys().cloned().collect();
             for k in keys {
                 path.push(key_string(&k));
-                let del = process(Parent::Mapping, m.get_mut(&k).expect("key present"), path, found)?;
+                let del = process(
+                    Parent::Mapping,
+                    m.get_mut(&k).expect("key present"),
+                    path,
+                    found,
+                )?;
                 path.pop();
                 if del {
                     m.remove(&k);
@@ -369,14 +413,23 @@ fn find_value(root: &Value, key: &str, required: bool) -> Result<String> {
     }
 }
 
-fn selector(path: Vec<String>, root: &Value, idx: usize, key: &str, value: &str) -> Result<Selector> {
+fn selector(
+    path: Vec<String>,
+    root: &Value,
+    idx: usize,
+    key: &str,
+    value: &str,
+) -> Result<Selector> {
     let required = path.is_empty();
     let api_version = find_value(root, "apiVersion", required)?;
     let mut kind = find_value(root, "kind", required)?;
     match (api_version.is_empty(), kind.is_empty()) {
         (true, true) => kind = "v1alpha1".into(),
         (false, false) => {}
-        _ => bail!("kind and apiVersion must be both set for path {}", path.join(".")),
+        _ => bail!(
+            "kind and apiVersion must be both set for path {}",
+            path.join(".")
+        ),
     }
     Ok(Selector {
         name: find_value(root, "name", false)?,
@@ -389,15 +442,25 @@ fn selector(path: Vec<String>, root: &Value, idx: usize, key: &str, value: &str)
     })
 }
 
-fn sequence_selector(path: Vec<String>, root: &Value, node: &Value, idx: usize) -> Result<Selector> {
-    let Value::Mapping(m) = node else { bail!("expected a mapping node") };
+fn sequence_selector(
+    path: Vec<String>,
+    root: &Value,
+    node: &Value,
+    idx: usize,
+) -> Result<Selector> {
+    let Value::Mapping(m) = node else {
+        bail!("expected a mapping node")
+    };
     for (k, v) in m {
         if is_delete(k, v) {
             continue;
         }
         return selector(path, root, idx, &key_string(k), &scalar_text(v));
     }
-    bail!("no key:val found in sequence node for path {}", path.join("."))
+    bail!(
+        "no key:val found in sequence node for path {}",
+        path.join(".")
+    )
 }
 
 /// The text of a scalar node (empty for null and collections), as yaml.v3's `Node.Value`.

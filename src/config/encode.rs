@@ -23,7 +23,11 @@ pub fn doc_id(doc: &Value) -> (String, String, String) {
         _ => String::new(),
     };
     let kind = get("kind");
-    let kind = if kind.is_empty() { "v1alpha1".to_string() } else { kind };
+    let kind = if kind.is_empty() {
+        "v1alpha1".to_string()
+    } else {
+        kind
+    };
     (get("apiVersion"), kind, get("name"))
 }
 
@@ -67,7 +71,10 @@ fn sorted(m: &Mapping, f: impl Fn(&Value) -> Value) -> Mapping {
     let mut entries: Vec<(String, &Value, &Value)> =
         m.iter().map(|(k, v)| (key_string(k), k, v)).collect();
     entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    entries.into_iter().map(|(_, k, v)| (k.clone(), f(v))).collect()
+    entries
+        .into_iter()
+        .map(|(_, k, v)| (k.clone(), f(v)))
+        .collect()
 }
 
 /// A mapping key as text.

@@ -31,7 +31,9 @@ pub fn to_json(v: &Value) -> Json {
         }
         Value::String(s) => Json::String(s.clone()),
         Value::Sequence(s) => Json::Array(s.iter().map(to_json).collect()),
-        Value::Mapping(m) => Json::Object(m.iter().map(|(k, v)| (key_string(k), to_json(v))).collect()),
+        Value::Mapping(m) => {
+            Json::Object(m.iter().map(|(k, v)| (key_string(k), to_json(v))).collect())
+        }
         Value::Tagged(t) => to_json(&t.value),
     }
 }
@@ -41,7 +43,11 @@ pub fn apply(doc: &mut Json, ops: &[Json]) -> Result<()> {
     for op in ops {
         let kind = op.get("op").and_then(Json::as_str).unwrap_or("unknown");
         let path = || -> Result<Vec<String>> { pointer(op.get("path").and_then(Json::as_str)) };
-        let value = || op.get("value").cloned().ok_or_else(|| anyhow!("{kind} operation has no value"));
+        let value = || {
+            op.get("value")
+                .cloned()
+                .ok_or_else(|| anyhow!("{kind} operation has no value"))
+        };
         match kind {
             "add" => add(doc, &path()?, value()?)?,
             "remove" => {
@@ -59,7 +65,9 @@ pub fn apply(doc: &mut Json, ops: &[Json]) -> Result<()> {
             }
             "copy" => {
                 let from = pointer(op.get("from").and_then(Json::as_str))?;
-                let v = get_mut(doc, &from).ok_or_else(|| missing("copy", &from))?.clone();
+                let v = get_mut(doc, &from)
+                    .ok_or_else(|| missing("copy", &from))?
+                    .clone();
                 add(doc, &path()?, v)?;
             }
             "test" => {
@@ -76,7 +84,10 @@ pub fn apply(doc: &mut Json, ops: &[Json]) -> Result<()> {
 }
 
 fn missing(op: &str, p: &[String]) -> anyhow::Error {
-    anyhow!("{op} operation does not apply: doc is missing path: \"/{}\": missing value", p.join("/"))
+    anyhow!(
+        "{op} operation does not apply: doc is missing path: \"/{}\": missing value",
+        p.join("/")
+    )
 }
 
 fn pointer(p: Option<&str>) -> Result<Vec<String>> {
@@ -84,8 +95,13 @@ fn pointer(p: Option<&str>) -> Result<Vec<String>> {
     if p.is_empty() {
         return Ok(Vec::new());
     }
-    let Some(rest) = p.strip_prefix('/') else { bail!("JSON pointer must be empty or start with a \"/\"") };
-    Ok(rest.split('/').map(|s| s.replace("~1", "/").replace("~0", "~")).collect())
+    let Some(rest) = p.strip_prefix('/') else {
+        bail!("JSON pointer must be empty or start with a \"/\"")
+    };
+    Ok(rest
+        .split('/')
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect())
 }
 
 fn get_mut<'a>(doc: &'a mut Json, path: &[String]) -> Option<&'a mut Json> {
@@ -142,7 +158,12 @@ pub fn to_yaml(v: &Json) -> String {
     out
 }
 
-fn emit_map(m: &serde_json::Map<String, Json>, indent: usize, first_inline: bool, out: &mut String) {
+fn emit_map(
+    m: &serde_json::Map<String, Json>,
+    indent: usize,
+    first_inline: bool,
+    out: &mut String,
+) {
     let mut keys: Vec<&String> = m.keys().collect();
     keys.sort_by(|a, b| v2_key_order(a, b));
     for (i, k) in keys.into_iter().enumerate() {
@@ -205,7 +226,11 @@ fn string(s: &str, block_indent: usize) -> String {
     }
     if s.contains('\n') && !s.starts_with(' ') && !s.contains('\r') {
         let body = s.strip_suffix('\n').unwrap_or(s);
-        let mut out = if s.ends_with('\n') { "|".to_string() } else { "|-".to_string() };
+        let mut out = if s.ends_with('\n') {
+            "|".to_string()
+        } else {
+            "|-".to_string()
+        };
         for line in body.split('\n') {
             out.push('\n');
             if !line.is_empty() {
@@ -244,7 +269,11 @@ fn v2_key_order(a: &str, b: &str) -> Ordering {
             return ar[i].cmp(&br[i]);
         }
         if al || bl {
-            return if bl { Ordering::Less } else { Ordering::Greater };
+            return if bl {
+                Ordering::Less
+            } else {
+                Ordering::Greater
+            };
         }
         let (mut an, mut bn) = (0i64, 0i64);
         if ar[i] == '0' || br[i] == '0' {
@@ -296,7 +325,10 @@ mod tests {
             r#"[{"op": "add", "path": "/b/a/-", "value": "n: m"}, {"op": "remove", "path": "/a10"}]"#,
         )
         .unwrap();
-        assert_eq!(out, "a2: \"yes\"\nb:\n  a:\n  - x\n  - c: \"\"\n    k: v\n  - 'n: m'\n  z: 1\n");
+        assert_eq!(
+            out,
+            "a2: \"yes\"\nb:\n  a:\n  - x\n  - c: \"\"\n    k: v\n  - 'n: m'\n  z: 1\n"
+        );
     }
 
     #[test]

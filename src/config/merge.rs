@@ -200,7 +200,13 @@ pub fn apply_delete(doc: &mut Value, def: &str, sel: &Selector) -> Result<Delete
         }
         return Ok(Deleted::Document);
     }
-    let res = delete_path(doc, &Ty::Obj(def.to_string()), &sel.path, &sel.key, &sel.value);
+    let res = delete_path(
+        doc,
+        &Ty::Obj(def.to_string()),
+        &sel.path,
+        &sel.key,
+        &sel.value,
+    );
     res.map_err(|e| {
         if sel.name.is_empty() {
             anyhow!(
@@ -225,7 +231,10 @@ fn delete_path(v: &mut Value, ty: &Ty, path: &[String], key: &str, value: &str) 
     let (first, rest) = path.split_first().ok_or_else(|| anyhow!("path is empty"))?;
     match (ty, v) {
         (Ty::Obj(name), Value::Mapping(m)) => {
-            let f = schema().def(name).field(first).ok_or_else(|| anyhow!(LOOKUP_FAILED))?;
+            let f = schema()
+                .def(name)
+                .field(first)
+                .ok_or_else(|| anyhow!(LOOKUP_FAILED))?;
             let k = Value::String(first.clone());
             if rest.is_empty() {
                 m.remove(&k);
@@ -250,7 +259,13 @@ fn delete_path(v: &mut Value, ty: &Ty, path: &[String], key: &str, value: &str) 
                 m.remove(&k);
                 return Ok(());
             }
-            delete_path(m.get_mut(&k).expect("key present"), &inner, rest, key, value)
+            delete_path(
+                m.get_mut(&k).expect("key present"),
+                &inner,
+                rest,
+                key,
+                value,
+            )
         }
         (_, Value::Sequence(s)) => {
             if !rest.is_empty() {
@@ -259,8 +274,12 @@ fn delete_path(v: &mut Value, ty: &Ty, path: &[String], key: &str, value: &str) 
             if !first.starts_with('[') {
                 bail!("searching for non-integer keys in slices is not supported");
             }
-            let Ty::List(item) = ty else { bail!(LOOKUP_FAILED) };
-            let Ty::Obj(item_def) = &**item else { bail!(LOOKUP_FAILED) };
+            let Ty::List(item) = ty else {
+                bail!(LOOKUP_FAILED)
+            };
+            let Ty::Obj(item_def) = &**item else {
+                bail!(LOOKUP_FAILED)
+            };
             let fty = schema().def(item_def).field(key).map(|f| f.ty.clone());
             let Some(fty) = fty else { bail!(LOOKUP_FAILED) };
             let pos = s.iter().position(|e| match e.get(key) {
@@ -303,7 +322,10 @@ mod tests {
             "machine: {network: {hostname: a}, install: {disk: /dev/sda, wipe: true}}",
             "machine: {network: {hostname: ''}, install: {disk: /dev/vda, wipe: false}}",
         );
-        assert_eq!(out, y("machine: {network: {hostname: a}, install: {disk: /dev/vda, wipe: false}}"));
+        assert_eq!(
+            out,
+            y("machine: {network: {hostname: a}, install: {disk: /dev/vda, wipe: false}}")
+        );
     }
 
     #[test]
@@ -336,14 +358,22 @@ mod tests {
             "machine: {sysctls: {a: '1', b: '2'}, kubelet: {extraArgs: {x: [1, 2], y: z}}}",
             "machine: {sysctls: {b: '3', c: ''}, kubelet: {extraArgs: {x: [3]}}}",
         );
-        assert_eq!(out, y("machine: {sysctls: {a: '1', b: '3', c: ''}, kubelet: {extraArgs: {x: [3], y: z}}}"));
+        assert_eq!(
+            out,
+            y("machine: {sysctls: {a: '1', b: '3', c: ''}, kubelet: {extraArgs: {x: [3], y: z}}}")
+        );
     }
 
     #[test]
     fn config_files_keyed_by_mount_path() {
         let mut l = y("configFiles: [{content: a, mountPath: /a}]\nenvironment: [A=1]");
         let r = y("configFiles: [{content: b, mountPath: /a}, {content: c, mountPath: /c}]\nenvironment: [B=2]");
-        merge(&mut l, &r, &Ty::Obj("extensions.ServiceConfigV1Alpha1".into())).unwrap();
+        merge(
+            &mut l,
+            &r,
+            &Ty::Obj("extensions.ServiceConfigV1Alpha1".into()),
+        )
+        .unwrap();
         assert_eq!(l, y("configFiles: [{content: b, mountPath: /a}, {content: c, mountPath: /c}]\nenvironment: [A=1, B=2]"));
     }
 
@@ -352,7 +382,11 @@ mod tests {
         let mut l = y("machine: {kubelet: {extraConfig: {a: 1}}}");
         let r = y("machine: {kubelet: {extraConfig: {a: x}}}");
         let err = merge(&mut l, &r, &Ty::Obj(LEGACY.into())).unwrap_err();
-        assert!(err.to_string().contains("merge type mismatch left int right string"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("merge type mismatch left int right string"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -367,13 +401,22 @@ mod tests {
             value: value.into(),
         };
         let mut doc = y("machine: {network: {interfaces: [{interface: eth0}, {interface: eth1}]}, nodeLabels: {a.b/c: ''}}");
-        apply_delete(&mut doc, LEGACY, &sel("machine.network.interfaces.[0]", "interface", "eth1")).unwrap();
+        apply_delete(
+            &mut doc,
+            LEGACY,
+            &sel("machine.network.interfaces.[0]", "interface", "eth1"),
+        )
+        .unwrap();
         apply_delete(&mut doc, LEGACY, &sel("machine.nodeLabels.a.b/c", "", "")).unwrap_err();
         let mut labels = sel("x", "", "");
         labels.path = vec!["machine".into(), "nodeLabels".into(), "a.b/c".into()];
         apply_delete(&mut doc, LEGACY, &labels).unwrap();
-        assert_eq!(doc, y("machine: {network: {interfaces: [{interface: eth0}]}, nodeLabels: {}}"));
-        let err = apply_delete(&mut doc, LEGACY, &sel("machine.kubelet.image", "", "")).unwrap_err();
+        assert_eq!(
+            doc,
+            y("machine: {network: {interfaces: [{interface: eth0}]}, nodeLabels: {}}")
+        );
+        let err =
+            apply_delete(&mut doc, LEGACY, &sel("machine.kubelet.image", "", "")).unwrap_err();
         assert_eq!(
             err.to_string(),
             "patch delete: path 'machine.kubelet.image' in document '/v1alpha1': failed to delete path 'machine.kubelet.image': lookup failed"

@@ -68,7 +68,11 @@ pub fn load_patch(text: &str) -> Result<Patch> {
     };
     match serde_yaml_ng::from_str::<Value>(text) {
         Ok(Value::Sequence(items)) if items.iter().all(|i| i.is_mapping() || i.is_null()) => {
-            let ops = items.iter().filter(|i| i.is_mapping()).map(jsonpatch::to_json).collect();
+            let ops = items
+                .iter()
+                .filter(|i| i.is_mapping())
+                .map(jsonpatch::to_json)
+                .collect();
             Ok(Patch::Json(ops))
         }
         _ if text.trim().starts_with('[') => Err(json_err),
@@ -83,7 +87,9 @@ pub fn load_patches(args: &[String], base: &Path) -> Result<Vec<Patch>> {
     for arg in args {
         let file = match arg.strip_prefix('@') {
             Some(f) => Some(f),
-            None if !arg.contains(['\n', ' ']) && !arg.starts_with(['[', '{']) => Some(arg.as_str()),
+            None if !arg.contains(['\n', ' ']) && !arg.starts_with(['[', '{']) => {
+                Some(arg.as_str())
+            }
             None => None,
         };
         let text = match file {
@@ -179,8 +185,8 @@ fn configs(docs: Vec<Doc>) -> Vec<Value> {
 }
 
 fn json6902(bytes: &str, ops: &[Json]) -> Result<String> {
-    let docs = decode::split(bytes)
-        .map_err(|e| anyhow!("failure decoding talos machine config: {e}"))?;
+    let docs =
+        decode::split(bytes).map_err(|e| anyhow!("failure decoding talos machine config: {e}"))?;
     if docs.len() != 1 {
         bail!("JSON6902 patches are not supported for multi-document machine configuration");
     }
@@ -203,7 +209,9 @@ fn strategic(left: Vec<Value>, patch: &StrategicPatch) -> Result<Vec<Value>> {
             Doc::Config(v) => id_of(v),
             Doc::Delete(s) => s.doc_id(),
         };
-        let pos = left.iter().position(|(d, indexed)| *indexed && id_of(d) == id);
+        let pos = left
+            .iter()
+            .position(|(d, indexed)| *indexed && id_of(d) == id);
         match (pos, right) {
             (Some(i), Doc::Config(r)) => {
                 let ty = doc_def(&left[i].0).map_or(Ty::Any, |d| Ty::Obj(d.to_string()));

@@ -116,20 +116,38 @@ pub fn schema() -> &'static Schema {
 }
 
 /// Fields the published schemas hide (`docgen:nodoc`): (definition, field, after field, type).
-const HIDDEN: &[(&str, &str, &str, fn() -> Ty)] = &[
+/// A hidden field: (definition, field, the field it follows, its type).
+type Hidden = (&'static str, &'static str, &'static str, fn() -> Ty);
+
+const HIDDEN: &[Hidden] = &[
     (LEGACY, "persist", "debug", || Ty::Bool),
     ("v1alpha1.MachineConfig", "disks", "network", || {
         Ty::List(Box::new(Ty::Any))
     }),
-    ("v1alpha1.MachineConfig", "systemDiskEncryption", "registries", || Ty::Any),
-    ("v1alpha1.ClusterConfig", "allowSchedulingOnMasters", "adminKubeconfig", || Ty::Bool),
-    ("v1alpha1.InstallConfig", "extraKernelArgs", "diskSelector", || {
-        Ty::List(Box::new(Ty::Str))
-    }),
+    (
+        "v1alpha1.MachineConfig",
+        "systemDiskEncryption",
+        "registries",
+        || Ty::Any,
+    ),
+    (
+        "v1alpha1.ClusterConfig",
+        "allowSchedulingOnMasters",
+        "adminKubeconfig",
+        || Ty::Bool,
+    ),
+    (
+        "v1alpha1.InstallConfig",
+        "extraKernelArgs",
+        "diskSelector",
+        || Ty::List(Box::new(Ty::Str)),
+    ),
     ("v1alpha1.InstallConfig", "extensions", "image", || {
         Ty::List(Box::new(Ty::Any))
     }),
-    ("v1alpha1.InstallConfig", "bootloader", "extensions", || Ty::Bool),
+    ("v1alpha1.InstallConfig", "bootloader", "extensions", || {
+        Ty::Bool
+    }),
     ("v1alpha1.EtcdConfig", "subnet", "extraArgs", || Ty::Str),
     ("v1alpha1.Device", "cidr", "addresses", || Ty::Str),
     ("v1alpha1.Vlan", "cidr", "addresses", || Ty::Str),
@@ -138,49 +156,135 @@ const HIDDEN: &[(&str, &str, &str, fn() -> Ty)] = &[
 /// Fields without `omitempty` and what they are written as when absent. Fields of custom Go
 /// types (addresses, enums, durations) are left out: their zero text is not known here.
 const NOT_OMITEMPTY: &[(&str, &[(&str, Zero)])] = &[
-    (LEGACY, &[("version", Zero::Str), ("machine", Zero::Null), ("cluster", Zero::Null)]),
-    ("v1alpha1.MachineConfig", &[("type", Zero::Str), ("token", Zero::Str), ("certSANs", Zero::List)]),
+    (
+        LEGACY,
+        &[
+            ("version", Zero::Str),
+            ("machine", Zero::Null),
+            ("cluster", Zero::Null),
+        ],
+    ),
+    (
+        "v1alpha1.MachineConfig",
+        &[
+            ("type", Zero::Str),
+            ("token", Zero::Str),
+            ("certSANs", Zero::List),
+        ],
+    ),
     ("v1alpha1.MachineSeccompProfile", &[("name", Zero::Str)]),
     ("v1alpha1.ClusterConfig", &[("controlPlane", Zero::Null)]),
-    ("v1alpha1.LinuxIDMapping", &[("containerID", Zero::Int), ("hostID", Zero::Int), ("size", Zero::Int)]),
+    (
+        "v1alpha1.LinuxIDMapping",
+        &[
+            ("containerID", Zero::Int),
+            ("hostID", Zero::Int),
+            ("size", Zero::Int),
+        ],
+    ),
     ("v1alpha1.ExtraMount", &[("destination", Zero::Str)]),
     ("v1alpha1.InstallConfig", &[("wipe", Zero::Null)]),
     ("v1alpha1.ControlPlaneConfig", &[("endpoint", Zero::Null)]),
     ("v1alpha1.AdmissionPluginConfig", &[("name", Zero::Str)]),
-    ("v1alpha1.AuthorizationConfigAuthorizerConfig", &[("type", Zero::Str), ("name", Zero::Str)]),
+    (
+        "v1alpha1.AuthorizationConfigAuthorizerConfig",
+        &[("type", Zero::Str), ("name", Zero::Str)],
+    ),
     ("v1alpha1.EtcdConfig", &[("ca", Zero::Null)]),
-    ("v1alpha1.ClusterNetworkConfig", &[("dnsDomain", Zero::Str), ("podSubnets", Zero::List), ("serviceSubnets", Zero::List)]),
+    (
+        "v1alpha1.ClusterNetworkConfig",
+        &[
+            ("dnsDomain", Zero::Str),
+            ("podSubnets", Zero::List),
+            ("serviceSubnets", Zero::List),
+        ],
+    ),
     ("v1alpha1.EncryptionKey", &[("slot", Zero::Int)]),
     ("v1alpha1.EncryptionKeyKMS", &[("endpoint", Zero::Str)]),
-    ("v1alpha1.MachineFile", &[("content", Zero::Str), ("path", Zero::Str), ("op", Zero::Str)]),
-    ("v1alpha1.ExtraHost", &[("ip", Zero::Str), ("aliases", Zero::List)]),
+    (
+        "v1alpha1.MachineFile",
+        &[
+            ("content", Zero::Str),
+            ("path", Zero::Str),
+            ("op", Zero::Str),
+        ],
+    ),
+    (
+        "v1alpha1.ExtraHost",
+        &[("ip", Zero::Str), ("aliases", Zero::List)],
+    ),
     ("v1alpha1.DHCPOptions", &[("routeMetric", Zero::Int)]),
     ("v1alpha1.VIPEquinixMetalConfig", &[("apiToken", Zero::Str)]),
     ("v1alpha1.VIPHCloudConfig", &[("apiToken", Zero::Str)]),
-    ("v1alpha1.Bond", &[("interfaces", Zero::List), ("mode", Zero::Str)]),
+    (
+        "v1alpha1.Bond",
+        &[("interfaces", Zero::List), ("mode", Zero::Str)],
+    ),
     ("v1alpha1.Bridge", &[("interfaces", Zero::List)]),
-    ("v1alpha1.Vlan", &[("routes", Zero::List), ("vlanId", Zero::Int)]),
-    ("v1alpha1.Route", &[("network", Zero::Str), ("gateway", Zero::Str)]),
-    ("v1alpha1.RegistryMirrorConfig", &[("endpoints", Zero::List)]),
-    ("v1alpha1.VolumeMountConfig", &[("hostPath", Zero::Str), ("mountPath", Zero::Str)]),
-    ("v1alpha1.ClusterInlineManifest", &[("name", Zero::Str), ("contents", Zero::Str)]),
-    ("v1alpha1.ClusterDiscoveryConfig", &[("registries", Zero::Struct)]),
-    ("v1alpha1.DiscoveryRegistriesConfig", &[("kubernetes", Zero::Struct), ("service", Zero::Struct)]),
+    (
+        "v1alpha1.Vlan",
+        &[("routes", Zero::List), ("vlanId", Zero::Int)],
+    ),
+    (
+        "v1alpha1.Route",
+        &[("network", Zero::Str), ("gateway", Zero::Str)],
+    ),
+    (
+        "v1alpha1.RegistryMirrorConfig",
+        &[("endpoints", Zero::List)],
+    ),
+    (
+        "v1alpha1.VolumeMountConfig",
+        &[("hostPath", Zero::Str), ("mountPath", Zero::Str)],
+    ),
+    (
+        "v1alpha1.ClusterInlineManifest",
+        &[("name", Zero::Str), ("contents", Zero::Str)],
+    ),
+    (
+        "v1alpha1.ClusterDiscoveryConfig",
+        &[("registries", Zero::Struct)],
+    ),
+    (
+        "v1alpha1.DiscoveryRegistriesConfig",
+        &[("kubernetes", Zero::Struct), ("service", Zero::Struct)],
+    ),
     ("v1alpha1.LoggingConfig", &[("destinations", Zero::List)]),
-    ("v1alpha1.LoggingDestination", &[("endpoint", Zero::Null), ("format", Zero::Str)]),
+    (
+        "v1alpha1.LoggingDestination",
+        &[("endpoint", Zero::Null), ("format", Zero::Str)],
+    ),
     ("v1alpha1.KernelModuleConfig", &[("name", Zero::Str)]),
     ("block.EncryptionKey", &[("slot", Zero::Int)]),
     ("block.EncryptionKeyKMS", &[("endpoint", Zero::Str)]),
     ("block.EncryptionSpec", &[("keys", Zero::List)]),
     ("block.VirtiofsMountSpec", &[("tag", Zero::Str)]),
-    ("hardware.PCIDriverRebindConfigV1Alpha1", &[("targetDriver", Zero::Str)]),
-    ("extensions.ConfigFile", &[("content", Zero::Str), ("mountPath", Zero::Str)]),
-    ("network.HCloudVIPConfigV1Alpha1", &[("apiToken", Zero::Str), ("link", Zero::Str)]),
+    (
+        "hardware.PCIDriverRebindConfigV1Alpha1",
+        &[("targetDriver", Zero::Str)],
+    ),
+    (
+        "extensions.ConfigFile",
+        &[("content", Zero::Str), ("mountPath", Zero::Str)],
+    ),
+    (
+        "network.HCloudVIPConfigV1Alpha1",
+        &[("apiToken", Zero::Str), ("link", Zero::Str)],
+    ),
     ("network.Layer2VIPConfigV1Alpha1", &[("link", Zero::Str)]),
-    ("network.KubespanEndpointsConfigV1Alpha1", &[("extraAnnouncedEndpoints", Zero::List)]),
-    ("network.StaticHostConfigV1Alpha1", &[("hostnames", Zero::List)]),
+    (
+        "network.KubespanEndpointsConfigV1Alpha1",
+        &[("extraAnnouncedEndpoints", Zero::List)],
+    ),
+    (
+        "network.StaticHostConfigV1Alpha1",
+        &[("hostnames", Zero::List)],
+    ),
     ("network.TCPProbeConfigV1Alpha1", &[("endpoint", Zero::Str)]),
-    ("network.RuleConfigV1Alpha1", &[("ingress", Zero::List), ("portSelector", Zero::Struct)]),
+    (
+        "network.RuleConfigV1Alpha1",
+        &[("ingress", Zero::List), ("portSelector", Zero::Struct)],
+    ),
     ("network.RulePortSelector", &[("ports", Zero::List)]),
 ];
 
@@ -205,9 +309,21 @@ const POINTER_DEFS: &[&str] = &[
     "network.EthernetChannelsConfig",
 ];
 const BOND_POINTERS: &[&str] = &[
-    "miimon", "updelay", "downdelay", "arpInterval", "adActorSysPrio", "adUserPortKey",
-    "resendIGMP", "minLinks", "lpInterval", "packetsPerSlave", "numPeerNotif", "tlbLogicalLb",
-    "allSlavesActive", "peerNotifDelay", "missedMax",
+    "miimon",
+    "updelay",
+    "downdelay",
+    "arpInterval",
+    "adActorSysPrio",
+    "adUserPortKey",
+    "resendIGMP",
+    "minLinks",
+    "lpInterval",
+    "packetsPerSlave",
+    "numPeerNotif",
+    "tlbLogicalLb",
+    "allSlavesActive",
+    "peerNotifDelay",
+    "missedMax",
 ];
 const PLAIN_BOOLS: &[(&str, &str)] = &[("v1alpha1.VolumeMountConfig", "readonly")];
 
@@ -229,7 +345,11 @@ const KEYED: &[(&str, &str, &str)] = &[
     ("v1alpha1.NetworkConfig", "interfaces", "interface"),
     ("v1alpha1.Device", "vlans", "vlanId"),
     ("v1alpha1.APIServerConfig", "admissionControl", "name"),
-    ("extensions.ServiceConfigV1Alpha1", "configFiles", "mountPath"),
+    (
+        "extensions.ServiceConfigV1Alpha1",
+        "configFiles",
+        "mountPath",
+    ),
 ];
 
 fn build() -> Schema {
@@ -285,7 +405,11 @@ fn add_def(s: &mut Schema, name: &str, def: &Json) {
         let d = s.defs.entry(name.to_string()).or_default();
         if d.field(pname).is_none() {
             let at = match &prev {
-                Some(prev) => d.fields.iter().position(|f| &f.name == prev).map_or(0, |i| i + 1),
+                Some(prev) => d
+                    .fields
+                    .iter()
+                    .position(|f| &f.name == prev)
+                    .map_or(0, |i| i + 1),
                 None => 0,
             };
             d.fields.insert(at, field(pname, ty));
@@ -401,20 +525,33 @@ mod tests {
     use super::*;
 
     fn names(def: &str) -> Vec<String> {
-        schema().def(def).fields.iter().map(|f| f.name.clone()).collect()
+        schema()
+            .def(def)
+            .fields
+            .iter()
+            .map(|f| f.name.clone())
+            .collect()
     }
 
     #[test]
     fn legacy_order_has_hidden_fields() {
-        assert_eq!(names(LEGACY), ["version", "debug", "persist", "machine", "cluster"]);
+        assert_eq!(
+            names(LEGACY),
+            ["version", "debug", "persist", "machine", "cluster"]
+        );
         let install = names("v1alpha1.InstallConfig");
-        assert_eq!(&install[..4], ["disk", "diskSelector", "extraKernelArgs", "image"]);
+        assert_eq!(
+            &install[..4],
+            ["disk", "diskSelector", "extraKernelArgs", "image"]
+        );
         let machine = names("v1alpha1.MachineConfig");
         let pos = |n: &str| machine.iter().position(|x| x == n).unwrap();
         assert!(pos("pods") < pos("network") && pos("network") < pos("disks"));
         assert!(pos("disks") < pos("install") && pos("files") < pos("env"));
         assert!(pos("env") < pos("time") && pos("time") < pos("sysctls"));
-        assert!(pos("sysfs") < pos("registries") && pos("registries") < pos("systemDiskEncryption"));
+        assert!(
+            pos("sysfs") < pos("registries") && pos("registries") < pos("systemDiskEncryption")
+        );
         assert!(pos("systemDiskEncryption") < pos("features"));
     }
 
@@ -422,7 +559,10 @@ mod tests {
     fn kinds_and_types() {
         let s = schema();
         assert_eq!(s.doc_def("", "v1alpha1"), Some(LEGACY));
-        assert_eq!(s.doc_def("v1alpha1", "LinkConfig"), Some("network.LinkConfigV1Alpha1"));
+        assert_eq!(
+            s.doc_def("v1alpha1", "LinkConfig"),
+            Some("network.LinkConfigV1Alpha1")
+        );
         assert_eq!(s.doc_def("v1alpha1", "Nope"), None);
         let mount = names("v1alpha1.ExtraMount");
         assert_eq!(&mount[..4], ["destination", "type", "source", "options"]);
@@ -430,8 +570,22 @@ mod tests {
         assert_eq!(cp.field("podSubnets").unwrap().merge, ListMerge::Replace);
         let m = s.def("v1alpha1.MachineConfig");
         assert_eq!(m.field("sysctls").unwrap().ty, Ty::Map(Box::new(Ty::Str)));
-        assert_eq!(m.field("ca").unwrap().ty, Ty::Obj("v1alpha1.MachineConfig.ca".into()));
-        assert_eq!(s.def("v1alpha1.MachineConfig.ca").field("key").unwrap().zero, Some(Zero::Str));
-        assert!(s.def("v1alpha1.KubeletConfig").field("extraArgs").unwrap().args);
+        assert_eq!(
+            m.field("ca").unwrap().ty,
+            Ty::Obj("v1alpha1.MachineConfig.ca".into())
+        );
+        assert_eq!(
+            s.def("v1alpha1.MachineConfig.ca")
+                .field("key")
+                .unwrap()
+                .zero,
+            Some(Zero::Str)
+        );
+        assert!(
+            s.def("v1alpha1.KubeletConfig")
+                .field("extraArgs")
+                .unwrap()
+                .args
+        );
     }
 }
