@@ -1,3 +1,10 @@
-//! Talos machine configuration: base generation per version contract.
+//! Talos machine config documents: base generation per version contract, schema-derived field
+//! knowledge, the Talos encoder and the config patcher.
 
+mod decode;
+pub mod encode;
 pub mod generate;
+mod jsonpatch;
+mod merge;
+pub mod patch;
+pub mod schema;

@@ -1,0 +1,349 @@
+//! RFC 6902 JSON Patch on a single-document config, with ghodss/yaml-style output (yaml.v2:
+//! 2-space indent, sequences not indented under their key, every key sorted).
+
+use std::cmp::Ordering;
+
+use anyhow::{anyhow, bail, Result};
+use serde_json::Value as Json;
+use serde_yaml_ng::Value;
+
+use super::encode::key_string;
+
+/// Parses a JSON Patch (a JSON array of operation objects), as `jsonpatch.DecodePatch`.
+pub fn decode(text: &str) -> Result<Vec<Json>> {
+    let ops: Vec<serde_json::Map<String, Json>> = serde_json::from_str(text)?;
+    Ok(ops.into_iter().map(Json::Object).collect())
+}
+
+/// Converts YAML to JSON (keys become strings).
+pub fn to_json(v: &Value) -> Json {
+    match v {
+        Value::Null => Json::Null,
+        Value::Bool(b) => Json::Bool(*b),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Json::from(i)
+            } else if let Some(u) = n.as_u64() {
+                Json::from(u)
+            } else {
+                n.as_f64().map_or(Json::Null, Json::from)
+            }
+        }
+        Value::String(s) => Json::String(s.clone()),
+        Value::Sequence(s) => Json::Array(s.iter().map(to_json).collect()),
+        Value::Mapping(m) => {
+            Json::Object(m.iter().map(|(k, v)| (key_string(k), to_json(v))).collect())
+        }
+        Value::Tagged(t) => to_json(&t.value),
+    }
+}
+
+/// Applies the operations in order.
+pub fn apply(doc: &mut Json, ops: &[Json]) -> Result<()> {
+    for op in ops {
+        let kind = op.get("op").and_then(Json::as_str).unwrap_or("unknown");
+        let path = || -> Result<Vec<String>> { pointer(op.get("path").and_then(Json::as_str)) };
+        let value = || {
+            op.get("value")
+                .cloned()
+                .ok_or_else(|| anyhow!("{kind} operation has no value"))
+        };
+        match kind {
+            "add" => add(doc, &path()?, value()?)?,
+            "remove" => {
+                remove(doc, &path()?)?;
+            }
+            "replace" => {
+                let p = path()?;
+                get_mut(doc, &p).ok_or_else(|| missing("replace", &p))?;
+                *get_mut(doc, &p).expect("checked") = value()?;
+            }
+            "move" => {
+                let from = pointer(op.get("from").and_then(Json::as_str))?;
+                let v = remove(doc, &from)?;
+                add(doc, &path()?, v)?;
+            }
+            "copy" => {
+                let from = pointer(op.get("from").and_then(Json::as_str))?;
+                let v = get_mut(doc, &from)
+                    .ok_or_else(|| missing("copy", &from))?
+                    .clone();
+                add(doc, &path()?, v)?;
+            }
+            "test" => {
+                let p = path()?;
+                let actual = get_mut(doc, &p).map(|v| v.clone()).unwrap_or(Json::Null);
+                if actual != value()? {
+                    bail!("testing value /{} failed: test failed", p.join("/"));
+                }
+            }
+            other => bail!("Unexpected kind: {other}"),
+        }
+    }
+    Ok(())
+}
+
+fn missing(op: &str, p: &[String]) -> anyhow::Error {
+    anyhow!(
+        "{op} operation does not apply: doc is missing path: \"/{}\": missing value",
+        p.join("/")
+    )
+}
+
+fn pointer(p: Option<&str>) -> Result<Vec<String>> {
+    let p = p.ok_or_else(|| anyhow!("operation missing path"))?;
+    if p.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(rest) = p.strip_prefix('/') else {
+        bail!("JSON pointer must be empty or start with a \"/\"")
+    };
+    Ok(rest
+        .split('/')
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect())
+}
+
+fn get_mut<'a>(doc: &'a mut Json, path: &[String]) -> Option<&'a mut Json> {
+    path.iter().try_fold(doc, |cur, seg| match cur {
+        Json::Object(m) => m.get_mut(seg),
+        Json::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
+        _ => None,
+    })
+}
+
+fn add(doc: &mut Json, path: &[String], value: Json) -> Result<()> {
+    let Some((last, parent)) = path.split_last() else {
+        *doc = value;
+        return Ok(());
+    };
+    match get_mut(doc, parent).ok_or_else(|| missing("add", path))? {
+        Json::Object(m) => {
+            m.insert(last.clone(), value);
+        }
+        Json::Array(a) if last == "-" => a.push(value),
+        Json::Array(a) => match last.parse::<usize>() {
+            Ok(i) if i <= a.len() => a.insert(i, value),
+            _ => bail!("Unable to access invalid index: {last}: invalid index referenced"),
+        },
+        _ => return Err(missing("add", path)),
+    }
+    Ok(())
+}
+
+fn remove(doc: &mut Json, path: &[String]) -> Result<Json> {
+    let (last, parent) = path.split_last().ok_or_else(|| missing("remove", path))?;
+    let removed = match get_mut(doc, parent) {
+        Some(Json::Object(m)) => m.shift_remove(last),
+        Some(Json::Array(a)) => match last.parse::<usize>() {
+            Ok(i) if i < a.len() => Some(a.remove(i)),
+            _ => None,
+        },
+        _ => None,
+    };
+    removed.ok_or_else(|| missing("remove", path))
+}
+
+/// Writes JSON as ghodss `JSONToYAML` does.
+pub fn to_yaml(v: &Json) -> String {
+    let mut out = String::new();
+    match v {
+        Json::Object(m) if !m.is_empty() => emit_map(m, 0, false, &mut out),
+        Json::Array(a) if !a.is_empty() => emit_seq(a, 0, &mut out),
+        other => {
+            out.push_str(&scalar(other, 0));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn emit_map(
+    m: &serde_json::Map<String, Json>,
+    indent: usize,
+    first_inline: bool,
+    out: &mut String,
+) {
+    let mut keys: Vec<&String> = m.keys().collect();
+    keys.sort_by(|a, b| v2_key_order(a, b));
+    for (i, k) in keys.into_iter().enumerate() {
+        if i > 0 || !first_inline {
+            out.push_str(&" ".repeat(indent));
+        }
+        out.push_str(&scalar(&Json::String(k.clone()), indent));
+        out.push(':');
+        match &m[k] {
+            Json::Object(sub) if !sub.is_empty() => {
+                out.push('\n');
+                emit_map(sub, indent + 2, false, out);
+            }
+            Json::Array(a) if !a.is_empty() => {
+                out.push('\n');
+                emit_seq(a, indent, out);
+            }
+            other => {
+                out.push(' ');
+                out.push_str(&scalar(other, indent + 2));
+                out.push('\n');
+            }
+        }
+    }
+}
+
+fn emit_seq(a: &[Json], indent: usize, out: &mut String) {
+    for item in a {
+        out.push_str(&" ".repeat(indent));
+        out.push_str("- ");
+        match item {
+            Json::Object(m) if !m.is_empty() => emit_map(m, indent + 2, true, out),
+            Json::Array(inner) if !inner.is_empty() => {
+                let mut sub = String::new();
+                emit_seq(inner, indent + 2, &mut sub);
+                out.push_str(sub.trim_start());
+            }
+            other => {
+                out.push_str(&scalar(other, indent + 2));
+                out.push('\n');
+            }
+        }
+    }
+}
+
+fn scalar(v: &Json, block_indent: usize) -> String {
+    match v {
+        Json::Null => "null".into(),
+        Json::Bool(b) => b.to_string(),
+        Json::Number(n) => n.to_string(),
+        Json::Array(_) => "[]".into(),
+        Json::Object(_) => "{}".into(),
+        Json::String(s) => string(s, block_indent),
+    }
+}
+
+fn string(s: &str, block_indent: usize) -> String {
+    if s.is_empty() {
+        return "\"\"".to_string();
+    }
+    if s.contains('\n') && !s.starts_with(' ') && !s.contains('\r') {
+        let body = s.strip_suffix('\n').unwrap_or(s);
+        let mut out = if s.ends_with('\n') {
+            "|".to_string()
+        } else {
+            "|-".to_string()
+        };
+        for line in body.split('\n') {
+            out.push('\n');
+            if !line.is_empty() {
+                out.push_str(&" ".repeat(block_indent));
+                out.push_str(line);
+            }
+        }
+        return out;
+    }
+    let special = s.starts_with(|c: char| "-?:,[]{}#&*!|>'\"%@` ".contains(c))
+        || s.ends_with(' ')
+        || s.contains(": ")
+        || s.contains(" #")
+        || s.ends_with(':');
+    let printable = !s.chars().any(char::is_control);
+    if special && printable {
+        format!("'{}'", s.replace('\'', "''"))
+    } else if crate::yaml::to_string(&Value::String(s.to_string())).starts_with('"') {
+        serde_json::to_string(s).unwrap_or_default()
+    } else {
+        s.to_string()
+    }
+}
+
+/// yaml.v2's key order: letters after other characters, digit runs compared as numbers.
+fn v2_key_order(a: &str, b: &str) -> Ordering {
+    let (ar, br): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut i = 0;
+    while i < ar.len() && i < br.len() {
+        if ar[i] == br[i] {
+            i += 1;
+            continue;
+        }
+        let (al, bl) = (ar[i].is_alphabetic(), br[i].is_alphabetic());
+        if al && bl {
+            return ar[i].cmp(&br[i]);
+        }
+        if al || bl {
+            return if bl {
+                Ordering::Less
+            } else {
+                Ordering::Greater
+            };
+        }
+        let (mut an, mut bn) = (0i64, 0i64);
+        if ar[i] == '0' || br[i] == '0' {
+            let mut j = i;
+            while j > 0 && ar[j - 1].is_ascii_digit() {
+                j -= 1;
+                if ar[j] != '0' {
+                    an = 1;
+                    bn = 1;
+                    break;
+                }
+            }
+        }
+        let mut ai = i;
+        while ai < ar.len() && ar[ai].is_ascii_digit() {
+            an = an.wrapping_mul(10).wrapping_add(ar[ai] as i64 - '0' as i64);
+            ai += 1;
+        }
+        let mut bi = i;
+        while bi < br.len() && br[bi].is_ascii_digit() {
+            bn = bn.wrapping_mul(10).wrapping_add(br[bi] as i64 - '0' as i64);
+            bi += 1;
+        }
+        if an != bn {
+            return an.cmp(&bn);
+        }
+        if ai != bi {
+            return ai.cmp(&bi);
+        }
+        return ar[i].cmp(&br[i]);
+    }
+    ar.len().cmp(&br.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(doc: &str, ops: &str) -> Result<String> {
+        let mut j = to_json(&serde_yaml_ng::from_str(doc).unwrap());
+        apply(&mut j, &decode(ops).unwrap())?;
+        Ok(to_yaml(&j))
+    }
+
+    #[test]
+    fn ghodss_layout() {
+        let out = run(
+            "b: {z: 1, a: [x, {k: v, c: ''}]}\na10: 1\na2: 'yes'\n",
+            r#"[{"op": "add", "path": "/b/a/-", "value": "n: m"}, {"op": "remove", "path": "/a10"}]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "a2: \"yes\"\nb:\n  a:\n  - x\n  - c: \"\"\n    k: v\n  - 'n: m'\n  z: 1\n"
+        );
+    }
+
+    #[test]
+    fn ops_and_errors() {
+        let out = run("a: [1, 2]\nb: {c: 1}\n", r#"[{"op":"move","from":"/b/c","path":"/a/0"},{"op":"copy","from":"/a","path":"/d"},{"op":"test","path":"/d/1","value":1},{"op":"replace","path":"/b","value":"x"}]"#).unwrap();
+        assert_eq!(out, "a:\n- 1\n- 1\n- 2\nb: x\nd:\n- 1\n- 1\n- 2\n");
+        assert!(run("a: 1\n", r#"[{"op":"replace","path":"/x","value":1}]"#).is_err());
+        assert!(run("a: 1\n", r#"[{"op":"remove","path":"/x"}]"#).is_err());
+        assert!(run("a: 1\n", r#"[{"op":"add","path":"/x/y","value":1}]"#).is_err());
+    }
+
+    #[test]
+    fn v2_order() {
+        let mut keys = vec!["b", "a10", "a2", "A", "_x", "a"];
+        keys.sort_by(|a, b| v2_key_order(a, b));
+        assert_eq!(keys, ["_x", "A", "a", "a2", "a10", "b"]);
+    }
+}

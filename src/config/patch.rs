@@ -1,0 +1,246 @@
+//! Talos's config patcher (`configpatcher`): loading patches (strategic merge, JSON6902 as JSON
+//! or as a YAML list of ops), applying them in order, and the strict decoder check.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::Value as Json;
+use serde_yaml_ng::Value;
+
+use super::decode::{self, doc_key, Doc};
+use super::encode::{doc_def, doc_id, encode};
+use super::jsonpatch;
+use super::merge::{apply_delete, merge, Deleted};
+use super::schema::{Ty, LEGACY};
+
+pub use super::decode::Selector;
+
+/// A loaded patch.
+#[derive(Debug, Clone)]
+pub enum Patch {
+    /// Strategic merge: config documents and delete selectors, in Talos container order.
+    Strategic(StrategicPatch),
+    /// RFC 6902 operations (consecutive JSON patches are concatenated by `load_patches`).
+    Json(Vec<Json>),
+}
+
+/// The documents of a strategic merge patch.
+#[derive(Debug, Clone)]
+pub struct StrategicPatch {
+    docs: Vec<Doc>,
+}
+
+impl StrategicPatch {
+    /// The config documents (without delete selectors).
+    pub fn documents(&self) -> Vec<&Value> {
+        self.docs
+            .iter()
+            .filter_map(|d| match d {
+                Doc::Config(v) => Some(v),
+                Doc::Delete(_) => None,
+            })
+            .collect()
+    }
+
+    /// The delete selectors.
+    pub fn deletes(&self) -> Vec<&Selector> {
+        self.docs
+            .iter()
+            .filter_map(|d| match d {
+                Doc::Delete(s) => Some(s),
+                Doc::Config(_) => None,
+            })
+            .collect()
+    }
+}
+
+/// Loads one patch: a strategic merge patch if it decodes as a config (with `$patch: delete`),
+/// else a JSON Patch, else a YAML list of JSON Patch operations.
+pub fn load_patch(text: &str) -> Result<Patch> {
+    let strategic_err = match decode::decode(text, true) {
+        Ok(docs) => return Ok(Patch::Strategic(StrategicPatch { docs })),
+        Err(e) => e,
+    };
+    let json_err = match jsonpatch::decode(text) {
+        Ok(ops) => return Ok(Patch::Json(ops)),
+        Err(e) => e,
+    };
+    match serde_yaml_ng::from_str::<Value>(text) {
+        Ok(Value::Sequence(items)) if items.iter().all(|i| i.is_mapping() || i.is_null()) => {
+            let ops = items
+                .iter()
+                .filter(|i| i.is_mapping())
+                .map(jsonpatch::to_json)
+                .collect();
+            Ok(Patch::Json(ops))
+        }
+        _ if text.trim().starts_with('[') => Err(json_err),
+        _ => Err(strategic_err),
+    }
+}
+
+/// Loads patches from arguments: `@file`, a bare file path (no space or newline, not starting
+/// with `[` or `{`), or inline text. Relative paths are read from `base`.
+pub fn load_patches(args: &[String], base: &Path) -> Result<Vec<Patch>> {
+    let mut out: Vec<Patch> = Vec::new();
+    for arg in args {
+        let file = match arg.strip_prefix('@') {
+            Some(f) => Some(f),
+            None if !arg.contains(['\n', ' ']) && !arg.starts_with(['[', '{']) => {
+                Some(arg.as_str())
+            }
+            None => None,
+        };
+        let text = match file {
+            Some(f) => {
+                let path = base.join(f);
+                std::fs::read_to_string(&path).map_err(|e| {
+                    crate::error::hinted(
+                        format!("open {}: {e}", path.display()),
+                        "patches are `@file`, a file path, or inline YAML/JSON",
+                    )
+                })?
+            }
+            None => arg.clone(),
+        };
+        let patch = load_patch(&text).with_context(|| match file {
+            Some(f) => format!("loading patch {f}"),
+            None => "loading inline patch".to_string(),
+        })?;
+        match (out.last_mut(), patch) {
+            (Some(Patch::Json(prev)), Patch::Json(ops)) => prev.extend(ops),
+            (_, p) => out.push(p),
+        }
+    }
+    Ok(out)
+}
+
+enum State {
+    Bytes(String),
+    Docs(Vec<Value>),
+}
+
+/// Applies patches in order. With no patches the input comes back unchanged; after a strategic
+/// patch the result is the Talos encoding, after a JSON patch the ghodss/yaml rendering.
+pub fn apply(config: &str, patches: &[Patch]) -> Result<String> {
+    let mut state = State::Bytes(config.to_string());
+    for patch in patches {
+        state = match patch {
+            Patch::Json(ops) => {
+                let bytes = match state {
+                    State::Bytes(b) => b,
+                    State::Docs(d) => encode(&d),
+                };
+                State::Bytes(json6902(&bytes, ops)?)
+            }
+            Patch::Strategic(p) => {
+                let docs = match state {
+                    State::Docs(d) => d,
+                    State::Bytes(b) => configs(decode::decode(&b, false)?),
+                };
+                State::Docs(strategic(docs, p)?)
+            }
+        };
+    }
+    Ok(match state {
+        State::Bytes(b) => b,
+        State::Docs(d) => encode(&d),
+    })
+}
+
+/// Checks a config strictly, as Talos's config loader does: unknown keys, unknown kinds and
+/// duplicate documents are errors.
+pub fn decode_check(text: &str) -> Result<()> {
+    decode::decode(text, false).map(|_| ())
+}
+
+/// Strict decode returning the documents (legacy document first).
+pub fn decode_docs(text: &str) -> Result<Vec<Value>> {
+    Ok(configs(decode::decode(text, false)?))
+}
+
+/// Removes `$patch: delete` constructs from raw YAML (no type decoding): returns the selectors
+/// and the remaining non-empty documents.
+pub fn extract_deletes(text: &str) -> Result<(Vec<Selector>, Vec<Value>)> {
+    let mut sels = Vec::new();
+    let mut docs = Vec::new();
+    for (idx, raw) in decode::split(text)?.into_iter().enumerate() {
+        let mut v = raw.value;
+        sels.extend(decode::extract_deletes(&mut v, idx)?);
+        if !v.is_null() {
+            docs.push(v);
+        }
+    }
+    Ok((sels, docs))
+}
+
+fn configs(docs: Vec<Doc>) -> Vec<Value> {
+    docs.into_iter()
+        .filter_map(|d| match d {
+            Doc::Config(v) => Some(v),
+            Doc::Delete(_) => None,
+        })
+        .collect()
+}
+
+fn json6902(bytes: &str, ops: &[Json]) -> Result<String> {
+    let docs =
+        decode::split(bytes).map_err(|e| anyhow!("failure decoding talos machine config: {e}"))?;
+    if docs.len() != 1 {
+        bail!("JSON6902 patches are not supported for multi-document machine configuration");
+    }
+    let mut json = jsonpatch::to_json(&docs[0].value);
+    jsonpatch::apply(&mut json, ops)
+        .map_err(|e| anyhow!("failure applying rfc6902 patches to talos machine config: {e}"))?;
+    Ok(jsonpatch::to_yaml(&json))
+}
+
+fn id_of(doc: &Value) -> String {
+    let (api, kind, name) = doc_id(doc);
+    doc_key(&api, &kind, &name)
+}
+
+fn strategic(left: Vec<Value>, patch: &StrategicPatch) -> Result<Vec<Value>> {
+    // Documents of the base are matched by id; appended documents are not matched again.
+    let mut left: Vec<(Value, bool)> = left.into_iter().map(|d| (d, true)).collect();
+    for right in &patch.docs {
+        let id = match right {
+            Doc::Config(v) => id_of(v),
+            Doc::Delete(s) => s.doc_id(),
+        };
+        let pos = left
+            .iter()
+            .position(|(d, indexed)| *indexed && id_of(d) == id);
+        match (pos, right) {
+            (Some(i), Doc::Config(r)) => {
+                let ty = doc_def(&left[i].0).map_or(Ty::Any, |d| Ty::Obj(d.to_string()));
+                merge(&mut left[i].0, r, &ty)?;
+            }
+            (Some(i), Doc::Delete(sel)) => {
+                let def = doc_def(&left[i].0).unwrap_or("");
+                if apply_delete(&mut left[i].0, def, sel)? == Deleted::Document {
+                    left.remove(i);
+                }
+            }
+            (None, Doc::Config(r)) => left.push((r.clone(), false)),
+            (None, Doc::Delete(_)) => {}
+        }
+    }
+    let (legacy, rest): (Vec<Value>, Vec<Value>) = left
+        .into_iter()
+        .map(|(d, _)| d)
+        .partition(|d| doc_def(d) == Some(LEGACY));
+    if legacy.len() > 1 {
+        bail!("duplicate v1alpha1.Config");
+    }
+    let mut seen = HashSet::new();
+    for d in &rest {
+        let (_, kind, name) = doc_id(d);
+        let id = format!("{kind}/{name}");
+        if !seen.insert(id.clone()) {
+            bail!("duplicate document: {id}");
+        }
+    }
+    Ok(legacy.into_iter().chain(rest).collect())
+}
