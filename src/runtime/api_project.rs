@@ -10,7 +10,7 @@ use rhai::{Array, Dynamic, Engine, FuncRegistration, Module};
 use super::native;
 use crate::error::hinted;
 use crate::project::fsutil::{self, Mode, Plan};
-use crate::project::{chart::Chart, drift, gitignore, root};
+use crate::project::{chart::Chart, drift, gitignore, modeline, root};
 
 /// Joins a project-relative path to the root, refusing anything that would leave the root.
 pub fn inside(root: &str, rel: &str) -> Result<PathBuf> {
@@ -136,6 +136,62 @@ pub fn register(engine: &mut Engine) {
                 Ok(gitignore::update(existing.as_deref(), kubeconfig)
                     .map(Dynamic::from)
                     .unwrap_or(Dynamic::UNIT))
+            })
+        });
+    FuncRegistration::new("node_file")
+        .with_comments(["/// A node file taken apart: #{leading (comment lines above the modeline), nodes, endpoints, templates, body}."])
+        .set_into_module(&mut m, |path: &str| {
+            native(|| {
+                let text = fsutil::read_text(Path::new(path))
+                    .map_err(|e| anyhow::anyhow!("error opening config file: {e}"))?;
+                let nf = modeline::find(&text, path)?;
+                let arr = |v: Vec<String>| v.into_iter().map(Dynamic::from).collect::<Array>();
+                let mut out = rhai::Map::new();
+                out.insert("leading".into(), arr(nf.leading).into());
+                out.insert("nodes".into(), arr(nf.modeline.nodes).into());
+                out.insert("endpoints".into(), arr(nf.modeline.endpoints).into());
+                out.insert("templates".into(), arr(nf.modeline.templates).into());
+                out.insert("body".into(), nf.body.into());
+                Ok(out)
+            })
+        });
+    FuncRegistration::new("modeline")
+        .with_comments(["/// The modeline line for a node file."])
+        .set_into_module(&mut m, |nodes: Array, endpoints: Array, templates: Array| {
+            let s = |a: Array| a.into_iter().filter_map(|d| d.into_string().ok()).collect::<Vec<_>>();
+            modeline::Modeline { nodes: s(nodes), endpoints: s(endpoints), templates: s(templates) }.render()
+        });
+    FuncRegistration::new("expand_files")
+        .with_comments(["/// `-f` arguments with folders replaced by the *.yaml / *.yml files below them."])
+        .set_into_module(&mut m, |paths: Array| {
+            native(|| {
+                let mut out = Array::new();
+                for p in paths.into_iter().filter_map(|d| d.into_string().ok()) {
+                    let path = Path::new(&p);
+                    if path.is_dir() {
+                        let found: Vec<_> = fsutil::files_below(path)?
+                            .into_iter()
+                            .filter(|(rel, _)| rel.ends_with(".yaml") || rel.ends_with(".yml"))
+                            .collect();
+                        if found.is_empty() {
+                            return Err(crate::error::hinted(format!("no YAML files found in directory {p}"), "pass node files, or a folder holding them"));
+                        }
+                        out.extend(found.into_iter().map(|(_, full)| Dynamic::from(full.display().to_string())));
+                    } else {
+                        out.push(Dynamic::from(p));
+                    }
+                }
+                Ok(out)
+            })
+        });
+    FuncRegistration::new("split_path")
+        .with_comments(["/// [folder, file name] of a path (the folder absolute)."])
+        .set_into_module(&mut m, |path: &str| {
+            native(|| {
+                let abs = root::absolute(Path::new(path))?;
+                let dir = abs.parent().map(|d| d.display().to_string()).unwrap_or_default();
+                let name = abs.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                Ok(vec![Dynamic::from(dir), Dynamic::from(name)])
             })
         });
     FuncRegistration::new("plan")

@@ -5,6 +5,7 @@ mod api_config;
 mod api_log;
 mod api_preset;
 mod api_project;
+mod api_render;
 mod api_secrets;
 mod api_yaml;
 
@@ -23,6 +24,7 @@ pub fn engine() -> Engine {
     api_log::register(&mut engine);
     api_project::register(&mut engine);
     api_preset::register(&mut engine);
+    api_render::register(&mut engine);
     api_secrets::register(&mut engine);
     api_yaml::register(&mut engine);
     engine

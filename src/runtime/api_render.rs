@@ -1,0 +1,130 @@
+//! `render::` script functions: rendering a project's templates against values and node facts,
+//! and sealing user secrets out of the result.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Result;
+use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
+
+use super::native;
+use crate::error::hinted;
+use crate::project::{chart::Chart, fsutil, values};
+use crate::render::{facts::Facts, pipeline, seal};
+
+fn text(m: &Map, key: &str) -> String {
+    m.get(key)
+        .and_then(|v| v.clone().into_string().ok())
+        .unwrap_or_default()
+}
+
+fn flag(m: &Map, key: &str) -> bool {
+    m.get(key).and_then(|v| v.as_bool().ok()).unwrap_or(false)
+}
+
+fn list(m: &Map, key: &str) -> Vec<String> {
+    m.get(key)
+        .and_then(|v| v.clone().try_cast::<Array>())
+        .map(|a| a.into_iter().filter_map(|d| d.into_string().ok()).collect())
+        .unwrap_or_default()
+}
+
+fn concat(chart: &[String], cli: Vec<String>) -> Vec<String> {
+    chart.iter().cloned().chain(cli).collect()
+}
+
+/// The facts a render reads: a recorded file, nothing (offline), or, later, a live node.
+fn facts(opts: &Map, chart: &Chart) -> Result<Facts> {
+    let file = text(opts, "facts");
+    if !file.is_empty() {
+        return Facts::parse(&fsutil::read_text(Path::new(&file))?, &file);
+    }
+    if flag(opts, "offline") || chart.template.offline {
+        return Ok(Facts::empty());
+    }
+    Err(hinted(
+        "reading facts from a live node needs the native Talos client, which this build does not have yet",
+        "render with --offline, or from facts recorded earlier with --facts FILE",
+    ))
+}
+
+fn template(opts: Map) -> Result<Map> {
+    let root = text(&opts, "root");
+    let root_path = Path::new(&root);
+    let chart = Chart::load(root_path)?;
+    let flags = opts
+        .get("values")
+        .and_then(|v| v.clone().try_cast::<Map>())
+        .unwrap_or_default();
+    let t = &chart.template;
+    let value_flags = values::ValueFlags {
+        values: list(&flags, "values"),
+        set: concat(&t.values, list(&flags, "set")),
+        set_string: concat(&t.string_values, list(&flags, "set_string")),
+        set_file: concat(&t.file_values, list(&flags, "set_file")),
+        set_json: concat(&t.json_values, list(&flags, "set_json")),
+        set_literal: concat(&t.literal_values, list(&flags, "set_literal")),
+    };
+    let talos_version = if flag(&opts, "talos_version_set") {
+        text(&opts, "talos_version")
+    } else {
+        t.talos_version.clone()
+    };
+    // Checked before values and facts are read, so a bad version fails fast.
+    pipeline::multidoc(&talos_version)?;
+    let kubernetes_version = if flag(&opts, "kubernetes_version_set") {
+        text(&opts, "kubernetes_version")
+    } else {
+        t.kubernetes_version.clone()
+    };
+    let preset_values = fsutil::read_text(&root_path.join("values.yaml"))?;
+    let vals = values::load(root_path, &preset_values, &t.value_files, &value_flags)?;
+    let facts = facts(&opts, &chart)?;
+    let req = pipeline::Request {
+        root: root_path,
+        templates: list(&opts, "templates"),
+        facts: Arc::new(facts),
+        values: vals.tree,
+        chart_name: chart.name.clone(),
+        chart_version: chart.version.clone(),
+        talos_version,
+        kubernetes_version: kubernetes_version.trim_start_matches('v').to_string(),
+    };
+    let out = pipeline::render(&req)?;
+    let mut m = Map::new();
+    m.insert("text".into(), out.into());
+    let secrets: Array = seal::secret_strings(&vals.secrets)
+        .into_iter()
+        .map(Dynamic::from)
+        .collect();
+    m.insert("secrets".into(), secrets.into());
+    let warnings: Array = vals.warnings.into_iter().map(Dynamic::from).collect();
+    m.insert("warnings".into(), warnings.into());
+    Ok(m)
+}
+
+pub fn register(engine: &mut Engine) {
+    let mut m = Module::new();
+    FuncRegistration::new("template")
+        .with_comments([
+            "/// Renders templates: `opts` has `root`, `templates`, `values` (#{values, set, set_string, set_file, set_json, set_literal}), `talos_version`/`kubernetes_version` (with `*_set` flags; Chart.yaml otherwise), `offline`, `facts` (a facts file). Returns #{text, secrets, warnings}.",
+        ])
+        .set_into_module(&mut m, |opts: Map| native(|| template(opts)));
+    FuncRegistration::new("seal")
+        .with_comments(["/// Keeps `secrets` out of rendered `text`: mode \"omit\" drops them, \"redact\" prints `***`."])
+        .set_into_module(&mut m, |text: &str, secrets: Array, mode: &str| {
+            native(|| {
+                let set = secrets.into_iter().filter_map(|d| d.into_string().ok()).collect();
+                let mode = match mode {
+                    "omit" => seal::Seal::Omit,
+                    "redact" => seal::Seal::Redact,
+                    other => anyhow::bail!("unknown seal mode {other:?} (omit or redact)"),
+                };
+                seal::apply(text, &set, mode)
+            })
+        });
+    FuncRegistration::new("template_path")
+        .with_comments(["/// A template argument as the modeline records it: `templates/<name>`."])
+        .set_into_module(&mut m, |arg: &str| format!("templates/{}", pipeline::template_name(arg)));
+    engine.register_static_module("render", m.into());
+}
