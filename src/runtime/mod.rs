@@ -3,6 +3,7 @@
 
 mod api_config;
 mod api_log;
+mod api_net;
 mod api_preset;
 mod api_project;
 mod api_secrets;
@@ -51,6 +52,7 @@ pub fn engine() -> Engine {
     engine.set_max_expr_depths(256, 256);
     api_config::register(&mut engine);
     api_log::register(&mut engine);
+    api_net::register(&mut engine);
     api_project::register(&mut engine);
     api_preset::register(&mut engine);
     api_secrets::register(&mut engine);
