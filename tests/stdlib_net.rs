@@ -120,7 +120,9 @@ fn golden_fixture_derived_facts() {
     assert_eq!(got["disks_info"], json!("\n# -- Discovered disks:"));
     assert_eq!(
         got["nvme"],
-        json!("/dev/sda # Unable to determine a stable NVMe disk path, falling back to the disk name")
+        json!(
+            "/dev/sda # Unable to determine a stable NVMe disk path, falling back to the disk name"
+        )
     );
 }
 
@@ -281,7 +283,10 @@ fn links_slaves_and_vlans() {
         "#,
         &[("links", list(BONDED_LINKS))],
     );
-    assert_eq!(got["configurable"], json!(["bond0", "br0", "bond0.100", "vlan200", "enp3s0"]));
+    assert_eq!(
+        got["configurable"],
+        json!(["bond0", "br0", "bond0.100", "vlan200", "enp3s0"])
+    );
     assert_eq!(got["physical"], json!(["eth0", "eth1", "eth2", "enp3s0"]));
     assert_eq!(got["bond_slaves"], json!(["eth0", "eth1"]));
     assert_eq!(got["bond_slaves_text_index"], json!(["eth0", "eth1"]));
@@ -371,7 +376,18 @@ fn hostname_is_kept_unless_a_placeholder() {
     let syn = "talos-23c56";
     assert_eq!(
         got,
-        json!(["worker-1", "Node-A", syn, syn, syn, syn, syn, syn, "talos-4f53c", "talos-4f53c"])
+        json!([
+            "worker-1",
+            "Node-A",
+            syn,
+            syn,
+            syn,
+            syn,
+            syn,
+            syn,
+            "talos-4f53c",
+            "talos-4f53c"
+        ])
     );
 }
 
@@ -394,7 +410,12 @@ fn resolvers_and_existing_interfaces() {
             bad: net::existing_interfaces(ARGS.bad),
             empty: net::existing_interfaces(#{}),
         }"#,
-        &[("text", mc_text), ("map", mc_map), ("none", mc_none), ("bad", mc_bad)],
+        &[
+            ("text", mc_text),
+            ("map", mc_map),
+            ("none", mc_none),
+            ("bad", mc_bad),
+        ],
     );
     assert_eq!(got["none"], Json::Null);
     assert_eq!(got["missing"], json!([]));
@@ -441,7 +462,9 @@ fn disk_choice_and_comments() {
     assert_eq!(got["nvme"], json!("/dev/disk/by-id/nvme-eui.0025"));
     assert_eq!(
         got["not_nvme"],
-        json!("/dev/sdb # Unable to determine a stable NVMe disk path, falling back to the disk name")
+        json!(
+            "/dev/sdb # Unable to determine a stable NVMe disk path, falling back to the disk name"
+        )
     );
     assert_eq!(
         got["info"],
@@ -464,6 +487,13 @@ fn ip_natives_from_scripts() {
     );
     assert_eq!(
         got,
-        json!([r#"{"a":null,"b":[1,"x\u003cy"]}"#, 8, true, "10.0.0.0/8", true, "2001:db8::1/64"])
+        json!([
+            r#"{"a":null,"b":[1,"x\u003cy"]}"#,
+            8,
+            true,
+            "10.0.0.0/8",
+            true,
+            "2001:db8::1/64"
+        ])
     );
 }

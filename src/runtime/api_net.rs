@@ -156,9 +156,7 @@ fn json_string(out: &mut String, s: &str) {
 /// below 1e-6 or at least 1e21, then exponent form with a signed exponent (`1e+21`, `1e-7`).
 fn json_float(out: &mut String, f: f64) -> anyhow::Result<()> {
     if !f.is_finite() {
-        return Err(crate::error::plain(format!(
-            "json: unsupported value: {f}"
-        )));
+        return Err(crate::error::plain(format!("json: unsupported value: {f}")));
     }
     let abs = f.abs();
     if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
@@ -241,10 +239,14 @@ pub fn register(engine: &mut Engine) {
         ])
         .set_into_module(&mut m, |value: Dynamic| native(|| to_json(&value)));
     FuncRegistration::new("cidr_prefix_len")
-        .with_comments(["/// Prefix bits of a CIDR (`10.0.0.1/24` gives 24); -1 when it does not parse."])
+        .with_comments([
+            "/// Prefix bits of a CIDR (`10.0.0.1/24` gives 24); -1 when it does not parse.",
+        ])
         .set_into_module(&mut m, |cidr: &str| cidr_prefix_len(cidr));
     FuncRegistration::new("cidr_contains")
-        .with_comments(["/// Whether the address lies in the CIDR; false when either does not parse."])
+        .with_comments([
+            "/// Whether the address lies in the CIDR; false when either does not parse.",
+        ])
         .set_into_module(&mut m, |cidr: &str, ip: &str| cidr_contains(cidr, ip));
     FuncRegistration::new("cidr_network")
         .with_comments(["/// The masked prefix (`10.0.0.7/24` gives `10.0.0.0/24`); an error when it does not parse."])
@@ -256,7 +258,9 @@ pub fn register(engine: &mut Engine) {
             })
         });
     FuncRegistration::new("ip_is_valid")
-        .with_comments(["/// Whether the text is an IPv4 or IPv6 literal (IPv6 may carry a `%zone`)."])
+        .with_comments([
+            "/// Whether the text is an IPv4 or IPv6 literal (IPv6 may carry a `%zone`).",
+        ])
         .set_into_module(&mut m, |text: &str| ip_is_valid(text));
     FuncRegistration::new("canonical_ip")
         .with_comments([
@@ -319,7 +323,10 @@ mod tests {
         assert_eq!(cidr_network("10.1.2.3"), None);
         assert_eq!(canonical_ip("2001:DB8:0:0:0:0:0:1"), "2001:db8::1");
         assert_eq!(canonical_ip("2001:db8:0:0:1:0:0:1"), "2001:db8::1:0:0:1");
-        assert_eq!(canonical_ip("2001:0db8:0000:0001:0:0:0:1/64"), "2001:db8:0:1::1/64");
+        assert_eq!(
+            canonical_ip("2001:0db8:0000:0001:0:0:0:1/64"),
+            "2001:db8:0:1::1/64"
+        );
         assert_eq!(canonical_ip("::ffff:10.0.0.1"), "::ffff:10.0.0.1");
         assert_eq!(canonical_ip("FE80::1%eth0"), "fe80::1%eth0");
         assert_eq!(canonical_ip("192.168.1.7/24"), "192.168.1.7/24");
@@ -365,7 +372,13 @@ mod tests {
         map.insert("a".into(), Dynamic::from(true));
         map.insert("c".into(), Dynamic::from(1.5_f64));
         assert_eq!(to_json(&map.into()).unwrap(), r#"{"a":true,"b":2,"c":1.5}"#);
-        let floats = [(1024.0, "1024"), (1e21, "1e+21"), (1e-7, "1e-7"), (1.5e-10, "1.5e-10"), (0.0, "0")];
+        let floats = [
+            (1024.0, "1024"),
+            (1e21, "1e+21"),
+            (1e-7, "1e-7"),
+            (1.5e-10, "1.5e-10"),
+            (0.0, "0"),
+        ];
         for (f, want) in floats {
             assert_eq!(to_json(&Dynamic::from(f)).unwrap(), want, "{f}");
         }
