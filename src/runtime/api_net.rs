@@ -1,0 +1,387 @@
+//! `ip::` script functions behind the network stdlib (`stdlib/talm/net.rhai`): addresses and CIDR
+//! prefixes with the rules of Go's `net/netip`, plus SHA-256 and Go-compatible JSON text.
+//!
+//! They live in one static module, `ip::`, rather than in the global namespace: Rhai already
+//! has a global `to_json` for maps (its own layout), and a global Dynamic overload would lose to
+//! it for maps only. So scripts call `ip::to_json(v)`, `ip::sha256_hex(s)`,
+//! `ip::cidr_prefix_len(c)`, `ip::cidr_contains(c, a)`, `ip::cidr_network(c)`,
+//! `ip::ip_is_valid(a)` and `ip::canonical_ip(t)`. Only `std::net` parses addresses.
+
+use std::fmt::Write as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use rhai::{Dynamic, Engine, FuncRegistration, Module};
+use sha2::{Digest, Sha256};
+
+use super::native;
+
+/// An address as `netip.ParseAddr` reads it: IPv4 or IPv6, the latter with an optional zone.
+#[derive(Debug, Clone, PartialEq)]
+struct Addr {
+    ip: IpAddr,
+    zone: Option<String>,
+}
+
+fn parse_addr(text: &str) -> Option<Addr> {
+    if let Some((host, zone)) = text.split_once('%') {
+        // Only IPv6 carries a zone, and the zone must not be empty.
+        if zone.is_empty() {
+            return None;
+        }
+        let ip = host.parse::<Ipv6Addr>().ok()?;
+        return Some(Addr {
+            ip: IpAddr::V6(ip),
+            zone: Some(zone.to_string()),
+        });
+    }
+    if text.contains(':') {
+        return text.parse::<Ipv6Addr>().ok().map(|ip| Addr {
+            ip: IpAddr::V6(ip),
+            zone: None,
+        });
+    }
+    text.parse::<Ipv4Addr>().ok().map(|ip| Addr {
+        ip: IpAddr::V4(ip),
+        zone: None,
+    })
+}
+
+/// A prefix as `netip.ParsePrefix` reads it: `addr/bits`, no zone, bits in plain decimal
+/// (no sign, no leading zero) and within the family's width.
+fn parse_prefix(text: &str) -> Option<(IpAddr, u8)> {
+    let (host, bits) = text.rsplit_once('/')?;
+    let addr = parse_addr(host)?;
+    if addr.zone.is_some() {
+        return None;
+    }
+    let digits_only = !bits.is_empty() && bits.bytes().all(|b| b.is_ascii_digit());
+    if !digits_only || (bits.len() > 1 && bits.starts_with('0')) || bits.len() > 3 {
+        return None;
+    }
+    let bits: u8 = bits.parse().ok()?;
+    let width = if addr.ip.is_ipv4() { 32 } else { 128 };
+    (bits <= width).then_some((addr.ip, bits))
+}
+
+/// The address with every bit past `bits` cleared.
+fn mask(ip: IpAddr, bits: u8) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) => {
+            let m = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
+            IpAddr::V4(Ipv4Addr::from(u32::from(v4) & m))
+        }
+        IpAddr::V6(v6) => {
+            let m = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
+            IpAddr::V6(Ipv6Addr::from(u128::from(v6) & m))
+        }
+    }
+}
+
+/// Prefix bits of `cidr`, or -1 when it does not parse.
+pub fn cidr_prefix_len(cidr: &str) -> i64 {
+    parse_prefix(cidr).map_or(-1, |(_, bits)| i64::from(bits))
+}
+
+/// Whether `ip` lies inside `cidr`; false when either fails to parse, when the families differ
+/// (an IPv4-mapped IPv6 address is not in an IPv4 prefix) or when `ip` has a zone.
+pub fn cidr_contains(cidr: &str, ip: &str) -> bool {
+    let (Some((net, bits)), Some(addr)) = (parse_prefix(cidr), parse_addr(ip)) else {
+        return false;
+    };
+    if addr.zone.is_some() || net.is_ipv4() != addr.ip.is_ipv4() {
+        return false;
+    }
+    mask(net, bits) == mask(addr.ip, bits)
+}
+
+/// The masked prefix of `cidr` (`192.168.201.10/24` gives `192.168.201.0/24`).
+pub fn cidr_network(cidr: &str) -> Option<String> {
+    parse_prefix(cidr).map(|(ip, bits)| format!("{}/{bits}", mask(ip, bits)))
+}
+
+/// Whether `text` is an IPv4 or IPv6 literal (IPv6 may carry a `%zone`).
+pub fn ip_is_valid(text: &str) -> bool {
+    parse_addr(text).is_some()
+}
+
+/// `text` in canonical form: IPv4 dotted quad, IPv6 per RFC 5952 in lower case (which is what
+/// `std::net` prints), a zone and a `/prefix` kept as they are. "" when it does not parse.
+pub fn canonical_ip(text: &str) -> String {
+    if text.contains('/') {
+        return parse_prefix(text).map_or_else(String::new, |(ip, bits)| format!("{ip}/{bits}"));
+    }
+    match parse_addr(text) {
+        Some(Addr { ip, zone: Some(z) }) => format!("{ip}%{z}"),
+        Some(Addr { ip, zone: None }) => ip.to_string(),
+        None => String::new(),
+    }
+}
+
+/// Lower-case hex SHA-256 of the UTF-8 bytes of `text`.
+pub fn sha256_hex(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .fold(String::with_capacity(64), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
+}
+
+/// Appends `s` as a JSON string the way Go's `encoding/json` writes it: `<`, `>`, `&`, U+2028
+/// and U+2029 as `\uXXXX`; `\n`, `\r`, `\t`, `\b`, `\f` short; other controls as `\u00XX`.
+fn json_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// A float as Go's `encoding/json` prints it: shortest digits, plain unless the magnitude is
+/// below 1e-6 or at least 1e21, then exponent form with a signed exponent (`1e+21`, `1e-7`).
+fn json_float(out: &mut String, f: f64) -> anyhow::Result<()> {
+    if !f.is_finite() {
+        return Err(crate::error::plain(format!("json: unsupported value: {f}")));
+    }
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        let text = format!("{f:e}");
+        match text.split_once('e') {
+            Some((m, e)) if !e.starts_with('-') => {
+                let _ = write!(out, "{m}e+{e}");
+            }
+            _ => out.push_str(&text),
+        }
+    } else {
+        let _ = write!(out, "{f}");
+    }
+    Ok(())
+}
+
+fn json_value(out: &mut String, v: &Dynamic) -> anyhow::Result<()> {
+    if v.is_unit() {
+        out.push_str("null");
+    } else if let Ok(b) = v.as_bool() {
+        out.push_str(if b { "true" } else { "false" });
+    } else if let Ok(i) = v.as_int() {
+        let _ = write!(out, "{i}");
+    } else if let Ok(f) = v.as_float() {
+        json_float(out, f)?;
+    } else if let Ok(c) = v.as_char() {
+        json_string(out, &c.to_string());
+    } else if v.is_string() {
+        json_string(out, &v.clone().into_string().unwrap_or_default());
+    } else if v.is_array() {
+        out.push('[');
+        if let Some(items) = v.read_lock::<rhai::Array>() {
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                json_value(out, item)?;
+            }
+        }
+        out.push(']');
+    } else if v.is_map() {
+        // Rhai maps keep their keys sorted, which is also the order Go gives a map's keys.
+        out.push('{');
+        if let Some(map) = v.read_lock::<rhai::Map>() {
+            for (i, (k, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                json_string(out, k);
+                out.push(':');
+                json_value(out, item)?;
+            }
+        }
+        out.push('}');
+    } else {
+        return Err(crate::error::plain(format!(
+            "json: unsupported type: {}",
+            v.type_name()
+        )));
+    }
+    Ok(())
+}
+
+/// Compact JSON text of a value, byte for byte what Go's `toJson` (`encoding/json`) prints
+/// for the same strings, numbers, booleans, lists and maps.
+pub fn to_json(v: &Dynamic) -> anyhow::Result<String> {
+    let mut out = String::new();
+    json_value(&mut out, v)?;
+    Ok(out)
+}
+
+pub fn register(engine: &mut Engine) {
+    let mut m = Module::new();
+    FuncRegistration::new("sha256_hex")
+        .with_comments(["/// Lower-case hex SHA-256 of the text's UTF-8 bytes."])
+        .set_into_module(&mut m, |text: &str| sha256_hex(text));
+    FuncRegistration::new("to_json")
+        .with_comments([
+            "/// Compact JSON as Go's toJson prints it: no spaces, sorted map keys, `<>&` as \\u003c etc.",
+        ])
+        .set_into_module(&mut m, |value: Dynamic| native(|| to_json(&value)));
+    FuncRegistration::new("cidr_prefix_len")
+        .with_comments([
+            "/// Prefix bits of a CIDR (`10.0.0.1/24` gives 24); -1 when it does not parse.",
+        ])
+        .set_into_module(&mut m, |cidr: &str| cidr_prefix_len(cidr));
+    FuncRegistration::new("cidr_contains")
+        .with_comments([
+            "/// Whether the address lies in the CIDR; false when either does not parse.",
+        ])
+        .set_into_module(&mut m, |cidr: &str, ip: &str| cidr_contains(cidr, ip));
+    FuncRegistration::new("cidr_network")
+        .with_comments(["/// The masked prefix (`10.0.0.7/24` gives `10.0.0.0/24`); an error when it does not parse."])
+        .set_into_module(&mut m, |cidr: &str| {
+            native(|| {
+                cidr_network(cidr).ok_or_else(|| {
+                    crate::error::plain(format!("netip.ParsePrefix({cidr:?}): invalid prefix"))
+                })
+            })
+        });
+    FuncRegistration::new("ip_is_valid")
+        .with_comments([
+            "/// Whether the text is an IPv4 or IPv6 literal (IPv6 may carry a `%zone`).",
+        ])
+        .set_into_module(&mut m, |text: &str| ip_is_valid(text));
+    FuncRegistration::new("canonical_ip")
+        .with_comments([
+            "/// Canonical text of an address or CIDR (IPv6 per RFC 5952, lower case); \"\" when it does not parse.",
+        ])
+        .set_into_module(&mut m, |text: &str| canonical_ip(text));
+    engine.register_static_module("ip", m.into());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_len_follows_netip() {
+        assert_eq!(cidr_prefix_len("192.168.201.10/24"), 24);
+        assert_eq!(cidr_prefix_len("10.0.0.0/0"), 0);
+        assert_eq!(cidr_prefix_len("2001:db8::1/64"), 64);
+        assert_eq!(cidr_prefix_len("::/128"), 128);
+        for bad in [
+            "192.168.201.10",
+            "192.168.201.10/33",
+            "2001:db8::/129",
+            "10.0.0.1/024",
+            "10.0.0.1/+4",
+            "10.0.0.1/",
+            "fe80::1%eth0/64",
+            "300.0.0.1/8",
+            "010.0.0.1/8",
+            "",
+        ] {
+            assert_eq!(cidr_prefix_len(bad), -1, "{bad}");
+        }
+    }
+
+    #[test]
+    fn contains_masks_and_checks_family() {
+        assert!(cidr_contains("192.168.201.10/24", "192.168.201.200"));
+        assert!(!cidr_contains("192.168.201.10/24", "192.168.202.1"));
+        assert!(cidr_contains("0.0.0.0/0", "8.8.8.8"));
+        assert!(cidr_contains("2001:db8::10/64", "2001:db8::ffff"));
+        assert!(!cidr_contains("2001:db8::10/64", "2001:db9::1"));
+        assert!(!cidr_contains("10.0.0.0/8", "::ffff:10.0.0.1"));
+        assert!(!cidr_contains("fe80::/10", "fe80::1%eth0"));
+        assert!(!cidr_contains("10.0.0.0/8", "nope"));
+        assert!(!cidr_contains("nope", "10.0.0.1"));
+    }
+
+    #[test]
+    fn network_and_canonical_forms() {
+        assert_eq!(
+            cidr_network("192.168.201.10/24").as_deref(),
+            Some("192.168.201.0/24")
+        );
+        assert_eq!(
+            cidr_network("2001:DB8:0:0:1::7/48").as_deref(),
+            Some("2001:db8::/48")
+        );
+        assert_eq!(cidr_network("10.1.2.3/0").as_deref(), Some("0.0.0.0/0"));
+        assert_eq!(cidr_network("10.1.2.3"), None);
+        assert_eq!(canonical_ip("2001:DB8:0:0:0:0:0:1"), "2001:db8::1");
+        assert_eq!(canonical_ip("2001:db8:0:0:1:0:0:1"), "2001:db8::1:0:0:1");
+        assert_eq!(
+            canonical_ip("2001:0db8:0000:0001:0:0:0:1/64"),
+            "2001:db8:0:1::1/64"
+        );
+        assert_eq!(canonical_ip("::ffff:10.0.0.1"), "::ffff:10.0.0.1");
+        assert_eq!(canonical_ip("FE80::1%eth0"), "fe80::1%eth0");
+        assert_eq!(canonical_ip("192.168.1.7/24"), "192.168.1.7/24");
+        assert_eq!(canonical_ip("192.168.1.7"), "192.168.1.7");
+        assert_eq!(canonical_ip("1.2.3"), "");
+        assert_eq!(canonical_ip("10.0.0.1/40"), "");
+    }
+
+    #[test]
+    fn validity_accepts_zones_on_ipv6_only() {
+        assert!(ip_is_valid("192.168.1.1"));
+        assert!(ip_is_valid("::1"));
+        assert!(ip_is_valid("fe80::1%eth0"));
+        assert!(!ip_is_valid("fe80::1%"));
+        assert!(!ip_is_valid("10.0.0.1%eth0"));
+        assert!(!ip_is_valid("192168"));
+        assert!(!ip_is_valid("false"));
+        assert!(!ip_is_valid("10.0.0.1/24"));
+        assert!(!ip_is_valid(""));
+    }
+
+    #[test]
+    fn sha256_of_the_golden_address_list() {
+        assert_eq!(
+            sha256_hex("[\"192.168.201.10/24\"]"),
+            "23c56c843046e244772cd90e32a9b6ccb8330c5c3601b09456e3d6359baf5ebd"
+        );
+        assert!(sha256_hex("[]").starts_with("4f53c"));
+    }
+
+    #[test]
+    fn json_matches_go_encoding() {
+        let list: rhai::Array = vec!["8.8.8.8".into(), "1.1.1.1".into()];
+        assert_eq!(to_json(&list.into()).unwrap(), r#"["8.8.8.8","1.1.1.1"]"#);
+        assert_eq!(to_json(&rhai::Array::new().into()).unwrap(), "[]");
+        assert_eq!(to_json(&Dynamic::UNIT).unwrap(), "null");
+        assert_eq!(
+            to_json(&"a<b>&c\"\\\n\t\u{1}\u{8}\u{2028}é".into()).unwrap(),
+            r#""a\u003cb\u003e\u0026c\"\\\n\t\u0001\b\u2028é""#
+        );
+        let mut map = rhai::Map::new();
+        map.insert("b".into(), Dynamic::from(2_i64));
+        map.insert("a".into(), Dynamic::from(true));
+        map.insert("c".into(), Dynamic::from(1.5_f64));
+        assert_eq!(to_json(&map.into()).unwrap(), r#"{"a":true,"b":2,"c":1.5}"#);
+        let floats = [
+            (1024.0, "1024"),
+            (1e21, "1e+21"),
+            (1e-7, "1e-7"),
+            (1.5e-10, "1.5e-10"),
+            (0.0, "0"),
+        ];
+        for (f, want) in floats {
+            assert_eq!(to_json(&Dynamic::from(f)).unwrap(), want, "{f}");
+        }
+        assert!(to_json(&Dynamic::from(f64::NAN)).is_err());
+    }
+}
