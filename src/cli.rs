@@ -124,7 +124,12 @@ pub struct TemplateArgs {
     #[command(flatten)]
     pub endpoints: Endpoints,
     /// Templates to render (e.g. templates/controlplane.yaml)
-    #[arg(short = 't', long = "template", value_delimiter = ',', value_name = "PATH")]
+    #[arg(
+        short = 't',
+        long = "template",
+        value_delimiter = ',',
+        value_name = "PATH"
+    )]
     pub templates: Vec<String>,
     /// Node files: each one's modeline drives one render
     #[arg(short = 'f', long = "file", value_delimiter = ',', value_name = "PATH")]

@@ -70,7 +70,11 @@ fn root_from_file(first: &str, g: &Global, root_explicit: bool) -> Result<String
         let given = root::absolute(Path::new(&g.root))?;
         if given != found {
             return Err(hinted(
-                format!("conflicting project roots: global --root={}, but detected root={}", given.display(), found.display()),
+                format!(
+                    "conflicting project roots: global --root={}, but detected root={}",
+                    given.display(),
+                    found.display()
+                ),
                 "drop --root, or pass files from that project",
             ));
         }
@@ -166,7 +170,10 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             a.insert("talos_version".into(), opt(&t.talos_version));
             a.insert("talos_version_set".into(), t.talos_version.is_some().into());
             a.insert("kubernetes_version".into(), opt(&t.kubernetes_version));
-            a.insert("kubernetes_version_set".into(), t.kubernetes_version.is_some().into());
+            a.insert(
+                "kubernetes_version_set".into(),
+                t.kubernetes_version.is_some().into(),
+            );
             a.insert("offline".into(), t.offline.into());
             a.insert("facts".into(), opt(&t.facts));
             a.insert("insecure".into(), t.insecure.into());

@@ -107,13 +107,23 @@ fn overrides_with_the_stability_patch_match_talos_byte_for_byte() {
     .unwrap();
     let patch = talm::config::patch::load_patch(&patch_text).unwrap();
     for v in VERSIONS {
-        for (kind, name) in [(MachineType::ControlPlane, "overrides-controlplane"), (MachineType::Worker, "overrides-worker")] {
+        for (kind, name) in [
+            (MachineType::ControlPlane, "overrides-controlplane"),
+            (MachineType::Worker, "overrides-worker"),
+        ] {
             let docs = generate(&input(v, overrides()), kind).unwrap();
             let base = talm::config::encode::encode(&docs);
-            assert_eq!(base, to_text(&docs), "{v} {name}: generation is already in Talos's order");
+            assert_eq!(
+                base,
+                to_text(&docs),
+                "{v} {name}: generation is already in Talos's order"
+            );
             let out = talm::config::patch::apply(&base, std::slice::from_ref(&patch)).unwrap();
             let expected = fixture(v, name);
-            assert!(out == expected, "{v} {name} differs:\n--- ours\n{out}\n--- talos\n{expected}");
+            assert!(
+                out == expected,
+                "{v} {name} differs:\n--- ours\n{out}\n--- talos\n{expected}"
+            );
         }
     }
 }

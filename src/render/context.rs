@@ -29,10 +29,9 @@ pub fn run(
                 Ok(rhai::serde::to_dynamic(facts.lookup(kind, namespace, id))?)
             })
         });
-    let args: rhai::Map = match rhai::serde::to_dynamic(args)?.try_cast::<rhai::Map>() {
-        Some(m) => m,
-        None => rhai::Map::new(),
-    };
+    let args: rhai::Map = rhai::serde::to_dynamic(args)?
+        .try_cast::<rhai::Map>()
+        .unwrap_or_default();
     let out: Dynamic = crate::sandbox::run(&engine, name, source, args)?;
     if out.is_unit() {
         return Ok(serde_json::Value::Object(Default::default()));

@@ -99,8 +99,16 @@ mod tests {
         // A list holding a secret anywhere goes as a whole (apply re-renders it).
         assert_eq!(omitted, "b: keep\nm:\n  o: 1\n---\n{}\n");
         let redacted = apply(text, &secrets(), Seal::Redact).unwrap();
-        assert!(redacted.contains("a: '***'") && redacted.contains("- '***'") && !redacted.contains("hunter2"), "{redacted}");
+        assert!(
+            redacted.contains("a: '***'")
+                && redacted.contains("- '***'")
+                && !redacted.contains("hunter2"),
+            "{redacted}"
+        );
         assert_eq!(apply(&omitted, &secrets(), Seal::Omit).unwrap(), omitted);
-        assert_eq!(apply("# c\na: b\n", &BTreeSet::new(), Seal::Omit).unwrap(), "# c\na: b\n");
+        assert_eq!(
+            apply("# c\na: b\n", &BTreeSet::new(), Seal::Omit).unwrap(),
+            "# c\na: b\n"
+        );
     }
 }

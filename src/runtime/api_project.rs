@@ -157,12 +157,26 @@ pub fn register(engine: &mut Engine) {
         });
     FuncRegistration::new("modeline")
         .with_comments(["/// The modeline line for a node file."])
-        .set_into_module(&mut m, |nodes: Array, endpoints: Array, templates: Array| {
-            let s = |a: Array| a.into_iter().filter_map(|d| d.into_string().ok()).collect::<Vec<_>>();
-            modeline::Modeline { nodes: s(nodes), endpoints: s(endpoints), templates: s(templates) }.render()
-        });
+        .set_into_module(
+            &mut m,
+            |nodes: Array, endpoints: Array, templates: Array| {
+                let s = |a: Array| {
+                    a.into_iter()
+                        .filter_map(|d| d.into_string().ok())
+                        .collect::<Vec<_>>()
+                };
+                modeline::Modeline {
+                    nodes: s(nodes),
+                    endpoints: s(endpoints),
+                    templates: s(templates),
+                }
+                .render()
+            },
+        );
     FuncRegistration::new("expand_files")
-        .with_comments(["/// `-f` arguments with folders replaced by the *.yaml / *.yml files below them."])
+        .with_comments([
+            "/// `-f` arguments with folders replaced by the *.yaml / *.yml files below them.",
+        ])
         .set_into_module(&mut m, |paths: Array| {
             native(|| {
                 let mut out = Array::new();
@@ -174,9 +188,16 @@ pub fn register(engine: &mut Engine) {
                             .filter(|(rel, _)| rel.ends_with(".yaml") || rel.ends_with(".yml"))
                             .collect();
                         if found.is_empty() {
-                            return Err(crate::error::hinted(format!("no YAML files found in directory {p}"), "pass node files, or a folder holding them"));
+                            return Err(crate::error::hinted(
+                                format!("no YAML files found in directory {p}"),
+                                "pass node files, or a folder holding them",
+                            ));
                         }
-                        out.extend(found.into_iter().map(|(_, full)| Dynamic::from(full.display().to_string())));
+                        out.extend(
+                            found
+                                .into_iter()
+                                .map(|(_, full)| Dynamic::from(full.display().to_string())),
+                        );
                     } else {
                         out.push(Dynamic::from(p));
                     }
@@ -189,8 +210,14 @@ pub fn register(engine: &mut Engine) {
         .set_into_module(&mut m, |path: &str| {
             native(|| {
                 let abs = root::absolute(Path::new(path))?;
-                let dir = abs.parent().map(|d| d.display().to_string()).unwrap_or_default();
-                let name = abs.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let dir = abs
+                    .parent()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default();
+                let name = abs
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
                 Ok(vec![Dynamic::from(dir), Dynamic::from(name)])
             })
         });

@@ -125,6 +125,8 @@ pub fn register(engine: &mut Engine) {
         });
     FuncRegistration::new("template_path")
         .with_comments(["/// A template argument as the modeline records it: `templates/<name>`."])
-        .set_into_module(&mut m, |arg: &str| format!("templates/{}", pipeline::template_name(arg)));
+        .set_into_module(&mut m, |arg: &str| {
+            format!("templates/{}", pipeline::template_name(arg))
+        });
     engine.register_static_module("render", m.into());
 }

@@ -3,7 +3,6 @@
 
 mod api_config;
 mod api_log;
-mod api_net;
 mod api_preset;
 mod api_project;
 mod api_render;
@@ -23,7 +22,6 @@ pub fn engine() -> Engine {
     let mut engine = crate::sandbox::engine();
     api_config::register(&mut engine);
     api_log::register(&mut engine);
-    api_net::register(&mut engine);
     api_project::register(&mut engine);
     api_preset::register(&mut engine);
     api_render::register(&mut engine);

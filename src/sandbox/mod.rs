@@ -2,6 +2,7 @@
 //! touches files or nodes. Preset logic runs here; the runtime builds its engine on top of it.
 //! Also the bridge between Rust errors and Rhai errors, so messages and hints survive scripts.
 
+pub mod ip;
 mod stdlib;
 
 use anyhow::Result;
@@ -47,10 +48,10 @@ fn fail(message: &str, hints: Vec<String>) -> Result<(), Box<EvalAltResult>> {
     )))
 }
 
-/// The sandbox: stdlib modules, `fail`, `warn`.
+/// The sandbox: stdlib modules, the `ip::` helpers, `fail`, `warn`.
 pub fn engine() -> Engine {
     let mut engine = Engine::new();
-    engine.set_max_expr_depths(256, 256);
+    set_limits(&mut engine);
     FuncRegistration::new("warn")
         .with_comments(["/// Prints `WARN: <msg>` on stderr."])
         .register_into_engine(&mut engine, |msg: &str| eprintln!("WARN: {msg}"));
@@ -62,8 +63,15 @@ pub fn engine() -> Engine {
         .register_into_engine(&mut engine, |msg: &str, hint: &str| {
             fail(msg, vec![hint.to_string()])
         });
+    ip::register(&mut engine);
     engine.set_module_resolver(stdlib::resolver());
     engine
+}
+
+/// The expression limits every talm engine uses (deep stdlib functions need more than the
+/// debug-build defaults).
+pub fn set_limits(engine: &mut Engine) {
+    engine.set_max_expr_depths(256, 256);
 }
 
 /// Compiles and runs script text with `args` bound to the constant `ARGS`; errors carry the

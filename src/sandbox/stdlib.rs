@@ -9,7 +9,8 @@ use crate::embedded::STDLIB;
 /// that fails to compile is a build defect, caught by this module's test.
 pub fn resolver() -> StaticModuleResolver {
     let mut resolver = StaticModuleResolver::new();
-    let engine = Engine::new();
+    let mut engine = Engine::new();
+    super::set_limits(&mut engine);
     for (path, source) in STDLIB {
         let Some(name) = path.strip_suffix(".rhai") else {
             continue;
@@ -33,7 +34,8 @@ pub fn resolver() -> StaticModuleResolver {
 mod tests {
     #[test]
     fn every_stdlib_module_compiles() {
-        let engine = rhai::Engine::new();
+        let mut engine = rhai::Engine::new();
+        super::super::set_limits(&mut engine);
         for (path, source) in super::STDLIB {
             engine
                 .compile(source)
