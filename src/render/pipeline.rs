@@ -74,18 +74,21 @@ pub fn render(req: &Request<'_>) -> Result<String> {
             let text = crate::project::fsutil::read_text(&path)?;
             if rel == context::CONTEXT_SCRIPT {
                 context_script = Some(text);
-            } else {
+            } else if !rel.ends_with(".rhai") {
                 sources.push((rel, text));
             }
         }
     }
+    // The library's templates; its context script serves presets that ship none of their own.
     let ldir = req.root.join("charts/talm/templates");
     if ldir.is_dir() {
         for (rel, path) in files_below(&ldir)? {
-            sources.push((
-                format!("talm/{rel}"),
-                crate::project::fsutil::read_text(&path)?,
-            ));
+            let text = crate::project::fsutil::read_text(&path)?;
+            if rel == context::CONTEXT_SCRIPT {
+                context_script.get_or_insert(text);
+            } else if !rel.ends_with(".rhai") {
+                sources.push((format!("talm/{rel}"), text));
+            }
         }
     }
     let engine = Engine::new(
