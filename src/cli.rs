@@ -145,6 +145,12 @@ pub struct TemplateArgs {
     /// Kubernetes version (default: Chart.yaml templateOptions.kubernetesVersion)
     #[arg(long, value_name = "VERSION")]
     pub kubernetes_version: Option<String>,
+    /// Print the whole machine config (the generated base with the render merged in)
+    #[arg(long)]
+    pub full: bool,
+    /// Secrets bundle for --full (default: Chart.yaml templateOptions.withSecrets, secrets.yaml)
+    #[arg(long, value_name = "FILE")]
+    pub with_secrets: Option<String>,
     /// Render without a node: every lookup is empty
     #[arg(long)]
     pub offline: bool,

@@ -175,6 +175,8 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
                 t.kubernetes_version.is_some().into(),
             );
             a.insert("offline".into(), t.offline.into());
+            a.insert("full".into(), t.full.into());
+            a.insert("with_secrets".into(), opt(&t.with_secrets));
             a.insert("facts".into(), opt(&t.facts));
             a.insert("insecure".into(), t.insecure.into());
             a.insert("show_secrets".into(), t.show_secrets.into());

@@ -324,3 +324,87 @@ fn render_refusals() {
         "failed to detect project root for first file",
     );
 }
+
+#[test]
+fn full_config_and_the_empty_kubernetes_version_warning() {
+    let d = project();
+    d.write(
+        "facts.yaml",
+        &std::fs::read_to_string(format!(
+            "{}/tests/fixtures/talm-golden/facts.yaml",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap(),
+    );
+    let o = d
+        .talm([
+            "template",
+            "--facts",
+            "facts.yaml",
+            "-t",
+            "templates/worker.yaml",
+            "--full",
+        ])
+        .ok();
+    let first: serde_yaml_ng::Value = serde::Deserialize::deserialize(
+        serde_yaml_ng::Deserializer::from_str(&o.stdout)
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(first["machine"]["type"].as_str(), Some("worker"));
+    assert_eq!(
+        first["machine"]["kubelet"]["image"].as_str(),
+        Some("ghcr.io/siderolabs/kubelet:v1.34.3")
+    );
+    assert!(
+        first["machine"]["token"].as_str().is_some(),
+        "the base config carries the secrets"
+    );
+    assert!(
+        o.stdout
+            .contains("kind: HostnameConfig\nhostname: \"talos-23c56\""),
+        "{}",
+        o.stdout
+    );
+    assert!(!o.stderr.contains("kubernetesVersion is empty"));
+    let chart = d
+        .read("Chart.yaml")
+        .replace("kubernetesVersion: \"v1.34.3\"", "kubernetesVersion: \"\"");
+    d.write("Chart.yaml", &chart);
+    let o = d
+        .talm([
+            "template",
+            "--facts",
+            "facts.yaml",
+            "-t",
+            "templates/controlplane.yaml",
+            "--full",
+        ])
+        .ok();
+    assert!(
+        o.stderr
+            .contains("WARN: templateOptions.kubernetesVersion is empty"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        !o.stdout.contains("image: registry.k8s.io/kube-")
+            && !o.stdout.contains("ghcr.io/siderolabs/kubelet"),
+        "{}",
+        o.stdout
+    );
+    d.refused(
+        &[
+            "template",
+            "--facts",
+            "facts.yaml",
+            "-t",
+            "templates/worker.yaml",
+            "--full",
+            "--with-secrets",
+            "nope.yaml",
+        ],
+        "failed to load secrets bundle",
+    );
+}

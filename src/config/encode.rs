@@ -63,6 +63,11 @@ pub fn shape(v: &Value, ty: &Ty) -> Value {
         }
         (Ty::Str, Value::Number(n)) => Value::String(n.to_string()),
         (Ty::Str, Value::Bool(b)) => Value::String(b.to_string()),
+        (Ty::Arg, Value::Number(n)) => Value::String(n.to_string()),
+        (Ty::Arg, Value::Bool(b)) => Value::String(b.to_string()),
+        (Ty::Arg, Value::Sequence(s)) => {
+            Value::Sequence(s.iter().map(|x| shape(x, &Ty::Str)).collect())
+        }
         _ => v.clone(),
     }
 }

@@ -1,6 +1,7 @@
 //! Talos machine config documents: base generation per version contract, schema-derived field
 //! knowledge, the Talos encoder and the config patcher.
 
+pub mod assemble;
 mod decode;
 pub mod encode;
 pub mod generate;

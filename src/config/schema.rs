@@ -25,6 +25,8 @@ pub enum Ty {
     Int,
     Float,
     Str,
+    /// A command-line argument value: a string, or (Talos v1.13) a list of strings.
+    Arg,
     /// A struct: the name of its definition.
     Obj(String),
     List(Box<Ty>),
@@ -419,6 +421,14 @@ fn add_def(s: &mut Schema, name: &str, def: &Json) {
 }
 
 fn ty_of(s: &mut Schema, anon_name: &str, p: &Json) -> Ty {
+    if let Some(alts) = p.get("oneOf").and_then(Json::as_array) {
+        if alts
+            .iter()
+            .any(|a| a.get("type").and_then(Json::as_str) == Some("string"))
+        {
+            return Ty::Arg;
+        }
+    }
     if let Some(r) = p.get("$ref").and_then(Json::as_str) {
         return Ty::Obj(r.trim_start_matches("#/$defs/").to_string());
     }

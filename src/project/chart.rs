@@ -51,6 +51,7 @@ pub struct TemplateOptions {
     #[serde(rename = "literalValues")]
     pub literal_values: Vec<String>,
     pub offline: bool,
+    pub full: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -8,9 +8,11 @@ use anyhow::Result;
 use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
 
 use super::native;
+use crate::config::assemble;
 use crate::error::hinted;
 use crate::project::{chart::Chart, fsutil, values};
 use crate::render::{facts::Facts, pipeline, seal};
+use crate::secrets::{bundle::Bundle, contract::Contract};
 
 fn text(m: &Map, key: &str) -> String {
     m.get(key)
@@ -90,7 +92,16 @@ fn template(opts: Map) -> Result<Map> {
         talos_version,
         kubernetes_version: kubernetes_version.trim_start_matches('v').to_string(),
     };
-    let out = pipeline::render(&req)?;
+    let mut out = pipeline::render(&req)?;
+    if flag(&opts, "full") || t.full {
+        out = full_config(
+            &out,
+            &opts,
+            &chart,
+            &req.talos_version,
+            &req.kubernetes_version,
+        )?;
+    }
     let mut m = Map::new();
     m.insert("text".into(), out.into());
     let secrets: Array = seal::secret_strings(&vals.secrets)
@@ -101,6 +112,42 @@ fn template(opts: Map) -> Result<Map> {
     let warnings: Array = vals.warnings.into_iter().map(Dynamic::from).collect();
     m.insert("warnings".into(), warnings.into());
     Ok(m)
+}
+
+/// The whole machine config for a render (`--full`).
+fn full_config(
+    rendered: &str,
+    opts: &Map,
+    chart: &Chart,
+    talos_version: &str,
+    kubernetes_version: &str,
+) -> Result<String> {
+    let root = text(opts, "root");
+    let secrets = match text(opts, "with_secrets") {
+        s if !s.is_empty() => s,
+        _ => chart.secrets(),
+    };
+    let path = if Path::new(&secrets).is_absolute() {
+        std::path::PathBuf::from(&secrets)
+    } else {
+        Path::new(&root).join(&secrets)
+    };
+    let bundle_text = fsutil::read_text(&path).map_err(|e| {
+        hinted(
+            format!("failed to load secrets bundle: {e}"),
+            "run `talm init -d` to open secrets.encrypted.yaml, or pass --with-secrets",
+        )
+    })?;
+    let bundle = Bundle::load(&bundle_text, &secrets)?;
+    if kubernetes_version.is_empty() {
+        eprintln!("WARN: templateOptions.kubernetesVersion is empty: no image is set for kubelet, kube-proxy or the control-plane components, so Talos uses its own defaults. Pin it in Chart.yaml (or --kubernetes-version) to control the Kubernetes version.");
+    }
+    let base = assemble::Base {
+        contract: Contract::parse(talos_version)?,
+        kubernetes_version,
+        bundle: &bundle,
+    };
+    assemble::full(rendered, &base)
 }
 
 pub fn register(engine: &mut Engine) {

@@ -1,0 +1,178 @@
+//! The full machine config of one node from a rendered template: the Talos patches in the
+//! render (documents with `machine`/`cluster`) are merged into the config Talos would generate
+//! for the node's type, cluster name and endpoint; the render's typed documents (HostnameConfig,
+//! LinkConfig, ...) follow as they are. This is what `template --full` prints and apply sends.
+
+use anyhow::{Context, Result};
+use serde_yaml_ng::Value;
+
+use super::generate::{self, Input, MachineType, Options};
+use super::{encode, patch};
+use crate::error::hinted;
+use crate::secrets::{bundle::Bundle, contract::Contract};
+
+/// A render split into Talos patches and the documents that pass through.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Split {
+    pub patches: Vec<String>,
+    pub extras: Vec<String>,
+}
+
+/// Splits rendered text on `---` lines; empty documents are dropped.
+pub fn split(text: &str) -> Result<Split> {
+    let text = text.replace("\r\n", "\n");
+    let mut docs = vec![String::new()];
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        if body.starts_with("---") && body[3..].trim_matches([' ', '\t']).is_empty() {
+            docs.push(String::new());
+        } else {
+            docs.last_mut()
+                .expect("one document at least")
+                .push_str(line);
+        }
+    }
+    let mut out = Split::default();
+    for doc in docs {
+        let value: Value = serde_yaml_ng::from_str(&doc).map_err(|e| {
+            hinted(
+                format!("invalid YAML in template output: {e}\n\nTemplate output:\n{doc}"),
+                "the template rendered text that is not YAML; fix the template",
+            )
+        })?;
+        match &value {
+            Value::Null => {}
+            Value::Mapping(m) if m.contains_key("machine") || m.contains_key("cluster") => {
+                out.patches.push(doc)
+            }
+            _ => out.extras.push(doc.trim_end_matches('\n').to_string()),
+        }
+    }
+    Ok(out)
+}
+
+/// What the generated base needs besides the render.
+pub struct Base<'a> {
+    pub contract: Contract,
+    /// Without a leading `v`; empty leaves component images to Talos.
+    pub kubernetes_version: &'a str,
+    pub bundle: &'a Bundle,
+}
+
+fn generated(base: &Base<'_>, kind: MachineType, name: &str, endpoint: &str) -> Result<String> {
+    let input = Input {
+        cluster_name: name.to_string(),
+        endpoint: endpoint.to_string(),
+        kubernetes_version: base.kubernetes_version.to_string(),
+        contract: base.contract,
+        bundle: base.bundle.clone(),
+        options: Options::default(),
+    };
+    Ok(encode::encode(&generate::generate(&input, kind)?))
+}
+
+fn first_doc(text: &str) -> Result<Value> {
+    let first = serde_yaml_ng::Deserializer::from_str(text)
+        .next()
+        .context("the patched config has no document")?;
+    Ok(serde::Deserialize::deserialize(first)?)
+}
+
+fn text_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
+    path.iter()
+        .try_fold(v, |cur, k| cur.get(*k))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// The full config: machine type, cluster name and endpoint are read from the patches applied
+/// to a control-plane base, then the base of that type is generated and patched; its v1alpha1
+/// document is followed by the render's own typed documents.
+pub fn full(rendered: &str, base: &Base<'_>) -> Result<String> {
+    let parts = split(rendered)?;
+    let patches = parts
+        .patches
+        .iter()
+        .map(|p| patch::load_patch(p))
+        .collect::<Result<Vec<_>>>()
+        .context("loading the rendered patches")?;
+    let probe = patch::apply(
+        &generated(base, MachineType::ControlPlane, "", "")?,
+        &patches,
+    )
+    .context("applying the rendered patches")?;
+    let probe = first_doc(&probe)?;
+    let kind = match text_at(&probe, &["machine", "type"]) {
+        "controlplane" | "init" => MachineType::ControlPlane,
+        _ => MachineType::Worker,
+    };
+    let name = text_at(&probe, &["cluster", "clusterName"]).to_string();
+    let endpoint = text_at(&probe, &["cluster", "controlPlane", "endpoint"]).to_string();
+    let patched = patch::apply(&generated(base, kind, &name, &endpoint)?, &patches)
+        .context("applying the rendered patches")?;
+    let mut out = encode::encode(&[first_doc(&patched)?]);
+    for extra in &parts.extras {
+        out.push_str("---\n");
+        out.push_str(extra);
+        out.push('\n');
+    }
+    patch::decode_check(&out).context("the full config does not decode as Talos config")?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_keeps_typed_documents_aside() {
+        let s = split("\nmachine:\n  type: worker\n---\n# only a comment\n---   \napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: a\n").unwrap();
+        assert_eq!(s.patches, vec!["\nmachine:\n  type: worker\n".to_string()]);
+        assert_eq!(
+            s.extras,
+            vec!["apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: a".to_string()]
+        );
+        let err = split("a: [b\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("invalid YAML in template output"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn full_config_takes_type_name_and_endpoint_from_the_patch() {
+        let bundle = Bundle::load(
+            include_str!("../../tests/fixtures/talos/stability/secrets.yaml"),
+            "s",
+        )
+        .unwrap();
+        let base = Base {
+            contract: Contract::parse("v1.12").unwrap(),
+            kubernetes_version: "1.34.3",
+            bundle: &bundle,
+        };
+        let out = full(
+            "machine:\n  type: worker\n  sysctls:\n    a: \"1\"\ncluster:\n  clusterName: c1\n  controlPlane:\n    endpoint: https://10.0.0.1:6443\n---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: n1\n",
+            &base,
+        )
+        .unwrap();
+        let docs: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&out)
+            .map(|d| serde::Deserialize::deserialize(d).unwrap())
+            .collect();
+        assert_eq!(docs.len(), 2, "{out}");
+        assert_eq!(text_at(&docs[0], &["machine", "type"]), "worker");
+        assert_eq!(text_at(&docs[0], &["cluster", "clusterName"]), "c1");
+        assert_eq!(text_at(&docs[0], &["machine", "sysctls", "a"]), "1");
+        assert_eq!(
+            text_at(&docs[0], &["machine", "kubelet", "image"]),
+            "ghcr.io/siderolabs/kubelet:v1.34.3"
+        );
+        assert!(
+            docs[0]["cluster"].get("apiServer").is_none(),
+            "a worker has no control-plane parts"
+        );
+        assert_eq!(docs[1]["hostname"].as_str(), Some("n1"));
+        assert_eq!(docs[1]["kind"].as_str(), Some("HostnameConfig"));
+    }
+}
