@@ -1,14 +1,26 @@
 //! The embedded stdlib (`stdlib/`) as modules scripts import: `import "talm/validate" as v;`.
 
+use std::sync::OnceLock;
+
 use rhai::module_resolvers::StaticModuleResolver;
-use rhai::{Engine, Module, Scope};
+use rhai::{Engine, Module, Scope, Shared};
 
 use crate::embedded::STDLIB;
 
+/// A resolver over the stdlib modules, compiled once per process and shared by every engine.
+pub fn resolver() -> StaticModuleResolver {
+    static MODULES: OnceLock<Vec<(String, Shared<Module>)>> = OnceLock::new();
+    let mut resolver = StaticModuleResolver::new();
+    for (name, module) in MODULES.get_or_init(compile_all) {
+        resolver.insert(name.as_str(), (**module).clone());
+    }
+    resolver
+}
+
 /// Compiles every stdlib file into a module named by its path without `.rhai`. A stdlib file
 /// that fails to compile is a build defect, caught by this module's test.
-pub fn resolver() -> StaticModuleResolver {
-    let mut resolver = StaticModuleResolver::new();
+fn compile_all() -> Vec<(String, Shared<Module>)> {
+    let mut out = Vec::new();
     let mut engine = Engine::new();
     super::set_limits(&mut engine);
     for (path, source) in STDLIB {
@@ -23,11 +35,11 @@ pub fn resolver() -> StaticModuleResolver {
                 Module::eval_ast_as_new(Scope::new(), &ast, &engine).map_err(|e| e.to_string())
             });
         match module {
-            Ok(m) => resolver.insert(name, m),
+            Ok(m) => out.push((name.to_string(), Shared::new(m))),
             Err(e) => eprintln!("WARN: stdlib/{path} does not compile: {e}"),
         }
     }
-    resolver
+    out
 }
 
 #[cfg(test)]
