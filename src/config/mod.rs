@@ -7,5 +7,6 @@ pub mod encode;
 pub mod generate;
 mod jsonpatch;
 mod merge;
+pub mod nodebody;
 pub mod patch;
 pub mod schema;
