@@ -3,7 +3,7 @@
 //! `$patch: delete` directives that the render consumed or that target nothing are dropped, and
 //! what is left is applied with Talos's patcher.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_yaml_ng::{Mapping, Value};
 
 use super::{encode, patch};
