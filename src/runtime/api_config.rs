@@ -1,23 +1,11 @@
 //! `config::` script functions: Talos machine configs (base generation for now).
 
-use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
+use rhai::{Dynamic, Engine, FuncRegistration, Map, Module};
 
 use super::native;
+use super::opts::{list, text};
 use crate::config::generate::{self, Input, MachineType, Options};
 use crate::secrets::{bundle::Bundle, contract::Contract};
-
-fn text(opts: &Map, key: &str) -> String {
-    opts.get(key)
-        .and_then(|v| v.clone().into_string().ok())
-        .unwrap_or_default()
-}
-
-fn list(opts: &Map, key: &str) -> Vec<String> {
-    opts.get(key)
-        .and_then(|v| v.clone().try_cast::<Array>())
-        .map(|a| a.into_iter().filter_map(|d| d.into_string().ok()).collect())
-        .unwrap_or_default()
-}
 
 fn some(s: String) -> Option<String> {
     (!s.is_empty()).then_some(s)

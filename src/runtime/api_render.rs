@@ -8,28 +8,12 @@ use anyhow::Result;
 use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
 
 use super::native;
+use super::opts::{flag, list, text};
 use crate::config::assemble;
 use crate::error::hinted;
 use crate::project::{chart::Chart, fsutil, values};
 use crate::render::{facts::Facts, pipeline, seal};
 use crate::secrets::{bundle::Bundle, contract::Contract};
-
-fn text(m: &Map, key: &str) -> String {
-    m.get(key)
-        .and_then(|v| v.clone().into_string().ok())
-        .unwrap_or_default()
-}
-
-fn flag(m: &Map, key: &str) -> bool {
-    m.get(key).and_then(|v| v.as_bool().ok()).unwrap_or(false)
-}
-
-fn list(m: &Map, key: &str) -> Vec<String> {
-    m.get(key)
-        .and_then(|v| v.clone().try_cast::<Array>())
-        .map(|a| a.into_iter().filter_map(|d| d.into_string().ok()).collect())
-        .unwrap_or_default()
-}
 
 fn concat(chart: &[String], cli: Vec<String>) -> Vec<String> {
     chart.iter().cloned().chain(cli).collect()

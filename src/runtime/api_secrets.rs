@@ -5,18 +5,8 @@
 use rhai::{Array, Engine, FuncRegistration, Map, Module};
 
 use super::native;
+use super::opts::{strings, text};
 use crate::secrets::{bundle::Bundle, contract::Contract, crypt, talosconfig};
-
-fn strings(a: Array) -> Vec<String> {
-    a.into_iter().filter_map(|d| d.into_string().ok()).collect()
-}
-
-/// A string option of an options map ("" when absent or not a string).
-fn opt_str(opts: &Map, key: &str) -> String {
-    opts.get(key)
-        .and_then(|v| v.clone().into_string().ok())
-        .unwrap_or_default()
-}
 
 pub fn register(engine: &mut Engine) {
     let mut m = Module::new();
@@ -26,7 +16,7 @@ pub fn register(engine: &mut Engine) {
         ])
         .set_into_module(&mut m, |opts: Map| {
             native(|| {
-                let contract = Contract::parse(&opt_str(&opts, "talos_version"))?;
+                let contract = Contract::parse(&text(&opts, "talos_version"))?;
                 Bundle::generate(contract, time::OffsetDateTime::now_utc())?.to_yaml()
             })
         });
@@ -41,7 +31,7 @@ pub fn register(engine: &mut Engine) {
         .with_comments(["/// A talosconfig (YAML text) from a bundle (YAML text) with a fresh os:admin client certificate: `opts.name` names the context (the cluster), `opts.endpoints` lists its endpoints, `opts.file` names the bundle in errors."])
         .set_into_module(&mut m, |bundle: &str, opts: Map| {
             native(|| {
-                let file = match opt_str(&opts, "file") {
+                let file = match text(&opts, "file") {
                     f if f.is_empty() => "secrets.yaml".to_string(),
                     f => f,
                 };
@@ -51,7 +41,7 @@ pub fn register(engine: &mut Engine) {
                     .and_then(|e| e.clone().try_cast::<Array>())
                     .map(strings)
                     .unwrap_or_default();
-                let v = talosconfig::generate(&b, &opt_str(&opts, "name"), &endpoints, time::OffsetDateTime::now_utc())?;
+                let v = talosconfig::generate(&b, &text(&opts, "name"), &endpoints, time::OffsetDateTime::now_utc())?;
                 Ok(crate::yaml::to_string(&v))
             })
         });

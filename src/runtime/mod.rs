@@ -8,6 +8,7 @@ mod api_project;
 mod api_render;
 mod api_secrets;
 mod api_yaml;
+mod opts;
 
 use std::path::Path;
 
