@@ -261,3 +261,93 @@ fn cert_sans_both_presets() {
     assert_eq!(o[0]["machine"]["certSANs"], y("[api.example.com, 192.0.2.5]"));
     assert_eq!(o[0]["cluster"]["apiServer"]["certSANs"], y("[api.example.com, 192.0.2.5]"));
 }
+
+#[test]
+fn registry_mirrors_user_docker_wins() {
+    let values = "advertisedSubnets: [192.168.1.0/24]\nregistryMirrors:\n  quay.io: {endpoints: [https://q.example.com], overridePath: true}\n  docker.io: {endpoints: [https://d.example.com, http://d2.example.com], skipFallback: true}\n";
+    let d = project("cozystack", GOLDEN_FACTS);
+    let o = render(&d, "worker", "v1.11", values);
+    assert_eq!(
+        o[0]["machine"]["registries"],
+        y("mirrors: {docker.io: {endpoints: [https://d.example.com, http://d2.example.com], skipFallback: true}, quay.io: {endpoints: [https://q.example.com], overridePath: true}}")
+    );
+    let text = render_text(&d, "worker", "v1.11", values);
+    assert!(!text.contains("mirror.gcr.io"));
+    for talos in ["v1.12", "v1.13"] {
+        let o = render(&d, "worker", talos, values);
+        schema_check(&o);
+        let m = kind(&o, "RegistryMirrorConfig");
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0], &y("{apiVersion: v1alpha1, kind: RegistryMirrorConfig, name: docker.io, endpoints: [{url: https://d.example.com}, {url: http://d2.example.com}], skipFallback: true}"));
+        assert_eq!(m[1], &y("{apiVersion: v1alpha1, kind: RegistryMirrorConfig, name: quay.io, endpoints: [{url: https://q.example.com, overridePath: true}]}"));
+    }
+    // generic: no fixed mirror; registries only when a key is set.
+    let g = project("generic", GOLDEN_FACTS);
+    let o = render(&g, "worker", "v1.11", "advertisedSubnets: [192.168.1.0/24]\n");
+    assert!(o[0]["machine"]["registries"].is_null());
+    let o = render(&g, "worker", "v1.11", values);
+    assert_eq!(o[0]["machine"]["registries"]["mirrors"]["docker.io"]["endpoints"], y("[https://d.example.com, http://d2.example.com]"));
+    let o = render(&g, "worker", "v1.12", values);
+    assert_eq!(kind(&o, "RegistryMirrorConfig").len(), 2);
+    assert_eq!(kinds(&o)[..3], ["RegistryMirrorConfig", "RegistryMirrorConfig", "HostnameConfig"]);
+    for (v, needle) in [
+        ("registryMirrors: {ghcr.io: {endpoints: [ftp://x]}}", "values.yaml: registryMirrors.ghcr.io.endpoints[0]=\"ftp://x\" must be an http:// or https:// URL."),
+        ("registryMirrors: {ghcr.io: {endpoints: []}}", "values.yaml: registryMirrors.ghcr.io.endpoints must list at least one URL."),
+        ("registryMirrors: {ghcr.io: {}}", "values.yaml: registryMirrors.ghcr.io.endpoints must list at least one URL."),
+    ] {
+        for talos in ["v1.11", "v1.12"] {
+            refused(&g, "worker", talos, &format!("advertisedSubnets: [192.168.1.0/24]\n{v}\n"), needle);
+        }
+    }
+}
+
+const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIBdummyCA\n-----END CERTIFICATE-----\n";
+
+#[test]
+fn registry_tls_pem_or_base64() {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(PEM);
+    // ca given as base64, crt as PEM: legacy gets base64 of both, multi-doc plain PEM.
+    let values = format!(
+        "advertisedSubnets: [192.168.1.0/24]\nregistryTLS:\n  r.example.com:5000:\n    ca: {b64}\n    clientIdentity:\n      crt: {:?}\n    insecureSkipVerify: false\n",
+        PEM
+    );
+    for preset in ["cozystack", "generic"] {
+        let d = project(preset, GOLDEN_FACTS);
+        let o = render(&d, "worker", "v1.11", &values);
+        let tls = &o[0]["machine"]["registries"]["config"]["r.example.com:5000"]["tls"];
+        assert_eq!(tls["ca"], Value::from(b64.clone()));
+        assert_eq!(tls["clientIdentity"]["crt"], Value::from(b64.clone()));
+        assert_eq!(tls["insecureSkipVerify"], y("false"));
+        let o = render(&d, "worker", "v1.12", &values);
+        schema_check(&o);
+        let t = kind(&o, "RegistryTLSConfig");
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0]["name"], y("r.example.com:5000"));
+        assert_eq!(t[0]["ca"], Value::from(PEM));
+        assert_eq!(t[0]["clientIdentity"]["crt"], Value::from(PEM));
+        let ks = kinds(&o);
+        let last_mirror = ks.iter().rposition(|k| k == "RegistryMirrorConfig");
+        let tls_at = ks.iter().position(|k| k == "RegistryTLSConfig").unwrap();
+        assert!(last_mirror.is_none_or(|m| m < tls_at));
+        assert_eq!(ks[tls_at + 1], "HostnameConfig");
+    }
+    let d = project("generic", GOLDEN_FACTS);
+    for (v, needle) in [
+        ("registryTLS: {r.io: {ca: bm90IGEgcGVt}}", "values.yaml: registryTLS.r.io: ca is neither PEM nor base64 of PEM"),
+        ("registryTLS: {r.io: {verify: true}}", "values.yaml: registryTLS.r.io: unknown key \"verify\""),
+        ("registryTLS: {r.io: {}}", "values.yaml: registryTLS.r.io: sets nothing"),
+        ("registryTLS: {r.io: {clientIdentity: {crt: xx}}}", "values.yaml: registryTLS.r.io: clientIdentity.crt is neither PEM nor base64 of PEM"),
+    ] {
+        for talos in ["v1.11", "v1.12"] {
+            refused(&d, "worker", talos, &format!("advertisedSubnets: [192.168.1.0/24]\n{v}\n"), needle);
+        }
+    }
+}
+
+#[test]
+fn schema_check_refuses_unknown_keys() {
+    let bad = docs("machine: {type: worker}\n---\napiVersion: v1alpha1\nkind: LinkConfig\nname: eth0\nbogus: 1\n");
+    let r = std::panic::catch_unwind(|| schema_check(&bad));
+    assert!(r.is_err(), "decode_check let an unknown key through");
+}
