@@ -26,7 +26,10 @@ fn as_final(mut ours: Vec<Value>) -> Vec<Value> {
     for (k, v) in first.iter() {
         full.insert(k.clone(), v.clone());
     }
-    full["machine"].as_mapping_mut().unwrap().remove("nodeLabels");
+    full["machine"]
+        .as_mapping_mut()
+        .unwrap()
+        .remove("nodeLabels");
     full["cluster"]["controllerManager"]["extraArgs"]["allocate-node-cidrs"] = "true".into();
     ours[0] = Value::Mapping(full);
     ours
@@ -75,11 +78,7 @@ fn section_9_examples() {
     let ours = render(&d, "controlplane", "v1.11", &with_image);
     schema_check(&ours);
     let ours = as_final(ours);
-    assert_docs_eq(
-        "§9.2",
-        &ours,
-        &expected("example-legacy.yaml", &ours),
-    );
+    assert_docs_eq("§9.2", &ours, &expected("example-legacy.yaml", &ours));
 }
 
 #[test]
@@ -92,7 +91,9 @@ fn section_9_worker_has_no_vips_or_apiserver() {
     assert_eq!(kind(&w, "BondConfig").len(), 1);
     assert!(w[0]["cluster"]["apiServer"].is_null());
     let w = render(&d, "worker", "v1.11", &values);
-    let ifaces = w[0]["machine"]["network"]["interfaces"].as_sequence().unwrap();
+    let ifaces = w[0]["machine"]["network"]["interfaces"]
+        .as_sequence()
+        .unwrap();
     assert_eq!(ifaces.len(), 2);
     assert!(ifaces.iter().all(|i| i["vip"].is_null()));
     assert!(ifaces[0]["vlans"][0]["vip"].is_null());
@@ -115,13 +116,19 @@ fn extra_keys_land_in_v1alpha1_in_both_formats() {
             assert_eq!(m["sysctls"]["kernel.panic"], y("\"10\""));
             assert_eq!(m["sysctls"]["net.ipv4.ip_forward"], y("\"true\""));
             assert_eq!(m["sysctls"]["vm.swappiness"], y("\"1\""));
-            assert!(sysctls.values().all(Value::is_string), "{preset}: {sysctls:?}");
+            assert!(
+                sysctls.values().all(Value::is_string),
+                "{preset}: {sysctls:?}"
+            );
             let modules = m["kernel"]["modules"].as_sequence().unwrap();
             assert_eq!(
                 modules.last().unwrap(),
                 &y("{name: br_netfilter, parameters: [a=1]}")
             );
-            assert_eq!(m["kubelet"]["extraConfig"]["serializeImagePulls"], y("false"));
+            assert_eq!(
+                m["kubelet"]["extraConfig"]["serializeImagePulls"],
+                y("false")
+            );
             let files = m["files"].as_sequence().unwrap();
             assert_eq!(
                 files.last().unwrap(),
@@ -167,7 +174,14 @@ fn extra_key_refusals() {
 fn cozystack_drbd_override_and_collisions() {
     let d = project("cozystack", GOLDEN_FACTS);
     let base = "advertisedSubnets: [192.168.1.0/24]\n";
-    let text = render_text(&d, "worker", "v1.12", &format!("{base}extraSysctls: {{net.ipv4.tcp_tw_reuse: 2, net.core.somaxconn: \"1024\"}}\n"));
+    let text = render_text(
+        &d,
+        "worker",
+        "v1.12",
+        &format!(
+            "{base}extraSysctls: {{net.ipv4.tcp_tw_reuse: 2, net.core.somaxconn: \"1024\"}}\n"
+        ),
+    );
     assert_eq!(text.matches("net.ipv4.tcp_tw_reuse").count(), 1, "{text}");
     let o = docs(&text);
     let keys: Vec<&str> = o[0]["machine"]["sysctls"]
@@ -179,7 +193,10 @@ fn cozystack_drbd_override_and_collisions() {
     let at = |k: &str| keys.iter().position(|x| *x == k).unwrap();
     assert!(at("net.ipv4.tcp_tw_reuse") < at("net.ipv4.tcp_retries2"));
     assert_eq!(keys.last(), Some(&"net.core.somaxconn"));
-    assert_eq!(o[0]["machine"]["sysctls"]["net.ipv4.tcp_tw_reuse"], y("\"2\""));
+    assert_eq!(
+        o[0]["machine"]["sysctls"]["net.ipv4.tcp_tw_reuse"],
+        y("\"2\"")
+    );
     refused(&d, "worker", "v1.11", &format!("{base}extraSysctls: {{net.core.netdev_budget: 1}}\n"),
         "values.yaml: extraSysctls.net.core.netdev_budget collides with the cozystack preset's built-in machine.sysctls");
     refused(&d, "worker", "v1.12", &format!("{base}extraKubeletExtraArgs: {{maxPods: 10}}\n"),
@@ -192,8 +209,16 @@ fn time_servers_both_formats() {
         let d = project(preset, GOLDEN_FACTS);
         let values = "advertisedSubnets: [192.168.1.0/24]\ntimeServers: [time.cloudflare.com, 192.0.2.123, time.cloudflare.com]\n";
         let o = render(&d, "worker", "v1.11", values);
-        assert_eq!(o[0]["machine"]["time"], y("servers: [time.cloudflare.com, 192.0.2.123]"));
-        let keys: Vec<&str> = o[0]["machine"].as_mapping().unwrap().keys().map(|k| k.as_str().unwrap()).collect();
+        assert_eq!(
+            o[0]["machine"]["time"],
+            y("servers: [time.cloudflare.com, 192.0.2.123]")
+        );
+        let keys: Vec<&str> = o[0]["machine"]
+            .as_mapping()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str().unwrap())
+            .collect();
         let at = |k: &str| keys.iter().position(|x| *x == k).unwrap();
         assert_eq!(at("time") + 1, at("network"), "{preset}: {keys:?}");
         for talos in ["v1.12", "v1.13"] {
@@ -229,7 +254,10 @@ fn api_server_args() {
         let list = "advertisedSubnets: [192.168.1.0/24]\nextraApiServerArgs: {feature-gates: [A=true, B=false]}\n";
         let o = render(&d, "controlplane", "v1.13", list);
         schema_check(&o);
-        assert_eq!(o[0]["cluster"]["apiServer"]["extraArgs"]["feature-gates"], y("[A=true, B=false]"));
+        assert_eq!(
+            o[0]["cluster"]["apiServer"]["extraArgs"]["feature-gates"],
+            y("[A=true, B=false]")
+        );
         for talos in ["v1.11", "v1.12"] {
             refused(&d, "controlplane", talos, list, &format!(
                 "values.yaml: extraApiServerArgs.feature-gates is a list; talosVersion {talos} accepts only string values (lists need v1.13)."));
@@ -241,11 +269,30 @@ fn api_server_args() {
     let text = render_text(&d, "controlplane", "v1.12", values);
     assert_eq!(text.matches("oidc-client-id").count(), 1);
     let args = &docs(&text)[0]["cluster"]["apiServer"]["extraArgs"];
-    let keys: Vec<&str> = args.as_mapping().unwrap().keys().map(|k| k.as_str().unwrap()).collect();
-    assert_eq!(keys, ["oidc-issuer-url", "oidc-client-id", "oidc-username-claim", "oidc-groups-claim", "a-flag"]);
+    let keys: Vec<&str> = args
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "oidc-issuer-url",
+            "oidc-client-id",
+            "oidc-username-claim",
+            "oidc-groups-claim",
+            "a-flag"
+        ]
+    );
     assert_eq!(args["oidc-client-id"], y("cozy"));
     let g = project("generic", GOLDEN_FACTS);
-    let o = render(&g, "controlplane", "v1.12", "advertisedSubnets: [192.168.1.0/24]\noidcIssuerUrl: https://id.example.com\n");
+    let o = render(
+        &g,
+        "controlplane",
+        "v1.12",
+        "advertisedSubnets: [192.168.1.0/24]\noidcIssuerUrl: https://id.example.com\n",
+    );
     assert!(o[0]["cluster"]["apiServer"]["extraArgs"].is_null());
 }
 
@@ -254,12 +301,24 @@ fn cert_sans_both_presets() {
     let values = "advertisedSubnets: [192.168.1.0/24]\ncertSANs: [api.example.com, 192.0.2.5]\n";
     let d = project("cozystack", GOLDEN_FACTS);
     let o = render(&d, "controlplane", "v1.12", values);
-    assert_eq!(o[0]["machine"]["certSANs"], y("[127.0.0.1, api.example.com, 192.0.2.5]"));
-    assert_eq!(o[0]["cluster"]["apiServer"]["certSANs"], y("[127.0.0.1, api.example.com, 192.0.2.5]"));
+    assert_eq!(
+        o[0]["machine"]["certSANs"],
+        y("[127.0.0.1, api.example.com, 192.0.2.5]")
+    );
+    assert_eq!(
+        o[0]["cluster"]["apiServer"]["certSANs"],
+        y("[127.0.0.1, api.example.com, 192.0.2.5]")
+    );
     let g = project("generic", GOLDEN_FACTS);
     let o = render(&g, "controlplane", "v1.11", values);
-    assert_eq!(o[0]["machine"]["certSANs"], y("[api.example.com, 192.0.2.5]"));
-    assert_eq!(o[0]["cluster"]["apiServer"]["certSANs"], y("[api.example.com, 192.0.2.5]"));
+    assert_eq!(
+        o[0]["machine"]["certSANs"],
+        y("[api.example.com, 192.0.2.5]")
+    );
+    assert_eq!(
+        o[0]["cluster"]["apiServer"]["certSANs"],
+        y("[api.example.com, 192.0.2.5]")
+    );
 }
 
 #[test]
@@ -283,13 +342,28 @@ fn registry_mirrors_user_docker_wins() {
     }
     // generic: no fixed mirror; registries only when a key is set.
     let g = project("generic", GOLDEN_FACTS);
-    let o = render(&g, "worker", "v1.11", "advertisedSubnets: [192.168.1.0/24]\n");
+    let o = render(
+        &g,
+        "worker",
+        "v1.11",
+        "advertisedSubnets: [192.168.1.0/24]\n",
+    );
     assert!(o[0]["machine"]["registries"].is_null());
     let o = render(&g, "worker", "v1.11", values);
-    assert_eq!(o[0]["machine"]["registries"]["mirrors"]["docker.io"]["endpoints"], y("[https://d.example.com, http://d2.example.com]"));
+    assert_eq!(
+        o[0]["machine"]["registries"]["mirrors"]["docker.io"]["endpoints"],
+        y("[https://d.example.com, http://d2.example.com]")
+    );
     let o = render(&g, "worker", "v1.12", values);
     assert_eq!(kind(&o, "RegistryMirrorConfig").len(), 2);
-    assert_eq!(kinds(&o)[..3], ["RegistryMirrorConfig", "RegistryMirrorConfig", "HostnameConfig"]);
+    assert_eq!(
+        kinds(&o)[..3],
+        [
+            "RegistryMirrorConfig",
+            "RegistryMirrorConfig",
+            "HostnameConfig"
+        ]
+    );
     for (v, needle) in [
         ("registryMirrors: {ghcr.io: {endpoints: [ftp://x]}}", "values.yaml: registryMirrors.ghcr.io.endpoints[0]=\"ftp://x\" must be an http:// or https:// URL."),
         ("registryMirrors: {ghcr.io: {endpoints: []}}", "values.yaml: registryMirrors.ghcr.io.endpoints must list at least one URL."),
@@ -334,13 +408,31 @@ fn registry_tls_pem_or_base64() {
     }
     let d = project("generic", GOLDEN_FACTS);
     for (v, needle) in [
-        ("registryTLS: {r.io: {ca: bm90IGEgcGVt}}", "values.yaml: registryTLS.r.io: ca is neither PEM nor base64 of PEM"),
-        ("registryTLS: {r.io: {verify: true}}", "values.yaml: registryTLS.r.io: unknown key \"verify\""),
-        ("registryTLS: {r.io: {}}", "values.yaml: registryTLS.r.io: sets nothing"),
-        ("registryTLS: {r.io: {clientIdentity: {crt: xx}}}", "values.yaml: registryTLS.r.io: clientIdentity.crt is neither PEM nor base64 of PEM"),
+        (
+            "registryTLS: {r.io: {ca: bm90IGEgcGVt}}",
+            "values.yaml: registryTLS.r.io: ca is neither PEM nor base64 of PEM",
+        ),
+        (
+            "registryTLS: {r.io: {verify: true}}",
+            "values.yaml: registryTLS.r.io: unknown key \"verify\"",
+        ),
+        (
+            "registryTLS: {r.io: {}}",
+            "values.yaml: registryTLS.r.io: sets nothing",
+        ),
+        (
+            "registryTLS: {r.io: {clientIdentity: {crt: xx}}}",
+            "values.yaml: registryTLS.r.io: clientIdentity.crt is neither PEM nor base64 of PEM",
+        ),
     ] {
         for talos in ["v1.11", "v1.12"] {
-            refused(&d, "worker", talos, &format!("advertisedSubnets: [192.168.1.0/24]\n{v}\n"), needle);
+            refused(
+                &d,
+                "worker",
+                talos,
+                &format!("advertisedSubnets: [192.168.1.0/24]\n{v}\n"),
+                needle,
+            );
         }
     }
 }

@@ -21,7 +21,8 @@ fn vlan_facts() -> String {
 #[test]
 fn refusals_on_values_alone() {
     let d = project("cozystack", BOND_FACTS);
-    let modes = "balance-rr, active-backup, balance-xor, broadcast, 802.3ad, balance-tlb or balance-alb";
+    let modes =
+        "balance-rr, active-backup, balance-xor, broadcast, 802.3ad, balance-tlb or balance-alb";
     let cases: Vec<(String, String, String)> = vec![
         ("[{interface: bond0, bond: {interfaces: [enp4s0]}}]".into(),
          format!("values.yaml: network.extraLinks[0].bond.mode is missing (BondConfig \"bond0\"); Talos requires a bond mode: {modes}."), String::new()),
@@ -70,7 +71,9 @@ fn refusals_on_values_alone() {
         let values = v(&format!("network: {{extraLinks: {links}}}"));
         refused(&d, "controlplane", "v1.12", &values, &multi);
         let legacy = if legacy.is_empty() {
-            multi.replace("(LinkConfig ", "(machine.network.interfaces ").replace("(VLANConfig ", "(machine.network.interfaces ")
+            multi
+                .replace("(LinkConfig ", "(machine.network.interfaces ")
+                .replace("(VLANConfig ", "(machine.network.interfaces ")
         } else {
             legacy
         };
@@ -97,7 +100,13 @@ fn refusals_that_need_discovery() {
     let r10 = "values.yaml: network.extraLinks[0] (BondConfig \"bond0\"): member \"enp3s0\" carries the node's default route via 192.0.2.1, which it loses as a bond slave; add routes: [{gateway: 192.0.2.1}] to network.extraLinks[0].";
     let v11 = "values.yaml: network.extraLinks[0] declares bond \"enp5s0\", but the node already has a physical link of that name.";
     for talos in ["v1.11", "v1.12", "v1.13"] {
-        refused(&d, "controlplane", talos, &v("network: {extraLinks: [{interface: enp9s0, vlans: [{vlanId: 5}]}]}"), r3);
+        refused(
+            &d,
+            "controlplane",
+            talos,
+            &v("network: {extraLinks: [{interface: enp9s0, vlans: [{vlanId: 5}]}]}"),
+            r3,
+        );
         refused(&d, "worker", talos, &v("network: {extraLinks: [{interface: bond0, bond: {interfaces: [enp3s0, enp4s0], mode: active-backup}}]}"), r9);
         refused(&d, "worker", talos, &v("network: {extraLinks: [{interface: bond0, addresses: [192.0.2.10/24], routes: [{gateway: 192.0.2.9, destination: 198.51.100.0/24}], bond: {interfaces: [enp3s0], mode: active-backup}}]}"), r10);
         refused(&d, "worker", talos, &v("network: {extraLinks: [{interface: enp5s0, addresses: [10.0.0.5/24], bond: {interfaces: [enp4s0], mode: active-backup}}]}"), v11);
@@ -109,12 +118,28 @@ fn refusals_that_need_discovery() {
     let d = project("cozystack", &vlan_facts());
     let bond = "{interface: bond0, bond: {interfaces: [enp4s0], mode: active-backup}";
     let v14 = "values.yaml: network.extraLinks[0] (BondConfig \"bond0\"): discovered VLAN \"enp4s0.100\" sits on member \"enp4s0\"; redeclare it under network.extraLinks[0].vlans.";
-    refused(&d, "worker", "v1.12", &v(&format!("network: {{extraLinks: [{bond}}}]}}")), v14);
-    let o = render(&d, "worker", "v1.12", &v(&format!("network: {{extraLinks: [{bond}, vlans: [{{vlanId: 100}}]}}]}}")));
+    refused(
+        &d,
+        "worker",
+        "v1.12",
+        &v(&format!("network: {{extraLinks: [{bond}}}]}}")),
+        v14,
+    );
+    let o = render(
+        &d,
+        "worker",
+        "v1.12",
+        &v(&format!(
+            "network: {{extraLinks: [{bond}, vlans: [{{vlanId: 100}}]}}]}}"
+        )),
+    );
     schema_check(&o);
     let vlans = kind(&o, "VLANConfig");
     assert_eq!(vlans.len(), 1);
-    assert_eq!(vlans[0], &y("{apiVersion: v1alpha1, kind: VLANConfig, name: bond0.100, vlanID: 100, parent: bond0}"));
+    assert_eq!(
+        vlans[0],
+        &y("{apiVersion: v1alpha1, kind: VLANConfig, name: bond0.100, vlanID: 100, parent: bond0}")
+    );
     assert!(kind(&o, "LinkConfig").iter().all(|l| l["name"] != "enp4s0"));
 }
 
@@ -126,8 +151,29 @@ fn multidoc_merges_in_place_and_appends_in_order() {
         for talos in ["v1.12", "v1.13"] {
             let o = render(&d, "controlplane", talos, &values);
             schema_check(&o);
-            let links: Vec<_> = o.iter().skip(1).filter(|x| x["name"].is_string() && x["kind"] != "HostnameConfig" && x["kind"] != "RegistryMirrorConfig").map(|x| x["name"].as_str().unwrap().to_string()).collect();
-            assert_eq!(links, ["enp3s0", "enp4s0", "enp5s0", "dummy0", "dummy0.3", "enp5s0.20", "enp4s0.30"], "{preset}");
+            let links: Vec<_> = o
+                .iter()
+                .skip(1)
+                .filter(|x| {
+                    x["name"].is_string()
+                        && x["kind"] != "HostnameConfig"
+                        && x["kind"] != "RegistryMirrorConfig"
+                })
+                .map(|x| x["name"].as_str().unwrap().to_string())
+                .collect();
+            assert_eq!(
+                links,
+                [
+                    "enp3s0",
+                    "enp4s0",
+                    "enp5s0",
+                    "dummy0",
+                    "dummy0.3",
+                    "enp5s0.20",
+                    "enp4s0.30"
+                ],
+                "{preset}"
+            );
             let doc = |n: &str| o.iter().find(|x| x["name"] == n).unwrap().clone();
             assert_eq!(doc("enp3s0"), y("{apiVersion: v1alpha1, kind: LinkConfig, name: enp3s0, addresses: [{address: 192.0.2.10/24}], routes: [{gateway: 192.0.2.1}], mtu: 9000}"));
             assert_eq!(doc("enp5s0"), y("{apiVersion: v1alpha1, kind: LinkConfig, name: enp5s0, addresses: [{address: 10.0.0.6/24}], mtu: 1500}"));
@@ -172,17 +218,42 @@ fn vips_in_both_formats() {
     for talos in ["v1.12", "v1.13"] {
         let o = render(&d, "controlplane", talos, &values);
         schema_check(&o);
-        let vips: Vec<_> = kind(&o, "Layer2VIPConfig").iter().map(|x| format!("{}@{}", x["name"].as_str().unwrap(), x["link"].as_str().unwrap())).collect();
-        assert_eq!(vips, ["192.168.201.5@eth0", "2001:db8::5@eth0", "10.1.0.5@eth1", "192.168.201.10@eth0"]);
+        let vips: Vec<_> = kind(&o, "Layer2VIPConfig")
+            .iter()
+            .map(|x| {
+                format!(
+                    "{}@{}",
+                    x["name"].as_str().unwrap(),
+                    x["link"].as_str().unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(
+            vips,
+            [
+                "192.168.201.5@eth0",
+                "2001:db8::5@eth0",
+                "10.1.0.5@eth1",
+                "192.168.201.10@eth0"
+            ]
+        );
         // A VIP is no static address (eth0 loses 192.168.201.10), on workers as well.
         for machine in ["controlplane", "worker"] {
             let o = render(&d, machine, talos, &values);
-            assert!(kind(&o, "LinkConfig")[0]["addresses"].is_null(), "{machine}");
+            assert!(
+                kind(&o, "LinkConfig")[0]["addresses"].is_null(),
+                "{machine}"
+            );
         }
         let w = render(&d, "worker", talos, &values);
         assert!(kind(&w, "Layer2VIPConfig").is_empty());
         // An entry equal to floatingIP pins its link: one document, in the override slot.
-        let o = render(&d, "controlplane", talos, &format!("{base}floatingIP: 192.168.201.5\nvips: [{{link: br0, ip: 192.168.201.5}}]\n"));
+        let o = render(
+            &d,
+            "controlplane",
+            talos,
+            &format!("{base}floatingIP: 192.168.201.5\nvips: [{{link: br0, ip: 192.168.201.5}}]\n"),
+        );
         let ks = kinds(&o);
         assert_eq!(ks.iter().filter(|k| *k == "Layer2VIPConfig").count(), 1);
         let at = ks.iter().position(|k| k == "Layer2VIPConfig").unwrap();
@@ -197,13 +268,29 @@ fn vips_in_both_formats() {
     assert_eq!(ifaces[0]["vip"], y("ip: 192.168.201.5"));
     assert_eq!(ifaces[1], y("{interface: eth1, vip: {ip: 10.1.0.5}}"));
     let w = render(&d, "worker", "v1.11", &values);
-    assert_eq!(w[0]["machine"]["network"]["interfaces"].as_sequence().unwrap().len(), 1);
+    assert_eq!(
+        w[0]["machine"]["network"]["interfaces"]
+            .as_sequence()
+            .unwrap()
+            .len(),
+        1
+    );
     assert!(w[0]["machine"]["network"]["interfaces"][0]["vip"].is_null());
     refused(&d, "controlplane", "v1.11", &format!("{base}floatingIP: 192.168.201.5\nvips: [{{link: eth0, ip: 192.168.201.6}}]\n"),
         "values.yaml: floatingIP and vips[0] both put a VIP on \"eth0\"; the single-document format (talosVersion v1.11) holds one VIP per link — use talosVersion v1.12+ or move one VIP.");
-    refused(&d, "controlplane", "v1.11", &format!("{base}vips: [{{link: eth2, ip: 10.0.0.1}}, {{link: eth2, ip: 10.0.0.2}}]\n"),
-        "values.yaml: vips[0] and vips[1] both put a VIP on \"eth2\";");
-    let o = render(&d, "controlplane", "v1.12", &format!("{base}vips: [{{link: eth2, ip: 10.0.0.1}}, {{link: eth2, ip: 10.0.0.2}}]\n"));
+    refused(
+        &d,
+        "controlplane",
+        "v1.11",
+        &format!("{base}vips: [{{link: eth2, ip: 10.0.0.1}}, {{link: eth2, ip: 10.0.0.2}}]\n"),
+        "values.yaml: vips[0] and vips[1] both put a VIP on \"eth2\";",
+    );
+    let o = render(
+        &d,
+        "controlplane",
+        "v1.12",
+        &format!("{base}vips: [{{link: eth2, ip: 10.0.0.1}}, {{link: eth2, ip: 10.0.0.2}}]\n"),
+    );
     assert_eq!(kind(&o, "Layer2VIPConfig").len(), 2);
     for (values, needle) in [
         ("vips: [{link: eth0, ip: 10.0.0.300}]", "values.yaml: vips[0].ip=\"10.0.0.300\" is not a valid IPv4 / IPv6 literal."),

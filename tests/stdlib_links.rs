@@ -36,9 +36,15 @@ fn values_normalisation() {
         host: vals::host_of("2001:DB8::1/64"),
         without: vals::without_vips(["10.0.0.1/24", "10.0.0.2/24"], ["10.0.0.1"]),
     }"#);
-    assert_eq!(got["pairs"], json!([["a", "true"], ["b", "1"], ["c", "2"], ["d", "x"]]));
+    assert_eq!(
+        got["pairs"],
+        json!([["a", "true"], ["b", "1"], ["c", "2"], ["d", "x"]])
+    );
     assert_eq!(got["args13"], json!([["f", ["a", "1"]]]));
-    assert_eq!((got["v13"].clone(), got["v12"].clone(), got["empty"].clone()), (json!(true), json!(false), json!(false)));
+    assert_eq!(
+        (got["v13"].clone(), got["v12"].clone(), got["empty"].clone()),
+        (json!(true), json!(false), json!(false))
+    );
     assert_eq!(got["times"], json!(["a", "b"]));
     assert_eq!(got["pem"], json!("-----BEGIN X-----\na\n-----END X-----"));
     assert_eq!(got["not_pem"], Json::Null);
@@ -46,7 +52,10 @@ fn values_normalisation() {
     assert_eq!(got["host"], json!("2001:db8::1"));
     assert_eq!(got["without"], json!(["10.0.0.2/24"]));
     let err = eval(r#"vals::api_server_args(#{ f: ["a"] }, "v1.12")"#).unwrap_err();
-    assert!(err.contains("talosVersion v1.12 accepts only string values"), "{err}");
+    assert!(
+        err.contains("talosVersion v1.12 accepts only string values"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -60,12 +69,24 @@ fn entries_are_canonical() {
     let e = &got[0];
     assert_eq!(e["mtu"], json!(9000));
     assert_eq!(e["addresses"], json!(["2001:db8::10/64"]));
-    assert_eq!(e["routes"], json!([{"gateway": "2001:db8::1"}, {"gateway": "10.0.0.1", "destination": "10.1.0.0/16", "metric": 5}]));
-    assert_eq!(e["bond"]["options"], json!([["miimon", 100], ["arpIpTargets", ["10.0.0.9"]], ["useCarrier", true]]));
+    assert_eq!(
+        e["routes"],
+        json!([{"gateway": "2001:db8::1"}, {"gateway": "10.0.0.1", "destination": "10.1.0.0/16", "metric": 5}])
+    );
+    assert_eq!(
+        e["bond"]["options"],
+        json!([
+            ["miimon", 100],
+            ["arpIpTargets", ["10.0.0.9"]],
+            ["useCarrier", true]
+        ])
+    );
     assert_eq!(e["vlans"][0]["name"], json!("bond0.12"));
     assert_eq!(e["declaring"], json!(true));
     assert_eq!(e["label"], json!("BondConfig \"bond0\""));
-    let only_vlans = run(&format!(r#"lk::entries([#{{ interface: "eth0", vlans: [#{{ vlanId: 3 }}] }}], {CTX})"#));
+    let only_vlans = run(&format!(
+        r#"lk::entries([#{{ interface: "eth0", vlans: [#{{ vlanId: 3 }}] }}], {CTX})"#
+    ));
     assert_eq!(only_vlans[0]["declaring"], json!(false));
 }
 
@@ -97,21 +118,27 @@ fn merge_into_a_discovered_bond_keeps_its_place() {
 
 #[test]
 fn legacy_routes_and_items() {
-    let got = run(
-        r#"#{
+    let got = run(r#"#{
         v4: lkl::legacy_route(#{ gateway: "10.0.0.1" }),
         v6: lkl::legacy_route(#{ gateway: "fe80::1", metric: 3 }),
         dst: lkl::legacy_route(#{ gateway: "10.0.0.1", destination: "10.2.0.0/16" }),
         opts: lkl::legacy_options([["arpIpTargets", ["10.0.0.1"]], ["miimon", 1]]),
-    }"#,
+    }"#);
+    assert_eq!(
+        got["v4"],
+        json!({"network": "0.0.0.0/0", "gateway": "10.0.0.1"})
     );
-    assert_eq!(got["v4"], json!({"network": "0.0.0.0/0", "gateway": "10.0.0.1"}));
-    assert_eq!(got["v6"], json!({"network": "::/0", "gateway": "fe80::1", "metric": 3}));
+    assert_eq!(
+        got["v6"],
+        json!({"network": "::/0", "gateway": "fe80::1", "metric": 3})
+    );
     assert_eq!(got["dst"]["network"], json!("10.2.0.0/16"));
-    assert_eq!(got["opts"], json!([["arpIPTarget", ["10.0.0.1"]], ["miimon", 1]]));
+    assert_eq!(
+        got["opts"],
+        json!([["arpIPTarget", ["10.0.0.1"]], ["miimon", 1]])
+    );
     // The default-route item dropped for a bond member: floatingIP moves to the bond.
-    let got = run(
-        r#"
+    let got = run(r#"
         let ctx = #{ multidoc: false, vips: [], doc_kinds: #{} };
         let e = lk::entries([#{ interface: "bond0", addresses: ["10.0.0.5/24"], routes: [#{ gateway: "10.0.0.1" }],
                                 bond: #{ interfaces: ["eth0"], mode: "active-backup" } }], ctx);
@@ -120,10 +147,12 @@ fn legacy_routes_and_items() {
         let m = lk::members(e);
         let items = lkl::legacy_items(e, m, [], dr, disc);
         lkl::legacy_place_vips(items, [#{ ip: "10.0.0.100", link: "", who: "floatingIP" }], "eth0", "bond0", "v1.11")
-        "#,
-    );
+        "#);
     assert_eq!(got.as_array().unwrap().len(), 1);
     assert_eq!(got[0]["interface"], json!("bond0"));
     assert_eq!(got[0]["vip"], json!("10.0.0.100"));
-    assert_eq!(got[0]["routes"], json!([{"network": "0.0.0.0/0", "gateway": "10.0.0.1"}]));
+    assert_eq!(
+        got[0]["routes"],
+        json!([{"network": "0.0.0.0/0", "gateway": "10.0.0.1"}])
+    );
 }
