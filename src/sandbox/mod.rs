@@ -4,6 +4,7 @@
 
 pub mod ip;
 mod stdlib;
+pub mod text;
 
 use anyhow::Result;
 use rhai::{Dynamic, Engine, EvalAltResult, FuncRegistration, Position, Scope};
@@ -48,7 +49,7 @@ fn fail(message: &str, hints: Vec<String>) -> Result<(), Box<EvalAltResult>> {
     )))
 }
 
-/// The sandbox: stdlib modules, the `ip::` helpers, `fail`, `warn`.
+/// The sandbox: stdlib modules, the `ip::` and `text::` helpers, `fail`, `warn`.
 pub fn engine() -> Engine {
     let mut engine = Engine::new();
     set_limits(&mut engine);
@@ -64,6 +65,7 @@ pub fn engine() -> Engine {
             fail(msg, vec![hint.to_string()])
         });
     ip::register(&mut engine);
+    text::register(&mut engine);
     engine.set_module_resolver(stdlib::resolver());
     engine
 }

@@ -1,6 +1,8 @@
 //! A small builder for driving the real `talm` binary in a temporary folder.
 #![allow(dead_code)]
 
+pub mod values;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
