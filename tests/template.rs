@@ -408,3 +408,35 @@ fn full_config_and_the_empty_kubernetes_version_warning() {
         "failed to load secrets bundle",
     );
 }
+
+#[test]
+fn encrypted_values_only_on_the_command_line_are_warned_about_with_in_place() {
+    let d = project();
+    d.write("values-secret.yaml", "clusterDomain: hunter2.example\n");
+    d.talm(["init", "--encrypt"]).ok();
+    let head = d
+        .talm([
+            "template",
+            "--offline",
+            "-t",
+            "templates/probe.yaml",
+            "--nodes",
+            "1.2.3.4",
+        ])
+        .ok()
+        .stdout;
+    d.write("nodes/n.yaml", &head);
+    let o = d
+        .talm([
+            "template",
+            "--offline",
+            "-f",
+            "nodes/n.yaml",
+            "-I",
+            "--values",
+            "values-secret.encrypted.yaml",
+        ])
+        .ok();
+    assert!(o.stderr.contains("warning: values-secret.encrypted.yaml holds encrypted values that were omitted from the rendered node file, but it is not in Chart.yaml templateOptions.valueFiles"), "{}", o.stderr);
+    assert!(!d.read("nodes/n.yaml").contains("hunter2"));
+}

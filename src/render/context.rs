@@ -12,13 +12,8 @@ use super::facts::Facts;
 /// The file name of a preset's context script, inside `templates/`.
 pub const CONTEXT_SCRIPT: &str = "_context.rhai";
 
-/// Runs the context script with `args` (values, chart, talos, machine type) as `ARGS`.
-pub fn run(
-    name: &str,
-    source: &str,
-    facts: Arc<Facts>,
-    args: &serde_json::Value,
-) -> Result<serde_json::Value> {
+/// The sandbox with `lookup` bound to the node's facts.
+fn engine(facts: Arc<Facts>) -> rhai::Engine {
     let mut engine = crate::sandbox::engine();
     FuncRegistration::new("lookup")
         .with_comments([
@@ -29,14 +24,44 @@ pub fn run(
                 Ok(rhai::serde::to_dynamic(facts.lookup(kind, namespace, id))?)
             })
         });
+    engine
+}
+
+fn eval(name: &str, source: &str, facts: Arc<Facts>, args: &serde_json::Value) -> Result<Dynamic> {
     let args: rhai::Map = rhai::serde::to_dynamic(args)?
         .try_cast::<rhai::Map>()
         .unwrap_or_default();
-    let out: Dynamic = crate::sandbox::run(&engine, name, source, args)?;
+    crate::sandbox::run(&engine(facts), name, source, args)
+}
+
+/// Runs the context script with `args` (values, chart, talos, template) as `ARGS`.
+pub fn run(
+    name: &str,
+    source: &str,
+    facts: Arc<Facts>,
+    args: &serde_json::Value,
+) -> Result<serde_json::Value> {
+    let out = eval(name, source, facts, args)?;
     if out.is_unit() {
         return Ok(serde_json::Value::Object(Default::default()));
     }
     Ok(rhai::serde::from_dynamic(&out)?)
+}
+
+/// Runs a template written in Rhai (`templates/*.rhai`): it sees the render context as `ARGS`
+/// and returns the patch, as YAML text or as a map (written as YAML).
+pub fn render_script(
+    name: &str,
+    source: &str,
+    facts: Arc<Facts>,
+    ctx: &serde_json::Value,
+) -> Result<String> {
+    let out = eval(name, source, facts, ctx)?;
+    if out.is_string() {
+        return Ok(out.into_string().unwrap_or_default());
+    }
+    let value: serde_yaml_ng::Value = rhai::serde::from_dynamic(&out)?;
+    Ok(serde_yaml_ng::to_string(&value)?)
 }
 
 #[cfg(test)]

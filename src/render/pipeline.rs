@@ -67,6 +67,7 @@ pub fn render(req: &Request<'_>) -> Result<String> {
     }
     let multidoc = multidoc(&req.talos_version)?;
     let mut sources: Vec<(String, String)> = Vec::new();
+    let mut scripts: Vec<(String, String)> = Vec::new();
     let mut context_script = None;
     let tdir = req.root.join("templates");
     if tdir.is_dir() {
@@ -74,7 +75,9 @@ pub fn render(req: &Request<'_>) -> Result<String> {
             let text = crate::project::fsutil::read_text(&path)?;
             if rel == context::CONTEXT_SCRIPT {
                 context_script = Some(text);
-            } else if !rel.ends_with(".rhai") {
+            } else if rel.ends_with(".rhai") {
+                scripts.push((rel, text));
+            } else {
                 sources.push((rel, text));
             }
         }
@@ -116,7 +119,17 @@ pub fn render(req: &Request<'_>) -> Result<String> {
         };
         let mut ctx = base;
         ctx["node"] = node;
-        let out = engine.render(&name, &ctx)?;
+        let out = if name.ends_with(".rhai") {
+            let (_, src) = scripts.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+                hinted(
+                    format!("template {name} not found"),
+                    "templates are named by their path below templates/, e.g. controlplane.yaml",
+                )
+            })?;
+            context::render_script(&format!("templates/{name}"), src, req.facts.clone(), &ctx)?
+        } else {
+            engine.render(&name, &ctx)?
+        };
         outputs.push(out.trim_end_matches('\n').to_string());
     }
     Ok(format!("{}\n", outputs.join("\n---\n")))
@@ -125,6 +138,49 @@ pub fn render(req: &Request<'_>) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rhai_templates_render() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("templates");
+        std::fs::create_dir_all(&t).unwrap();
+        std::fs::write(t.join("pure.rhai"), "let l = lookup(\"links\", \"\", \"eth0\");\n#{ machine: #{ type: \"worker\", mtu: l.spec.mtu, domain: ARGS.values.d } }").unwrap();
+        std::fs::write(
+            t.join("text.rhai"),
+            "`machine:\n  type: ${ARGS.chart.name}\n`",
+        )
+        .unwrap();
+        let facts = Facts::parse(
+            "resources:\n  links:\n    - metadata: {id: eth0}\n      spec: {mtu: 9000}\n",
+            "f",
+        )
+        .unwrap();
+        let mut req = Request {
+            root: dir.path(),
+            templates: vec!["templates/pure.rhai".into()],
+            facts: Arc::new(facts),
+            values: serde_yaml_ng::from_str("d: x").unwrap(),
+            chart_name: "c".into(),
+            chart_version: "0.1.0".into(),
+            talos_version: "".into(),
+            kubernetes_version: String::new(),
+        };
+        let out: serde_yaml_ng::Value = serde_yaml_ng::from_str(&render(&req).unwrap()).unwrap();
+        assert_eq!(
+            out,
+            serde_yaml_ng::from_str::<serde_yaml_ng::Value>(
+                "machine: {domain: x, mtu: 9000, type: worker}"
+            )
+            .unwrap()
+        );
+        req.templates = vec!["templates/text.rhai".into()];
+        assert_eq!(render(&req).unwrap(), "machine:\n  type: c\n");
+        req.templates = vec!["templates/none.rhai".into()];
+        assert!(render(&req)
+            .unwrap_err()
+            .to_string()
+            .contains("template none.rhai not found"));
+    }
 
     #[test]
     fn template_names() {

@@ -113,6 +113,8 @@ pub fn register(engine: &mut Engine) {
                 map.insert("talosconfig".into(), c.talosconfig().into());
                 map.insert("secrets".into(), c.secrets().into());
                 map.insert("talos_version".into(), c.template.talos_version.clone().into());
+                let files: Array = c.template.value_files.iter().cloned().map(Dynamic::from).collect();
+                map.insert("value_files".into(), files.into());
                 Ok(map)
             })
         });
