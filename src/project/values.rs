@@ -196,14 +196,19 @@ pub fn load(
             if typing == Typing::Typed {
                 out.warnings.extend(literal_warnings(arg));
             }
-            let mut m = Mapping::new();
-            strvals::parse_into(arg, typing, &mut m).map_err(|e| {
+            // Parsed into the values so far, as Helm does: `a[0].b=x` edits an existing list item.
+            if !out.tree.is_mapping() {
+                out.tree = Value::Mapping(Mapping::new());
+            }
+            let Value::Mapping(tree) = &mut out.tree else {
+                unreachable!("made a mapping above")
+            };
+            strvals::parse_into(arg, typing, tree).map_err(|e| {
                 hinted(
                     format!("failed parsing --set data {arg:?}: {e}"),
                     "use key=value pairs separated by commas, e.g. --set a.b=1,c[0]=x (escape literal commas and dots with \\)",
                 )
             })?;
-            deep_merge(&mut out.tree, Value::Mapping(m));
         }
     }
     for arg in &flags.set_file {
@@ -336,6 +341,22 @@ mod tests {
             v.tree,
             yaml("{a: {x: 1, z: 0, y: 3}, list: [9], k: '42', motd: \"hello\\n\", j: {n: [1, x]}, lit: 'a,b.c'}")
         );
+    }
+
+    #[test]
+    fn set_edits_existing_list_items() {
+        let flags = ValueFlags {
+            set: vec!["links[0].mtu=9000,links[1].name=b".into()],
+            ..Default::default()
+        };
+        let v = load(
+            Path::new("/"),
+            "links:\n- {name: a, mtu: 1500}\n",
+            &[],
+            &flags,
+        )
+        .unwrap();
+        assert_eq!(v.tree, yaml("{links: [{name: a, mtu: 9000}, {name: b}]}"));
     }
 
     #[test]
