@@ -440,3 +440,14 @@ fn encrypted_values_only_on_the_command_line_are_warned_about_with_in_place() {
     assert!(o.stderr.contains("warning: values-secret.encrypted.yaml holds encrypted values that were omitted from the rendered node file, but it is not in Chart.yaml templateOptions.valueFiles"), "{}", o.stderr);
     assert!(!d.read("nodes/n.yaml").contains("hunter2"));
 }
+
+#[test]
+fn a_node_body_that_is_not_yaml_is_refused() {
+    let d = project();
+    d.write("nodes/n.yaml", "# talm: nodes=[\"1.2.3.4\"], templates=[\"templates/probe.yaml\"]\nmachine:\n  type: [worker\n");
+    let err = d.refused(
+        &["template", "--offline", "-f", "nodes/n.yaml", "-I"],
+        "nodes/n.yaml:",
+    );
+    assert!(err.contains("the node file's body is not YAML"), "{err}");
+}

@@ -131,10 +131,12 @@ pub fn find(text: &str, file: &str) -> Result<NodeFile> {
                     "a modeline looks like: # talm: nodes=[\"10.0.0.1\"], endpoints=[\"10.0.0.1\"], templates=[\"templates/controlplane.yaml\"]",
                 )
             })?;
+            let body = lines[i + 1..].concat();
+            check_body(&body, file, i + 1)?;
             return Ok(NodeFile {
                 leading,
                 modeline,
-                body: lines[i + 1..].concat(),
+                body,
             });
         }
         if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -153,6 +155,26 @@ pub fn find(text: &str, file: &str) -> Result<NodeFile> {
         format!("{file}: modeline not found"),
         "node files start with a `# talm: nodes=[...]` modeline; `talm template ... -I` writes one",
     ))
+}
+
+/// Refuses a body that is not YAML, naming the file, line and column (`offset` = the lines
+/// above the body).
+fn check_body(body: &str, file: &str, offset: usize) -> Result<()> {
+    for doc in serde_yaml_ng::Deserializer::from_str(body) {
+        if let Err(e) = <serde_yaml_ng::Value as serde::Deserialize>::deserialize(doc) {
+            let (line, col) = e
+                .location()
+                .map(|l| (l.line() + offset, l.column()))
+                .unwrap_or((offset + 1, 1));
+            let msg = e.to_string();
+            let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+            return Err(hinted(
+                format!("{file}:{line}:{col}: the node file's body is not YAML: {msg}"),
+                "the body below the modeline must be a Talos config patch in YAML; fix it, or re-create the file with `talm template ... -I`",
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -237,5 +259,15 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("n.yaml:1:"));
+        let err = find(
+            "# c\n# talm: nodes=[\"a\"]\nmachine:\n  type: [worker\n",
+            "n.yaml",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().starts_with("n.yaml:4:")
+                && err.to_string().contains("body is not YAML"),
+            "{err}"
+        );
     }
 }
