@@ -265,7 +265,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            err.to_string().starts_with("n.yaml:4:")
+            err.to_string().starts_with("n.yaml:5:")
                 && err.to_string().contains("body is not YAML"),
             "{err}"
         );
