@@ -120,14 +120,7 @@ fn full_preset_renders_are_schema_valid() {
             "10.0.0.1",
         ])
         .ok();
-        d.write(
-            "facts.yaml",
-            &std::fs::read_to_string(format!(
-                "{}/tests/fixtures/talm-golden/facts.yaml",
-                env!("CARGO_MANIFEST_DIR")
-            ))
-            .unwrap(),
-        );
+        d.write("facts.yaml", common::GOLDEN_FACTS);
         for machine in ["controlplane", "worker"] {
             let o = d
                 .talm([

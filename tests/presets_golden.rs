@@ -5,7 +5,6 @@
 
 mod common;
 use common::Dir;
-use serde_yaml_ng::Value;
 
 fn fixture(name: &str) -> String {
     std::fs::read_to_string(format!(
@@ -15,12 +14,7 @@ fn fixture(name: &str) -> String {
     .unwrap()
 }
 
-fn docs(text: &str) -> Vec<Value> {
-    serde_yaml_ng::Deserializer::from_str(text)
-        .map(|d| serde::Deserialize::deserialize(d).unwrap())
-        .filter(|v: &Value| !v.is_null())
-        .collect()
-}
+use common::yaml_docs as docs;
 
 const DRBD: [(&str, &str); 5] = [
     ("net.ipv4.ip_local_port_range", "16384 65535"),
@@ -35,7 +29,7 @@ const DRBD: [(&str, &str); 5] = [
 fn render(preset: &str, machine: &str, talos: &str) -> String {
     let d = Dir::seeded();
     d.talm(["init", "-p", preset, "-N", preset]).ok();
-    d.write("facts.yaml", &fixture("facts.yaml"));
+    d.write("facts.yaml", common::GOLDEN_FACTS);
     let o = d
         .talm([
             "template",

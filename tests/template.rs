@@ -181,6 +181,19 @@ fn encrypted_values_are_sealed() {
         ])
         .ok();
     assert!(o.stdout.contains("domain: hunter2.example"));
+    probe_node_file(&d, "nodes/n.yaml");
+    d.talm(["template", "--offline", "-f", "nodes/n.yaml", "-I"])
+        .ok();
+    let node = d.read("nodes/n.yaml");
+    assert!(
+        !node.contains("hunter2") && !node.contains("domain:"),
+        "{node}"
+    );
+    assert!(node.contains("mtu:"));
+}
+
+/// Writes a node file for templates/probe.yaml (node 1.2.3.4) rendered offline.
+fn probe_node_file(d: &Dir, rel: &str) {
     let head = d
         .talm([
             "template",
@@ -192,15 +205,7 @@ fn encrypted_values_are_sealed() {
         ])
         .ok()
         .stdout;
-    d.write("nodes/n.yaml", &head);
-    d.talm(["template", "--offline", "-f", "nodes/n.yaml", "-I"])
-        .ok();
-    let node = d.read("nodes/n.yaml");
-    assert!(
-        !node.contains("hunter2") && !node.contains("domain:"),
-        "{node}"
-    );
-    assert!(node.contains("mtu:"));
+    d.write(rel, &head);
 }
 
 /// A refused render leaves every file as it was.
@@ -328,14 +333,7 @@ fn render_refusals() {
 #[test]
 fn full_config_and_the_empty_kubernetes_version_warning() {
     let d = project();
-    d.write(
-        "facts.yaml",
-        &std::fs::read_to_string(format!(
-            "{}/tests/fixtures/talm-golden/facts.yaml",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap(),
-    );
+    d.write("facts.yaml", common::GOLDEN_FACTS);
     let o = d
         .talm([
             "template",
@@ -414,18 +412,7 @@ fn encrypted_values_only_on_the_command_line_are_warned_about_with_in_place() {
     let d = project();
     d.write("values-secret.yaml", "clusterDomain: hunter2.example\n");
     d.talm(["init", "--encrypt"]).ok();
-    let head = d
-        .talm([
-            "template",
-            "--offline",
-            "-t",
-            "templates/probe.yaml",
-            "--nodes",
-            "1.2.3.4",
-        ])
-        .ok()
-        .stdout;
-    d.write("nodes/n.yaml", &head);
+    probe_node_file(&d, "nodes/n.yaml");
     let o = d
         .talm([
             "template",

@@ -7,6 +7,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub const STABILITY_SECRETS: &str = include_str!("../fixtures/talos/stability/secrets.yaml");
+/// The node of the Go presets' golden renders, as a `--facts` file.
+pub const GOLDEN_FACTS: &str = include_str!("../fixtures/talm-golden/facts.yaml");
+
+/// The non-empty YAML documents of a text.
+pub fn yaml_docs(text: &str) -> Vec<serde_yaml_ng::Value> {
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .filter(|v: &serde_yaml_ng::Value| !v.is_null())
+        .collect()
+}
 
 /// A temporary working folder for one test.
 pub struct Dir {
