@@ -11,7 +11,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn compile_protos() -> Result<(), Box<dyn std::error::Error>> {
-    let files = ["proto/common/common.proto"];
+    let files = [
+        "proto/common/common.proto",
+        "proto/machine/machine.proto",
+        "proto/v1alpha1/resource.proto",
+        "proto/v1alpha1/state.proto",
+    ];
     let fds = protox::compile(files, ["proto"])?;
     tonic_prost_build::configure()
         .build_server(true)
