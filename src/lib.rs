@@ -12,6 +12,8 @@ pub mod render;
 pub mod runtime;
 pub mod sandbox;
 pub mod secrets;
+pub mod sim;
+pub mod talos;
 pub mod version;
 pub mod yaml;
 

@@ -15,6 +15,9 @@ pub struct Facts {
     /// The node the facts were read from, when known.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub node: String,
+    /// The node's Talos version (tag, sha, arch, platform, ...), when discovered live.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<Value>,
     #[serde(default)]
     pub resources: BTreeMap<String, Vec<Value>>,
 }

@@ -1,0 +1,177 @@
+//! What a simulated node is made of: its disks, network links, addresses, gateway, resolvers and
+//! hostname, with a realistic default (one virtio disk, one virtio NIC) derived from its address,
+//! and the YAML file format `talm sim --config` reads.
+
+use std::net::IpAddr;
+
+use serde::Deserialize;
+
+/// One block device.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Disk {
+    /// Kernel name: `vda`, `sda`, `nvme0n1`.
+    pub name: String,
+    /// Size in bytes.
+    pub size: u64,
+    #[serde(default)]
+    pub model: String,
+    #[serde(default)]
+    pub serial: String,
+    #[serde(default)]
+    pub wwid: String,
+    /// `virtio`, `nvme`, `sata`, `usb`...
+    #[serde(default)]
+    pub transport: String,
+    #[serde(default)]
+    pub rotational: bool,
+    #[serde(default)]
+    pub readonly: bool,
+    #[serde(default)]
+    pub cdrom: bool,
+}
+
+/// One network link with its addresses (CIDR).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    pub name: String,
+    #[serde(default)]
+    pub mac: String,
+    /// PCI bus path, e.g. `0000:00:03.0`; empty for virtual links.
+    #[serde(default)]
+    pub bus_path: String,
+    #[serde(default = "default_driver")]
+    pub driver: String,
+    #[serde(default = "default_mtu")]
+    pub mtu: u32,
+    #[serde(default)]
+    pub addresses: Vec<String>,
+    #[serde(default = "yes")]
+    pub up: bool,
+}
+
+fn default_driver() -> String {
+    "virtio_net".into()
+}
+fn default_mtu() -> u32 {
+    1500
+}
+fn yes() -> bool {
+    true
+}
+
+/// A node's hardware and network as discovery reports them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hardware {
+    #[serde(default)]
+    pub disks: Vec<Disk>,
+    #[serde(default)]
+    pub links: Vec<Link>,
+    /// Default IPv4 gateway (on the first link with an address).
+    #[serde(default)]
+    pub gateway: String,
+    #[serde(default)]
+    pub resolvers: Vec<String>,
+    /// A hostname from DHCP or the kernel command line; none by default.
+    #[serde(default)]
+    pub hostname: String,
+    /// `metal` (default) or `container`.
+    #[serde(default = "metal")]
+    pub platform: String,
+}
+
+fn metal() -> String {
+    "metal".into()
+}
+
+impl Hardware {
+    /// A QEMU-like machine for `addr`: disk `vda` (32 GiB virtio), NIC `eth0` with `addr/24`
+    /// and the `.1` of that /24 as gateway, resolvers 1.1.1.1 and 8.8.8.8.
+    pub fn default_for(addr: IpAddr) -> Hardware {
+        let (cidr, gateway, mac) = match addr {
+            IpAddr::V4(v4) => {
+                let o = v4.octets();
+                (
+                    format!("{addr}/24"),
+                    format!("{}.{}.{}.1", o[0], o[1], o[2]),
+                    format!("52:54:00:{:02x}:{:02x}:{:02x}", o[1], o[2], o[3]),
+                )
+            }
+            IpAddr::V6(v6) => {
+                let o = v6.octets();
+                (
+                    format!("{addr}/64"),
+                    String::new(),
+                    format!("52:54:00:{:02x}:{:02x}:{:02x}", o[13], o[14], o[15]),
+                )
+            }
+        };
+        Hardware {
+            disks: vec![Disk {
+                name: "vda".into(),
+                size: 34_359_738_368,
+                model: String::new(),
+                serial: String::new(),
+                wwid: String::new(),
+                transport: "virtio".into(),
+                rotational: true,
+                readonly: false,
+                cdrom: false,
+            }],
+            links: vec![Link {
+                name: "eth0".into(),
+                mac,
+                bus_path: "0000:00:03.0".into(),
+                driver: default_driver(),
+                mtu: 1500,
+                addresses: vec![cidr],
+                up: true,
+            }],
+            gateway,
+            resolvers: vec!["1.1.1.1".into(), "8.8.8.8".into()],
+            hostname: String::new(),
+            platform: metal(),
+        }
+    }
+
+    /// Disks visible to the installer (writable, not CD-ROMs).
+    pub fn install_disks(&self) -> impl Iterator<Item = &Disk> {
+        self.disks.iter().filter(|d| !d.readonly && !d.cdrom)
+    }
+}
+
+/// SI size text as Talos prints it (`34 GB`, `1.0 TB`, `512 MB`).
+pub fn pretty_size(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "kB", "MB", "GB", "TB", "PB"];
+    let mut v = bytes as f64;
+    let mut i = 0;
+    while v >= 1000.0 && i < UNITS.len() - 1 {
+        v /= 1000.0;
+        i += 1;
+    }
+    if i == 0 {
+        return format!("{bytes} B");
+    }
+    if v < 10.0 {
+        format!("{v:.1} {}", UNITS[i])
+    } else {
+        format!("{v:.0} {}", UNITS[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_machine_follows_its_address() {
+        let hw = Hardware::default_for("127.0.0.11".parse().unwrap());
+        assert_eq!(hw.links[0].addresses, ["127.0.0.11/24"]);
+        assert_eq!(hw.gateway, "127.0.0.1");
+        assert_eq!(hw.links[0].mac, "52:54:00:00:00:0b");
+        assert_eq!(pretty_size(34_359_738_368), "34 GB");
+        assert_eq!(pretty_size(1_000_204_886_016), "1.0 TB");
+    }
+}

@@ -1,0 +1,581 @@
+//! One simulated Talos node: its hardware, lifecycle state and faults, and the behaviour of
+//! each call as Talos 1.13 answers it (maintenance vs configured, roles, apply modes,
+//! bootstrap once, kubeconfig, upgrade, reboot, reset). Transport lives in `server.rs`.
+
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tonic::Status;
+
+use super::certs;
+use super::faults::Faults;
+use super::hardware::Hardware;
+use super::state::{Config, State};
+use crate::proto::machine::{self, apply_configuration_request::Mode};
+
+/// Running Talos version of a fresh simulated node.
+pub const DEFAULT_VERSION: &str = "v1.13.7";
+
+/// How a node is set up.
+#[derive(Debug, Clone)]
+pub struct NodeSpec {
+    pub addr: IpAddr,
+    pub port: u16,
+    pub hardware: Hardware,
+    pub version: String,
+    pub reboot_delay: Duration,
+    pub faults: Faults,
+}
+
+impl NodeSpec {
+    /// The default machine at `addr:port`.
+    pub fn new(addr: IpAddr, port: u16) -> NodeSpec {
+        NodeSpec {
+            addr,
+            port,
+            hardware: Hardware::default_for(addr),
+            version: DEFAULT_VERSION.into(),
+            reboot_delay: Duration::from_millis(500),
+            faults: Faults::default(),
+        }
+    }
+}
+
+/// A node's roles on one connection.
+pub fn is_admin(roles: &[String]) -> bool {
+    roles.iter().any(|r| r == "os:admin")
+}
+
+fn denied() -> Status {
+    Status::permission_denied("not authorized")
+}
+
+/// A random UUID v4 (actor IDs).
+fn uuid() -> String {
+    let mut b = crate::secrets::pki::random_bytes::<16>();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+pub struct Node {
+    pub spec: NodeSpec,
+    state: Mutex<State>,
+    faults: Mutex<Faults>,
+    /// Cancelled to "power off" the current boot (listener closed, connections cut).
+    boot: Mutex<CancellationToken>,
+    /// Cancelled when the simulator stops.
+    pub stop: CancellationToken,
+    /// Boot count at which the API last came up (0 = down).
+    pub up: tokio::sync::watch::Sender<u64>,
+}
+
+impl Node {
+    pub fn new(spec: NodeSpec, stop: CancellationToken) -> Node {
+        let state = State::new(&spec.version, &format!("sim-{}-{}", spec.addr, spec.port));
+        Node {
+            faults: Mutex::new(spec.faults.clone()),
+            state: Mutex::new(state),
+            boot: Mutex::new(stop.child_token()),
+            up: tokio::sync::watch::channel(0).0,
+            stop,
+            spec,
+        }
+    }
+
+    pub fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn faults(&self) -> Faults {
+        self.faults
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Replaces the node's faults (tests change them while it runs).
+    pub fn set_faults(&self, f: Faults) {
+        *self.faults.lock().unwrap_or_else(|e| e.into_inner()) = f;
+    }
+
+    /// The address as nodes are named in metadata.
+    pub fn name(&self) -> String {
+        self.spec.addr.to_string()
+    }
+
+    pub(super) fn new_boot(&self) -> CancellationToken {
+        let t = self.stop.child_token();
+        *self.boot.lock().unwrap_or_else(|e| e.into_inner()) = t.clone();
+        t
+    }
+
+    /// Powers the current boot off shortly (after the reply has gone out).
+    pub fn reboot_soon(&self) {
+        let boot = self.boot.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            boot.cancel();
+        });
+    }
+
+    /// TLS for the current boot: maintenance or issued by the applied machine CA.
+    pub fn tls(&self) -> anyhow::Result<rustls::ServerConfig> {
+        let st = self.state();
+        let ips = [self.spec.addr];
+        match &st.config {
+            None => {
+                let host = st.hostname(&self.spec.hardware);
+                certs::maintenance_config(&certs::maintenance(&ips, host.as_deref())?)
+            }
+            Some(cfg) => {
+                let (crt, key) = cfg.machine_ca();
+                let host = st
+                    .hostname(&self.spec.hardware)
+                    .unwrap_or_else(|| self.name());
+                let id = certs::issued(&crt, &key, &ips, &host, &cfg.cert_sans())?;
+                let mut cas = vec![crt];
+                cas.extend(cfg.accepted_cas());
+                certs::mutual_config(&id, &cas)
+            }
+        }
+    }
+
+    pub fn version(&self) -> machine::Version {
+        let st = self.state();
+        let platform = &self.spec.hardware.platform;
+        machine::Version {
+            metadata: None,
+            version: Some(machine::VersionInfo {
+                tag: st.version.clone(),
+                sha: "simulated".into(),
+                built: String::new(),
+                go_version: "go1.26.5".into(),
+                os: "linux".into(),
+                arch: "amd64".into(),
+            }),
+            platform: Some(machine::PlatformInfo {
+                name: platform.clone(),
+                mode: platform.clone(),
+            }),
+            features: (!st.in_maintenance()).then_some(machine::FeaturesInfo { rbac: true }),
+        }
+    }
+
+    pub fn hostname(&self) -> machine::Hostname {
+        let st = self.state();
+        machine::Hostname {
+            metadata: None,
+            hostname: st.hostname(&self.spec.hardware).unwrap_or_default(),
+        }
+    }
+
+    /// Whether the node runs a control plane (configured as one).
+    fn control_plane(st: &State) -> Result<&Config, Status> {
+        match &st.config {
+            None => Err(Status::unimplemented(
+                "machine type is not set, cannot use bootstrap API",
+            )),
+            Some(c) => Ok(c),
+        }
+    }
+
+    pub fn bootstrap(&self, roles: &[String]) -> Result<machine::Bootstrap, Status> {
+        if !is_admin(roles) {
+            return Err(denied());
+        }
+        let mut st = self.state();
+        let cfg = Self::control_plane(&st)?;
+        if !cfg.is_control_plane() {
+            return Err(Status::unimplemented(
+                "bootstrap is only available on control plane nodes",
+            ));
+        }
+        if st.etcd_bootstrapped {
+            return Err(Status::already_exists("etcd data directory is not empty"));
+        }
+        st.etcd_bootstrapped = true;
+        Ok(machine::Bootstrap { metadata: None })
+    }
+
+    pub fn kubeconfig(&self, roles: &[String]) -> Result<Vec<u8>, Status> {
+        if !is_admin(roles) {
+            return Err(denied());
+        }
+        let st = self.state();
+        let Some(cfg) = &st.config else {
+            return Err(Status::unimplemented(
+                "machine type is not set, cannot use kubeconfig API",
+            ));
+        };
+        if !cfg.is_control_plane() {
+            return Err(Status::unimplemented(
+                "kubeconfig is only available on control plane nodes",
+            ));
+        }
+        super::kubeconfig::archive(cfg).map_err(|e| Status::internal(format!("{e:#}")))
+    }
+
+    pub fn upgrade(
+        &self,
+        req: &machine::UpgradeRequest,
+        roles: &[String],
+    ) -> Result<machine::Upgrade, Status> {
+        if !is_admin(roles) {
+            return Err(denied());
+        }
+        let mode = self.spec.hardware.platform.as_str();
+        if mode == "container" {
+            return Err(Status::failed_precondition(
+                "method is not supported in container mode",
+            ));
+        }
+        let mut st = self.state();
+        if st.installed_disk.is_none() {
+            return Err(Status::failed_precondition("Talos is not installed"));
+        }
+        let image = req.image.trim();
+        let last = image.rsplit('/').next().unwrap_or(image);
+        let tag = match last.split_once(':') {
+            Some((_, t)) if !t.is_empty() => t.split('@').next().unwrap_or(t).to_string(),
+            _ => {
+                return Err(Status::unknown(format!(
+                    "error validating installer image {image:?}: the image reference has no tag"
+                )))
+            }
+        };
+        st.pending_version = Some(tag);
+        st.rebooting = true;
+        drop(st);
+        self.reboot_soon();
+        Ok(machine::Upgrade {
+            metadata: None,
+            ack: "Upgrade request received".into(),
+            actor_id: uuid(),
+        })
+    }
+
+    pub fn reboot(&self, roles: &[String]) -> Result<machine::Reboot, Status> {
+        if !roles.iter().any(|r| r == "os:admin" || r == "os:operator") {
+            return Err(denied());
+        }
+        self.state().rebooting = true;
+        self.reboot_soon();
+        Ok(machine::Reboot {
+            metadata: None,
+            actor_id: uuid(),
+        })
+    }
+
+    pub fn reset(
+        &self,
+        req: &machine::ResetRequest,
+        roles: &[String],
+    ) -> Result<machine::Reset, Status> {
+        if !is_admin(roles) {
+            return Err(denied());
+        }
+        use machine::reset_request::WipeMode;
+        let mode = WipeMode::try_from(req.mode).unwrap_or(WipeMode::All);
+        if mode == WipeMode::SystemDisk && !req.user_disks_to_wipe.is_empty() {
+            return Err(Status::unknown("reset failed: invalid input, wipe mode SYSTEM_DISK doesn't support UserDisksToWipe parameter"));
+        }
+        if mode == WipeMode::UserDisks && !req.system_partitions_to_wipe.is_empty() {
+            return Err(Status::unknown("reset failed: invalid input, wipe mode USER_DISKS doesn't support SystemPartitionsToWipe parameter"));
+        }
+        for p in &req.system_partitions_to_wipe {
+            if !["STATE", "EPHEMERAL", "META"].contains(&p.label.as_str()) {
+                return Err(Status::unknown(format!(
+                    "failed to reset: volume {:?} is not located",
+                    p.label
+                )));
+            }
+        }
+        let mut st = self.state();
+        for d in &req.user_disks_to_wipe {
+            let name = d.trim_start_matches("/dev/");
+            if !self.spec.hardware.disks.iter().any(|x| x.name == name) {
+                return Err(Status::unknown(format!(
+                    "failed to reset: disk {d:?} not found"
+                )));
+            }
+            if st.installed_disk.as_deref() == Some(name) {
+                return Err(Status::unknown(format!(
+                    "failed to reset: disk {d:?} is the system disk"
+                )));
+            }
+        }
+        st.reset_pending = true;
+        st.rebooting = true;
+        drop(st);
+        self.reboot_soon();
+        Ok(machine::Reset {
+            metadata: None,
+            actor_id: uuid(),
+        })
+    }
+
+    /// ApplyConfiguration as Talos 1.13 handles it (talos-api.md §4.3).
+    pub fn apply(
+        self: &Arc<Self>,
+        req: &machine::ApplyConfigurationRequest,
+        roles: &[String],
+    ) -> Result<machine::ApplyConfiguration, Status> {
+        let mut st = self.state();
+        if st.rebooting {
+            return Err(Status::failed_precondition("configuration was already applied and node is rebooting, cannot apply more configuration changes until next reboot"));
+        }
+        let maintenance = st.in_maintenance();
+        if !maintenance && !is_admin(roles) {
+            return Err(denied());
+        }
+        let text = String::from_utf8(req.data.clone())
+            .map_err(|_| Status::invalid_argument("the configuration is not UTF-8 text"))?;
+        let docs = crate::config::patch::decode_docs(&text)
+            .map_err(|e| Status::invalid_argument(format!("{e:#}")))?;
+        let cfg = Config::new(text, docs);
+        if !cfg.has_v1alpha1() {
+            return Err(Status::invalid_argument("the applied machine configuration doesn't contain v1alpha1 config, did you mean to patch the machine config instead?"));
+        }
+        let mut errs = Vec::new();
+        if !["controlplane", "worker", "init"].contains(&cfg.machine_type().as_str()) {
+            errs.push(format!("unknown machine type {:?}", cfg.machine_type()));
+        }
+        let (ca_crt, ca_key) = cfg.machine_ca();
+        if ca_crt.is_empty() {
+            errs.push("machine.ca.crt is required".to_string());
+        }
+        if cfg.is_control_plane() && ca_key.is_empty() {
+            errs.push("machine.ca.key is required on control plane nodes".to_string());
+        }
+        let metal = self.spec.hardware.platform == "metal";
+        if metal
+            && st.installed_disk.is_none()
+            && cfg.install_disk().is_empty()
+            && !cfg.has_disk_selector()
+        {
+            errs.push("either install disk or diskSelector should be defined".to_string());
+        }
+        if !errs.is_empty() {
+            return Err(Status::invalid_argument(
+                crate::secrets::bundle::multierror(&errs),
+            ));
+        }
+        let requested = Mode::try_from(req.mode).unwrap_or(Mode::Auto);
+        let reboot_reason = st.config.as_ref().and_then(|cur| reboot_reason(cur, &cfg));
+        let (mode, details) = if maintenance {
+            match requested {
+                Mode::Staged => (
+                    Mode::Staged,
+                    "Staged configuration to be applied after the next reboot".to_string(),
+                ),
+                _ => (
+                    Mode::NoReboot,
+                    "Applied configuration without a reboot".to_string(),
+                ),
+            }
+        } else {
+            match requested {
+                Mode::Try | Mode::NoReboot => {
+                    if let Some(r) = &reboot_reason {
+                        return Err(Status::invalid_argument(r.clone()));
+                    }
+                    (
+                        requested,
+                        "Applied configuration without a reboot".to_string(),
+                    )
+                }
+                Mode::Staged => (
+                    Mode::Staged,
+                    "Staged configuration to be applied after the next reboot".to_string(),
+                ),
+                Mode::Reboot => (
+                    Mode::Reboot,
+                    "Applied configuration with a reboot".to_string(),
+                ),
+                Mode::Auto => match &reboot_reason {
+                    Some(r) => (
+                        Mode::Reboot,
+                        format!("Applied configuration with a reboot: {r}"),
+                    ),
+                    None => (
+                        Mode::NoReboot,
+                        "Applied configuration without a reboot".to_string(),
+                    ),
+                },
+            }
+        };
+        if req.dry_run {
+            let plain = details.split(": ").next().unwrap_or(&details).to_string();
+            let current = st.config.as_ref().map(|c| c.text.as_str()).unwrap_or("");
+            let diff = if current == cfg.text {
+                "No changes.".to_string()
+            } else {
+                format!("Config diff:\n\n{}", unified_diff(current, &cfg.text))
+            };
+            return Ok(machine::ApplyConfiguration {
+                metadata: None,
+                warnings: vec![],
+                mode: mode as i32,
+                mode_details: format!("Dry run summary:\n{plain} (skipped in dry-run).\n{diff}"),
+            });
+        }
+        let mut details = details;
+        if maintenance {
+            let disk = cfg.install_disk();
+            if metal && st.installed_disk.is_none() {
+                let name = disk.trim_start_matches("/dev/").to_string();
+                let fallback = self
+                    .spec
+                    .hardware
+                    .install_disks()
+                    .next()
+                    .map(|d| d.name.clone());
+                st.installed_disk = if name.is_empty() {
+                    fallback
+                } else {
+                    Some(name)
+                };
+            }
+            if mode == Mode::Staged {
+                st.staged = Some(cfg);
+            } else {
+                st.set_config(Some(cfg));
+                st.rebooting = true;
+                drop(st);
+                self.reboot_soon();
+            }
+        } else {
+            match mode {
+                Mode::Staged => st.staged = Some(cfg),
+                Mode::Reboot => {
+                    st.set_config(Some(cfg));
+                    st.rebooting = true;
+                    drop(st);
+                    self.reboot_soon();
+                }
+                Mode::Try => {
+                    let timeout = req
+                        .try_mode_timeout
+                        .as_ref()
+                        .map(|d| {
+                            Duration::from_secs(d.seconds.max(0) as u64)
+                                + Duration::from_nanos(d.nanos.max(0) as u64)
+                        })
+                        .filter(|d| !d.is_zero())
+                        .unwrap_or(Duration::from_secs(60));
+                    let previous = st.config.clone();
+                    st.set_config(Some(cfg));
+                    let generation = st.config_version;
+                    st.try_rollback = Some((generation, previous));
+                    details.push_str(&format!(
+                        "\nThe config is applied in 'try' mode and will be automatically reverted back in {}",
+                        crate::talos::duration_text(timeout)
+                    ));
+                    let node = Arc::clone(self);
+                    tokio::spawn(async move {
+                        tokio::time::sleep(timeout).await;
+                        let mut st = node.state();
+                        if let Some((g, prev)) = st.try_rollback.take() {
+                            if g == st.config_version {
+                                st.set_config(prev);
+                            } else {
+                                st.try_rollback = Some((g, prev));
+                            }
+                        }
+                    });
+                }
+                _ => {
+                    st.try_rollback = None;
+                    st.set_config(Some(cfg));
+                }
+            }
+        }
+        Ok(machine::ApplyConfiguration {
+            metadata: None,
+            warnings: vec![],
+            mode: mode as i32,
+            mode_details: details,
+        })
+    }
+}
+
+/// Why moving from `cur` to `new` needs a reboot (the parts Talos cannot change live).
+fn reboot_reason(cur: &Config, new: &Config) -> Option<String> {
+    let pick = |c: &Config| -> Vec<serde_yaml_ng::Value> {
+        let v: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(c.text.split("\n---").next().unwrap_or("")).unwrap_or_default();
+        ["type", "install", "kernel"]
+            .iter()
+            .map(|k| {
+                v.get("machine")
+                    .and_then(|m| m.get(*k))
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect()
+    };
+    let (a, b) = (pick(cur), pick(new));
+    ["machine.type", "machine.install", "machine.kernel"]
+        .iter()
+        .zip(a.iter().zip(b.iter()))
+        .find(|(_, (x, y))| x != y)
+        .map(|(path, _)| {
+            format!("config change not supported: {path:?} can only change with a reboot")
+        })
+}
+
+/// A unified diff starting `--- a` / `+++ b`, as Talos prints dry-run diffs.
+pub fn unified_diff(old: &str, new: &str) -> String {
+    let patch = diffy::create_patch(old, new).to_string();
+    let mut out = String::from("--- a\n+++ b\n");
+    for line in patch.lines().skip(2) {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The services a node runs and their states: maintenance runs only the API; a configured
+/// node runs the Kubernetes stack, with etcd up once bootstrapped on a control plane.
+pub fn services(st: &State) -> Vec<(&'static str, &'static str)> {
+    let Some(cfg) = &st.config else {
+        return vec![
+            ("apid", "Running"),
+            ("machined", "Running"),
+            ("udevd", "Running"),
+        ];
+    };
+    let mut out = vec![
+        ("apid", "Running"),
+        ("containerd", "Running"),
+        ("cri", "Running"),
+    ];
+    if cfg.is_control_plane() {
+        out.push((
+            "etcd",
+            if st.etcd_bootstrapped {
+                "Running"
+            } else {
+                "Preparing"
+            },
+        ));
+    }
+    out.extend([
+        ("kubelet", "Running"),
+        ("machined", "Running"),
+        ("trustd", "Running"),
+        ("udevd", "Running"),
+    ]);
+    out
+}

@@ -1,0 +1,217 @@
+//! A simulated node's transport: one listener per boot on its address, TLS per mode, the
+//! connection wrapper that carries the peer's roles and is cut when the node "reboots", and the
+//! boot loop (serve, power off, wait, boot again).
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::server::TlsStream;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tonic::transport::server::Connected;
+use tonic::transport::Server;
+
+use super::certs;
+use super::node::Node;
+use super::service::{Registry, Svc};
+use crate::proto::cosi::resource::state_server::StateServer;
+use crate::proto::machine::machine_service_server::MachineServiceServer;
+
+/// Who is on the other end of a connection.
+#[derive(Clone, Debug)]
+pub struct Peer {
+    pub roles: Arc<Vec<String>>,
+    /// Cancelling it cuts this connection.
+    pub kill: CancellationToken,
+}
+
+/// A TLS connection that fails as soon as its kill token is cancelled.
+pub struct Conn {
+    io: TlsStream<TcpStream>,
+    killed: Pin<Box<WaitForCancellationFutureOwned>>,
+    peer: Peer,
+}
+
+impl Conn {
+    fn cut(&mut self, cx: &mut Context<'_>) -> bool {
+        self.killed.as_mut().poll(cx).is_ready()
+    }
+}
+
+fn reset() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionReset,
+        "the simulated node went down",
+    )
+}
+
+impl AsyncRead for Conn {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.cut(cx) {
+            return Poll::Ready(Err(reset()));
+        }
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Conn {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        if self.cut(cx) {
+            return Poll::Ready(Err(reset()));
+        }
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.cut(cx) {
+            return Poll::Ready(Err(reset()));
+        }
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+impl Connected for Conn {
+    type ConnectInfo = Peer;
+
+    fn connect_info(&self) -> Peer {
+        self.peer.clone()
+    }
+}
+
+use std::future::Future;
+
+/// Binds `addr`, retrying briefly while the previous boot's socket is released.
+async fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
+    let mut tries = 0;
+    loop {
+        match TcpListener::bind(addr).await {
+            Ok(l) => return Ok(l),
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse && tries < 50 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Serves one boot until it is powered off.
+async fn serve_boot(
+    node: &Arc<Node>,
+    registry: &Arc<Registry>,
+    listener: TcpListener,
+    boot: &CancellationToken,
+) -> anyhow::Result<()> {
+    let maintenance = node.state().in_maintenance();
+    let acceptor = TlsAcceptor::from(Arc::new(node.tls()?));
+    let (tx, rx) = tokio::sync::mpsc::channel::<io::Result<Conn>>(64);
+    let accepting = boot.clone();
+    tokio::spawn(async move {
+        loop {
+            let (tcp, _) = tokio::select! {
+                _ = accepting.cancelled() => break,
+                r = listener.accept() => match r { Ok(c) => c, Err(_) => continue },
+            };
+            let (acceptor, tx, kill) = (acceptor.clone(), tx.clone(), accepting.child_token());
+            tokio::spawn(async move {
+                let Ok(Ok(tls)) =
+                    tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await
+                else {
+                    return;
+                };
+                let roles = if maintenance {
+                    vec!["os:reader".to_string()]
+                } else {
+                    tls.get_ref()
+                        .1
+                        .peer_certificates()
+                        .and_then(|c| c.first())
+                        .map(certs::roles_of)
+                        .unwrap_or_default()
+                };
+                let peer = Peer {
+                    roles: Arc::new(roles),
+                    kill: kill.clone(),
+                };
+                let conn = Conn {
+                    io: tls,
+                    killed: Box::pin(kill.cancelled_owned()),
+                    peer,
+                };
+                let _ = tx.send(Ok(conn)).await;
+            });
+        }
+    });
+    let svc = Svc {
+        node: Arc::clone(node),
+        registry: Arc::clone(registry),
+    };
+    let max = crate::talos::client::MAX_MESSAGE;
+    node.up.send_replace(node.state().boots);
+    Server::builder()
+        .add_service(
+            MachineServiceServer::new(svc.clone())
+                .max_decoding_message_size(max)
+                .max_encoding_message_size(max),
+        )
+        .add_service(StateServer::new(svc).max_encoding_message_size(max))
+        .serve_with_incoming_shutdown(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+            boot.clone().cancelled_owned(),
+        )
+        .await?;
+    Ok(())
+}
+
+/// The node's life: serve a boot, and when it is powered off, stay down for the reboot delay
+/// and boot again, until the simulator stops.
+pub async fn run(node: Arc<Node>, registry: Arc<Registry>) {
+    let addr = SocketAddr::new(node.spec.addr, node.spec.port);
+    loop {
+        let boot = node.new_boot();
+        if node.faults().refuse {
+            node.up.send_replace(node.state().boots);
+            boot.cancelled().await;
+        } else {
+            match bind(addr).await {
+                Ok(listener) => {
+                    if let Err(e) = serve_boot(&node, &registry, listener, &boot).await {
+                        eprintln!("sim {addr}: {e:#}");
+                        boot.cancelled().await;
+                    }
+                }
+                Err(e) => {
+                    eprintln!("sim {addr}: cannot listen: {e}");
+                    node.stop.cancel();
+                }
+            }
+        }
+        node.up.send_replace(0);
+        if node.stop.is_cancelled() {
+            break;
+        }
+        tokio::select! {
+            _ = node.stop.cancelled() => break,
+            _ = tokio::time::sleep(node.spec.reboot_delay) => {}
+        }
+        node.state().boot();
+    }
+}

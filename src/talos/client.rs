@@ -1,0 +1,473 @@
+//! A connection to one Talos endpoint, optionally targeting a node through it (`node`/`nodes`
+//! metadata as talosctl sends it), with the machine and COSI calls talm makes. Every call has a
+//! deadline; errors name the node and the call.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use tokio_stream::StreamExt;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use tonic::{Code, Request, Status, Streaming};
+
+use super::creds::Auth;
+use super::errors::{self, Site};
+use crate::proto::common;
+use crate::proto::cosi::resource as cosi;
+use crate::proto::machine;
+
+/// The Talos API port.
+pub const DEFAULT_PORT: u16 = 50000;
+/// Largest message Talos sends or accepts (32 MiB).
+pub const MAX_MESSAGE: usize = 32 << 20;
+
+/// How to connect.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub auth: Auth,
+    /// Deadline of the connection and of each call.
+    pub timeout: Duration,
+}
+
+/// `host` → `host:50000`; a bare IPv6 address gets brackets.
+pub fn with_port(endpoint: &str) -> String {
+    let e = endpoint.trim();
+    if e.starts_with('[') {
+        return if e.contains("]:") {
+            e.to_string()
+        } else {
+            format!("{e}:{DEFAULT_PORT}")
+        };
+    }
+    match e.matches(':').count() {
+        0 => format!("{e}:{DEFAULT_PORT}"),
+        1 => e.to_string(),
+        _ => format!("[{e}]:{DEFAULT_PORT}"),
+    }
+}
+
+/// The host part of an endpoint, without port or brackets.
+pub fn host(endpoint: &str) -> String {
+    let e = with_port(endpoint);
+    let h = e.rsplit_once(':').map(|(h, _)| h).unwrap_or(&e);
+    h.trim_start_matches('[').trim_end_matches(']').to_string()
+}
+
+/// The common name of the certificate a node in maintenance mode presents.
+pub const MAINTENANCE_CN: &str = "maintenance-service.talos.dev";
+
+/// Text of the handshake error when an insecure connection meets a configured node.
+pub const NOT_MAINTENANCE: &str =
+    "the node presents its cluster certificate: it is not in maintenance mode";
+
+/// Accepts the self-signed certificate of maintenance mode (fresh on every boot) while still
+/// checking the handshake signatures. A node presenting any other certificate has left
+/// maintenance mode and would refuse the call for want of a client certificate; saying so here
+/// is clearer than the alert that follows.
+#[derive(Debug)]
+struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        use x509_parser::prelude::{FromDer, X509Certificate};
+        let maintenance = X509Certificate::from_der(end_entity).is_ok_and(|(_, c)| {
+            c.subject()
+                .iter_common_name()
+                .any(|cn| cn.as_str() == Ok(MAINTENANCE_CN))
+        });
+        if !maintenance {
+            return Err(rustls::Error::General(NOT_MAINTENANCE.into()));
+        }
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A live connection to one endpoint.
+#[derive(Clone)]
+pub struct Client {
+    /// The node as the user named it (the target, else the endpoint host): used in messages.
+    pub node: String,
+    /// `host:port` dialled.
+    pub endpoint: String,
+    target: Option<String>,
+    insecure: bool,
+    timeout: Duration,
+    channel: Channel,
+}
+
+impl Client {
+    /// Connects to `endpoint`; `target` is the node the calls are for when it is not the
+    /// endpoint itself (sent as metadata; maintenance mode ignores it).
+    pub async fn connect(endpoint: &str, target: Option<&str>, opts: &Options) -> Result<Client> {
+        let addr = with_port(endpoint);
+        let node = target.map(str::to_string).unwrap_or_else(|| host(endpoint));
+        let insecure = opts.auth.is_insecure();
+        let site = Site {
+            node: &node,
+            call: "connect",
+            insecure,
+        };
+        let uri = format!("https://{addr}");
+        let ep = Endpoint::from_shared(uri.clone())
+            .map_err(|e| {
+                crate::error::hinted(
+                    format!("node {node}: {uri:?} is not a valid endpoint: {e}"),
+                    "give endpoints and nodes as IP, host or host:port",
+                )
+            })?
+            .connect_timeout(opts.timeout)
+            .tcp_nodelay(true);
+        let tls_err = |e: tonic::transport::Error| errors::connect(site, &e);
+        let ep = match &opts.auth {
+            Auth::Insecure => {
+                let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+                ep.tls_config_with_verifier(ClientTlsConfig::new(), Arc::new(NoVerify(provider)))
+                    .map_err(tls_err)?
+            }
+            Auth::Mutual { ca_pem, identity } => ep
+                .tls_config(
+                    ClientTlsConfig::new()
+                        .ca_certificate(Certificate::from_pem(ca_pem))
+                        .identity(Identity::from_pem(&identity.cert_pem, &identity.key_pem)),
+                )
+                .map_err(tls_err)?,
+        };
+        let channel = match tokio::time::timeout(opts.timeout, ep.connect()).await {
+            Err(_) => return Err(errors::timeout(site, opts.timeout)),
+            Ok(Err(e)) => return Err(errors::connect(site, &e)),
+            Ok(Ok(c)) => c,
+        };
+        Ok(Client {
+            target: target.map(str::to_string),
+            node,
+            endpoint: addr,
+            insecure,
+            timeout: opts.timeout,
+            channel,
+        })
+    }
+
+    pub fn is_insecure(&self) -> bool {
+        self.insecure
+    }
+
+    fn site<'a>(&'a self, call: &'a str) -> Site<'a> {
+        Site {
+            node: &self.node,
+            call,
+            insecure: self.insecure,
+        }
+    }
+
+    fn machine(&self) -> machine::machine_service_client::MachineServiceClient<Channel> {
+        machine::machine_service_client::MachineServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(MAX_MESSAGE)
+            .max_encoding_message_size(MAX_MESSAGE)
+    }
+
+    fn state(&self) -> cosi::state_client::StateClient<Channel> {
+        cosi::state_client::StateClient::new(self.channel.clone())
+            .max_decoding_message_size(MAX_MESSAGE)
+    }
+
+    /// A request with the node targeting talosctl uses: `nodes` for machine calls (one-to-many
+    /// proxying), `node` for COSI calls. Maintenance connections send none.
+    fn request<T>(&self, msg: T, many: bool) -> Request<T> {
+        let mut r = Request::new(msg);
+        r.set_timeout(self.timeout);
+        if let (false, Some(t)) = (self.insecure, &self.target) {
+            if let Ok(v) = t.parse() {
+                r.metadata_mut()
+                    .insert(if many { "nodes" } else { "node" }, v);
+            }
+        }
+        r
+    }
+
+    /// Runs one call under the deadline and turns failures into node-named errors.
+    async fn call<T>(&self, call: &str, fut: impl Future<Output = Result<T, Status>>) -> Result<T> {
+        match tokio::time::timeout(self.timeout, fut).await {
+            Err(_) => Err(errors::timeout(self.site(call), self.timeout)),
+            Ok(Err(st)) if errors::is_deadline(&st) => {
+                Err(errors::timeout(self.site(call), self.timeout))
+            }
+            Ok(Err(st)) => Err(errors::status(self.site(call), &st)),
+            Ok(Ok(v)) => Ok(v),
+        }
+    }
+
+    /// Errors that a proxying node delivers inside a reply's metadata.
+    fn in_band(&self, call: &str, md: Option<&common::Metadata>) -> Result<()> {
+        let Some(md) = md else { return Ok(()) };
+        if md.error.is_empty() {
+            return Ok(());
+        }
+        let st = match &md.status {
+            Some(s) => Status::new(Code::from(s.code), s.message.clone()),
+            None => Status::unknown(md.error.clone()),
+        };
+        Err(errors::status(self.site(call), &st))
+    }
+
+    /// The first message of a one-to-many reply, after its in-band error check.
+    fn first<M>(
+        &self,
+        call: &str,
+        msgs: Vec<M>,
+        md: impl Fn(&M) -> Option<&common::Metadata>,
+    ) -> Result<M> {
+        for m in &msgs {
+            self.in_band(call, md(m))?;
+        }
+        msgs.into_iter().next().ok_or_else(|| {
+            crate::error::plain(format!(
+                "node {}: {call}: the node sent an empty reply",
+                self.node
+            ))
+        })
+    }
+
+    pub async fn version(&self) -> Result<machine::Version> {
+        let mut c = self.machine();
+        let r = self
+            .call("Version", c.version(self.request((), true)))
+            .await?;
+        self.first("Version", r.into_inner().messages, |m| m.metadata.as_ref())
+    }
+
+    pub async fn hostname(&self) -> Result<String> {
+        let mut c = self.machine();
+        let r = self
+            .call("Hostname", c.hostname(self.request((), true)))
+            .await?;
+        Ok(self
+            .first("Hostname", r.into_inner().messages, |m| m.metadata.as_ref())?
+            .hostname)
+    }
+
+    /// One resource, or `None` when the node has no such resource.
+    pub async fn get(&self, namespace: &str, ty: &str, id: &str) -> Result<Option<cosi::Resource>> {
+        let mut c = self.state();
+        let req = cosi::GetRequest {
+            namespace: namespace.into(),
+            r#type: ty.into(),
+            id: id.into(),
+            options: Some(cosi::GetOptions {}),
+        };
+        let fut = c.get(self.request(req, false));
+        match tokio::time::timeout(self.timeout, fut).await {
+            Err(_) => Err(errors::timeout(self.site("Get"), self.timeout)),
+            Ok(Err(st)) if st.code() == Code::NotFound => Ok(None),
+            Ok(Err(st)) if errors::is_deadline(&st) => {
+                Err(errors::timeout(self.site("Get"), self.timeout))
+            }
+            Ok(Err(st)) => Err(errors::status(self.site(&format!("get {ty}")), &st)),
+            Ok(Ok(r)) => Ok(r.into_inner().resource),
+        }
+    }
+
+    /// Every resource of a type in a namespace.
+    pub async fn list(&self, namespace: &str, ty: &str) -> Result<Vec<cosi::Resource>> {
+        let mut c = self.state();
+        let req = cosi::ListRequest {
+            namespace: namespace.into(),
+            r#type: ty.into(),
+            options: Some(cosi::ListOptions::default()),
+        };
+        let call = format!("list {ty}");
+        let stream = self
+            .call(&call, c.list(self.request(req, false)))
+            .await?
+            .into_inner();
+        let items = self.drain(&call, stream).await?;
+        Ok(items.into_iter().filter_map(|r| r.resource).collect())
+    }
+
+    /// Reads a server stream to its end under the deadline.
+    async fn drain<M>(&self, call: &str, mut stream: Streaming<M>) -> Result<Vec<M>> {
+        let collect = async {
+            let mut out = Vec::new();
+            while let Some(item) = stream.next().await {
+                out.push(item?);
+            }
+            Ok::<_, Status>(out)
+        };
+        self.call(call, collect).await
+    }
+
+    pub async fn apply(
+        &self,
+        req: machine::ApplyConfigurationRequest,
+    ) -> Result<machine::ApplyConfiguration> {
+        let mut c = self.machine();
+        let r = self
+            .call(
+                "ApplyConfiguration",
+                c.apply_configuration(self.request(req, true)),
+            )
+            .await?;
+        self.first("ApplyConfiguration", r.into_inner().messages, |m| {
+            m.metadata.as_ref()
+        })
+    }
+
+    pub async fn bootstrap(&self, req: machine::BootstrapRequest) -> Result<()> {
+        let mut c = self.machine();
+        let r = self
+            .call("Bootstrap", c.bootstrap(self.request(req, true)))
+            .await?;
+        self.first("Bootstrap", r.into_inner().messages, |m| {
+            m.metadata.as_ref()
+        })?;
+        Ok(())
+    }
+
+    /// The admin kubeconfig the node issues (the file inside the streamed archive).
+    pub async fn kubeconfig(&self) -> Result<Vec<u8>> {
+        let mut c = self.machine();
+        let stream = self
+            .call("Kubeconfig", c.kubeconfig(self.request((), true)))
+            .await?
+            .into_inner();
+        let chunks = self.drain("Kubeconfig", stream).await?;
+        let mut archive = Vec::new();
+        for d in &chunks {
+            self.in_band("Kubeconfig", d.metadata.as_ref())?;
+            archive.extend_from_slice(&d.bytes);
+        }
+        let (name, data) = super::archive::first_entry(&archive).map_err(|e| {
+            crate::error::hinted(
+                format!("node {}: Kubeconfig: unreadable archive: {e:#}", self.node),
+                "the stream may have been cut; retry",
+            )
+        })?;
+        if name != "kubeconfig" {
+            return Err(crate::error::plain(format!(
+                "node {}: Kubeconfig: the archive holds {name:?}, not \"kubeconfig\"",
+                self.node
+            )));
+        }
+        Ok(data)
+    }
+
+    pub async fn upgrade(&self, req: machine::UpgradeRequest) -> Result<machine::Upgrade> {
+        let mut c = self.machine();
+        let r = self
+            .call("Upgrade", c.upgrade(self.request(req, true)))
+            .await?;
+        self.first("Upgrade", r.into_inner().messages, |m| m.metadata.as_ref())
+    }
+
+    pub async fn reboot(&self, req: machine::RebootRequest) -> Result<machine::Reboot> {
+        let mut c = self.machine();
+        let r = self
+            .call("Reboot", c.reboot(self.request(req, true)))
+            .await?;
+        self.first("Reboot", r.into_inner().messages, |m| m.metadata.as_ref())
+    }
+
+    pub async fn reset(&self, req: machine::ResetRequest) -> Result<machine::Reset> {
+        let mut c = self.machine();
+        let r = self.call("Reset", c.reset(self.request(req, true))).await?;
+        self.first("Reset", r.into_inner().messages, |m| m.metadata.as_ref())
+    }
+
+    pub async fn services(&self) -> Result<Vec<machine::ServiceInfo>> {
+        let mut c = self.machine();
+        let r = self
+            .call("ServiceList", c.service_list(self.request((), true)))
+            .await?;
+        Ok(self
+            .first("ServiceList", r.into_inner().messages, |m| {
+                m.metadata.as_ref()
+            })?
+            .services)
+    }
+
+    /// A service's log lines (not following).
+    pub async fn logs(&self, req: machine::LogsRequest) -> Result<Vec<u8>> {
+        let mut c = self.machine();
+        let stream = self
+            .call("Logs", c.logs(self.request(req, true)))
+            .await?
+            .into_inner();
+        self.data("Logs", stream).await
+    }
+
+    /// The kernel log (not following).
+    pub async fn dmesg(&self, req: machine::DmesgRequest) -> Result<Vec<u8>> {
+        let mut c = self.machine();
+        let stream = self
+            .call("Dmesg", c.dmesg(self.request(req, true)))
+            .await?
+            .into_inner();
+        self.data("Dmesg", stream).await
+    }
+
+    async fn data(&self, call: &str, stream: Streaming<common::Data>) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        for d in self.drain(call, stream).await? {
+            self.in_band(call, d.metadata.as_ref())?;
+            out.extend_from_slice(&d.bytes);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_get_the_default_port() {
+        assert_eq!(with_port("10.0.0.1"), "10.0.0.1:50000");
+        assert_eq!(with_port("10.0.0.1:123"), "10.0.0.1:123");
+        assert_eq!(with_port("fd00::1"), "[fd00::1]:50000");
+        assert_eq!(with_port("[fd00::1]:7"), "[fd00::1]:7");
+        assert_eq!(host("[fd00::1]:7"), "fd00::1");
+        assert_eq!(host("node-1"), "node-1");
+    }
+}

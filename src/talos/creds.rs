@@ -1,0 +1,195 @@
+//! Credentials for the Talos API: a talosconfig context (CA, client certificate and key) or
+//! none at all (maintenance mode), checked before any connection is made.
+
+use std::path::Path;
+
+use anyhow::Result;
+use serde_yaml_ng::Value;
+use time::OffsetDateTime;
+use x509_parser::prelude::{FromDer, X509Certificate};
+
+use crate::error::hinted;
+use crate::secrets::{bundle::unb64, pki, talosconfig};
+
+/// A client certificate with its key as PKCS#8 PEM (`PRIVATE KEY`), the form TLS stacks load;
+/// Talos writes Ed25519 keys under `ED25519 PRIVATE KEY`, which is relabelled here.
+#[derive(Clone)]
+pub struct Identity {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Identity(<redacted>)")
+    }
+}
+
+/// How a connection authenticates.
+#[derive(Clone, Debug)]
+pub enum Auth {
+    /// Maintenance mode: the server is not verified and no client certificate is sent.
+    Insecure,
+    /// mTLS: the server is verified against `ca_pem`, the client presents `identity`.
+    Mutual { ca_pem: String, identity: Identity },
+}
+
+impl Auth {
+    pub fn is_insecure(&self) -> bool {
+        matches!(self, Auth::Insecure)
+    }
+}
+
+/// One talosconfig context, ready to connect with.
+#[derive(Clone, Debug)]
+pub struct Context {
+    pub name: String,
+    pub endpoints: Vec<String>,
+    pub nodes: Vec<String>,
+    pub auth: Auth,
+}
+
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_sequence)
+        .map(|s| {
+            s.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Reads `path` and picks `context` (empty: the current one).
+pub fn load_context(path: &Path, context: &str) -> Result<Context> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        hinted(
+            format!("failed to read talosconfig {file}: {e}"),
+            "run `talm talosconfig` to regenerate it from secrets.yaml, `talm init -d` to open talosconfig.encrypted, or pass --talosconfig; use -i/--insecure for nodes in maintenance mode",
+        )
+    })?;
+    parse_context(&text, &file, context, OffsetDateTime::now_utc())
+}
+
+/// Parses talosconfig text (`file` names it in errors) and checks the chosen context's
+/// credentials, including the client certificate's validity at `now`.
+pub fn parse_context(
+    text: &str,
+    file: &str,
+    context: &str,
+    now: OffsetDateTime,
+) -> Result<Context> {
+    let cfg = talosconfig::load(text, file)?;
+    let name = if context.is_empty() {
+        cfg.get("context")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    } else {
+        context.to_string()
+    };
+    let regen = "run `talm talosconfig` to issue a fresh client certificate from secrets.yaml";
+    let ctx = cfg
+        .get("contexts")
+        .and_then(|c| c.get(name.as_str()))
+        .ok_or_else(|| {
+            hinted(
+                format!("context not found in talosconfig: {name:?} ({file})"),
+                "pick one of its contexts with --context, or fix `context:` in the file",
+            )
+        })?;
+    let field = |key: &str| -> Result<String> {
+        let v = ctx.get(key).and_then(Value::as_str).unwrap_or("");
+        if v.is_empty() {
+            return Err(hinted(
+                format!(
+                    "{file}: contexts.{name}.{key} is empty: the context has no client credentials"
+                ),
+                regen,
+            ));
+        }
+        unb64(v).map_err(|e| hinted(format!("{file}: contexts.{name}.{key}: {e}"), regen))
+    };
+    let ca_pem = field("ca")?;
+    let cert_pem = field("crt")?;
+    let key = pki::PrivateKey::from_pem(&field("key")?)
+        .map_err(|e| hinted(format!("{file}: contexts.{name}.key: {e}"), regen))?;
+    check_validity(&cert_pem, now)
+        .map_err(|what| hinted(format!("{file}: contexts.{name}.crt: {what}"), regen))?;
+    Ok(Context {
+        endpoints: strings(ctx.get("endpoints")),
+        nodes: strings(ctx.get("nodes")),
+        name,
+        auth: Auth::Mutual {
+            ca_pem,
+            identity: Identity {
+                cert_pem,
+                key_pem: pki::pem_encode("PRIVATE KEY", key.pkcs8_der()),
+            },
+        },
+    })
+}
+
+/// The certificate parses and is valid at `now`; otherwise what is wrong with it.
+fn check_validity(cert_pem: &str, now: OffsetDateTime) -> Result<(), String> {
+    let (_, der) = pki::pem_decode(cert_pem).ok_or("not a PEM certificate")?;
+    let (_, cert) =
+        X509Certificate::from_der(&der).map_err(|e| format!("not an X.509 certificate: {e}"))?;
+    let v = cert.validity();
+    let fmt = |t: &x509_parser::time::ASN1Time| t.to_datetime().date().to_string();
+    if now < v.not_before.to_datetime() {
+        return Err(format!(
+            "the client certificate is not valid before {}",
+            fmt(&v.not_before)
+        ));
+    }
+    if now > v.not_after.to_datetime() {
+        return Err(format!(
+            "the client certificate expired on {}",
+            fmt(&v.not_after)
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secrets::bundle::Bundle;
+    use crate::secrets::contract::Contract;
+
+    fn talosconfig_text(now: OffsetDateTime) -> String {
+        let bundle = Bundle::generate(Contract::parse("v1.6").unwrap(), now).unwrap();
+        let v = talosconfig::generate(&bundle, "demo", &["10.0.0.1".into()], now).unwrap();
+        crate::yaml::to_string(&v)
+    }
+
+    #[test]
+    fn loads_current_context_and_relabels_the_ed25519_key() {
+        let now = OffsetDateTime::now_utc();
+        let ctx = parse_context(&talosconfig_text(now), "tc", "", now).unwrap();
+        assert_eq!(ctx.name, "demo");
+        assert_eq!(ctx.endpoints, ["10.0.0.1"]);
+        let Auth::Mutual { identity, .. } = ctx.auth else {
+            panic!("mutual")
+        };
+        assert!(identity.key_pem.starts_with("-----BEGIN PRIVATE KEY-----"));
+    }
+
+    #[test]
+    fn refuses_unknown_context_and_expired_certificate() {
+        let now = OffsetDateTime::now_utc();
+        let text = talosconfig_text(now);
+        let err = parse_context(&text, "tc", "other", now).unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("context not found in talosconfig: \"other\""));
+        let later = now + time::Duration::days(400);
+        let err = parse_context(&text, "tc", "", later).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("the client certificate expired on"),
+            "{err}"
+        );
+    }
+}
