@@ -29,8 +29,22 @@ pub struct Global {
     #[arg(long, global = true, value_name = "NAME")]
     pub context: Option<String>,
     /// Target nodes (comma-separated or repeated)
-    #[arg(long, global = true, value_delimiter = ',', value_name = "IP")]
+    #[arg(
+        short = 'n',
+        long,
+        global = true,
+        value_delimiter = ',',
+        value_name = "IP"
+    )]
     pub nodes: Vec<String>,
+    /// Deadline for connecting to a node and for each call (e.g. 30s, 2m)
+    #[arg(
+        long,
+        global = true,
+        value_name = "DURATION",
+        env = "TALM_CALL_TIMEOUT"
+    )]
+    pub call_timeout: Option<String>,
     /// Turn chart and preset drift warnings into errors
     #[arg(long, global = true)]
     pub strict_charts: bool,
@@ -55,6 +69,14 @@ pub enum Command {
     /// Generate Talos configs without a project (as `talosctl gen`)
     #[command(subcommand)]
     Gen(GenCommand),
+    /// Print the Talos version of nodes
+    Version(VersionArgs),
+    /// Print resources of nodes (talosctl's kinds and aliases: disks, links, addresses, routes...)
+    Get(GetArgs),
+    /// Record what templates read from a node (disks, links, addresses, routes...) as a --facts file
+    Discover(NodeArgs),
+    /// Run simulated Talos nodes on loopback addresses until interrupted
+    Sim(SimArgs),
     /// Print a shell completion script
     Completion {
         /// The shell to complete for
@@ -215,6 +237,60 @@ pub struct GenConfigArgs {
     pub force: bool,
 }
 
+/// How a command finds and reaches its nodes.
+#[derive(Debug, Args)]
+pub struct NodeArgs {
+    #[command(flatten)]
+    pub endpoints: Endpoints,
+    /// Node files whose modelines give nodes and endpoints
+    #[arg(short = 'f', long = "file", value_delimiter = ',', value_name = "PATH")]
+    pub files: Vec<String>,
+    /// Connect in maintenance mode (no client certificate, server not verified)
+    #[arg(short = 'i', long)]
+    pub insecure: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VersionArgs {
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// Print only the server tags
+    #[arg(long)]
+    pub short: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// Resource kind: a type, its display name or an alias (links, disks, machineconfig...)
+    pub kind: String,
+    /// A resource ID (all of the kind when left out)
+    pub id: Option<String>,
+    /// Namespace (default: the kind's own)
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Output format
+    #[arg(short = 'o', long, default_value = "table", value_parser = ["table", "yaml", "json"])]
+    pub output: String,
+    #[command(flatten)]
+    pub node: NodeArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// A node address (loopback, e.g. 127.0.0.11); repeat for more nodes
+    #[arg(long = "node", value_name = "IP", value_delimiter = ',')]
+    pub node: Vec<String>,
+    /// Port every node listens on
+    #[arg(long, default_value_t = 50000)]
+    pub port: u16,
+    /// A YAML file describing each node's hardware and faults
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<String>,
+    /// How long a rebooting node stays down
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub reboot_delay: String,
+}
+
 #[derive(Debug, Args)]
 pub struct TalosconfigArgs {
     #[command(flatten)]
@@ -224,7 +300,7 @@ pub struct TalosconfigArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
+    use clap::{CommandFactory, FromArgMatches};
 
     #[test]
     fn cli_definition_is_consistent() {
@@ -232,10 +308,11 @@ mod tests {
     }
 
     #[test]
-    fn nodes_has_no_short_flag() {
-        let err = Cli::command()
-            .try_get_matches_from(["talm", "-n", "x", "talosconfig"])
-            .unwrap_err();
-        assert_eq!(err.kind(), clap::error::ErrorKind::UnknownArgument);
+    fn nodes_take_short_n_anywhere() {
+        let m = Cli::command()
+            .try_get_matches_from(["talm", "discover", "-n", "10.0.0.1,10.0.0.2"])
+            .unwrap();
+        let cli = Cli::from_arg_matches(&m).unwrap();
+        assert_eq!(cli.global.nodes, ["10.0.0.1", "10.0.0.2"]);
     }
 }

@@ -9,7 +9,7 @@ use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
 use rhai::{Array, Dynamic, Map};
 
-use crate::cli::{Cli, Command, GenCommand, Global, ValueArgs};
+use crate::cli::{Cli, Command, GenCommand, Global, NodeArgs, ValueArgs};
 use crate::error::hinted;
 use crate::project::{chart::Chart, drift, root};
 
@@ -116,6 +116,63 @@ fn inside_root(path: &str, root: &str) -> Result<String> {
         })
 }
 
+/// Where node commands get their credentials: `--talosconfig` (from the working directory),
+/// else the project's (Chart.yaml `globalOptions.talosconfig`, else `talosconfig` at the root),
+/// else `./talosconfig`; with `--context` and `--call-timeout`.
+fn set_node_defaults(g: &Global, root: Option<&str>) -> Result<()> {
+    let talosconfig = match (&g.talosconfig, root) {
+        (Some(p), _) => root::absolute(Path::new(p))?,
+        (None, Some(r)) => Path::new(r).join(Chart::load(Path::new(r))?.talosconfig()),
+        (None, None) => root::absolute(Path::new("talosconfig"))?,
+    };
+    let timeout = match &g.call_timeout {
+        None => None,
+        Some(t) => Some(
+            crate::talos::parse_duration(t)
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    hinted(
+                        format!("--call-timeout {t:?} is not a duration"),
+                        "give Go duration text such as 30s, 2m or 1m30s",
+                    )
+                })?,
+        ),
+    };
+    crate::runtime::api_talos::set_defaults(crate::runtime::api_talos::Defaults {
+        talosconfig,
+        context: g.context.clone().unwrap_or_default(),
+        timeout,
+    });
+    Ok(())
+}
+
+/// The project a node command runs in, if any: the first -f file's, else the one at or above
+/// --root; drift is checked when there is one.
+fn node_project(g: &Global, root_explicit: bool, files: &[String]) -> Result<Option<String>> {
+    if let Some(first) = files.first() {
+        let root = root_from_file(first, g, root_explicit)?;
+        check_project(&root, g)?;
+        return Ok(Some(root));
+    }
+    let start = root::absolute(Path::new(&g.root))?;
+    match root::detect(&start)? {
+        Some(r) if Path::new(&r).join("Chart.yaml").exists() => {
+            let r = r.display().to_string();
+            check_project(&r, g)?;
+            Ok(Some(r))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// ARGS shared by commands that talk to nodes.
+fn node_args(a: &mut Map, n: &NodeArgs, root: Option<String>) {
+    a.insert("root".into(), root.unwrap_or_default().into());
+    a.insert("endpoints".into(), strings(&n.endpoints.endpoints).into());
+    a.insert("files".into(), strings(&n.files).into());
+    a.insert("insecure".into(), n.insecure.into());
+}
+
 /// Parses the arguments and runs the command; returns the exit code.
 pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
     let matches = match Cli::command().try_get_matches_from(args) {
@@ -161,6 +218,7 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             if !t.files.is_empty() {
                 check_project(&root, &cli.global)?;
             }
+            set_node_defaults(&cli.global, Some(&root))?;
             a.insert("root".into(), root.into());
             a.insert("endpoints".into(), strings(&t.endpoints.endpoints).into());
             a.insert("templates".into(), strings(&t.templates).into());
@@ -203,6 +261,31 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             a.insert("force".into(), g.force.into());
             let _ = crate::runtime::run_bundled("gen_config", a)?;
         }
+        Command::Version(v) => {
+            let root = node_project(&cli.global, root_explicit, &v.node.files)?;
+            set_node_defaults(&cli.global, root.as_deref())?;
+            node_args(&mut a, &v.node, root);
+            a.insert("short".into(), v.short.into());
+            a.insert("client_version".into(), crate::version::current().into());
+            let _ = crate::runtime::run_bundled("version", a)?;
+        }
+        Command::Get(g) => {
+            let root = node_project(&cli.global, root_explicit, &g.node.files)?;
+            set_node_defaults(&cli.global, root.as_deref())?;
+            node_args(&mut a, &g.node, root);
+            a.insert("kind".into(), g.kind.clone().into());
+            a.insert("id".into(), opt(&g.id));
+            a.insert("namespace".into(), opt(&g.namespace));
+            a.insert("output".into(), g.output.clone().into());
+            let _ = crate::runtime::run_bundled("get", a)?;
+        }
+        Command::Discover(d) => {
+            let root = node_project(&cli.global, root_explicit, &d.files)?;
+            set_node_defaults(&cli.global, root.as_deref())?;
+            node_args(&mut a, d, root);
+            let _ = crate::runtime::run_bundled("discover", a)?;
+        }
+        Command::Sim(s) => return crate::sim::cli::run(s),
         Command::Completion { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(*shell, &mut cmd, "talm", &mut std::io::stdout());

@@ -127,7 +127,7 @@ impl Harness {
         let r = self
             .apply(
                 Auth::Insecure,
-                &config(MachineType::ControlPlane, Some("/dev/vda")),
+                &config(MachineType::ControlPlane, Some("/dev/nvme0n1")),
                 machine::apply_configuration_request::Mode::Auto,
                 false,
             )
@@ -284,7 +284,7 @@ fn maintenance_mode_is_read_only_and_self_signed() {
     assert!(err.to_string().contains("not authorized"), "{err}");
 
     // Apply validates like Talos: unknown keys, and an install disk on metal.
-    let bad = config(MachineType::ControlPlane, Some("/dev/vda")).replacen(
+    let bad = config(MachineType::ControlPlane, Some("/dev/nvme0n1")).replacen(
         "machine:\n",
         "machine:\n    bogusKey: 1\n",
         1,
@@ -321,7 +321,7 @@ fn maintenance_mode_is_read_only_and_self_signed() {
     let r = h
         .apply(
             Auth::Insecure,
-            &config(MachineType::ControlPlane, Some("/dev/vda")),
+            &config(MachineType::ControlPlane, Some("/dev/nvme0n1")),
             machine::apply_configuration_request::Mode::Auto,
             true,
         )
@@ -410,7 +410,7 @@ fn apply_reboots_into_mutual_tls_with_roles() {
     let err = h
         .apply(
             mutual(&["os:reader"]),
-            &config(MachineType::ControlPlane, Some("/dev/vda")),
+            &config(MachineType::ControlPlane, Some("/dev/nvme0n1")),
             machine::apply_configuration_request::Mode::Auto,
             false,
         )
@@ -468,7 +468,7 @@ fn apply_modes_upgrade_and_reset() {
     let h = Harness::start("127.0.2.4", |_| {});
     h.install();
     use machine::apply_configuration_request::Mode;
-    let cfg = config(MachineType::ControlPlane, Some("/dev/vda"));
+    let cfg = config(MachineType::ControlPlane, Some("/dev/nvme0n1"));
     let changed = cfg.replacen(
         "machine:\n",
         "machine:\n    sysctls:\n        net.core.somaxconn: \"65535\"\n",
@@ -501,7 +501,7 @@ fn apply_modes_upgrade_and_reset() {
         r.mode_details,
         "Staged configuration to be applied after the next reboot"
     );
-    let other_disk = cfg.replace("disk: /dev/vda", "disk: /dev/sdb");
+    let other_disk = cfg.replace("disk: /dev/nvme0n1", "disk: /dev/sdb");
     let err = h
         .apply(admin(), &other_disk, Mode::NoReboot, false)
         .unwrap_err();
@@ -533,7 +533,7 @@ fn apply_modes_upgrade_and_reset() {
     // Reset: validation, then back to maintenance.
     let err = talm::talos::block_on(c.reset(machine::ResetRequest {
         mode: machine::reset_request::WipeMode::SystemDisk as i32,
-        user_disks_to_wipe: vec!["/dev/vda".into()],
+        user_disks_to_wipe: vec!["/dev/nvme0n1".into()],
         ..Default::default()
     }))
     .unwrap_err();

@@ -39,6 +39,34 @@ fn lock(p: &PlanHandle) -> std::sync::MutexGuard<'_, Plan> {
     p.plan.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// `-f` arguments with folders replaced by the *.yaml / *.yml files below them.
+pub fn expand_files(paths: &[String]) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for p in paths {
+        let path = Path::new(p);
+        if !path.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        let found: Vec<_> = fsutil::files_below(path)?
+            .into_iter()
+            .filter(|(rel, _)| rel.ends_with(".yaml") || rel.ends_with(".yml"))
+            .collect();
+        if found.is_empty() {
+            return Err(crate::error::hinted(
+                format!("no YAML files found in directory {p}"),
+                "pass node files, or a folder holding them",
+            ));
+        }
+        out.extend(
+            found
+                .into_iter()
+                .map(|(_, full)| full.display().to_string()),
+        );
+    }
+    Ok(out)
+}
+
 pub fn register(engine: &mut Engine) {
     let mut m = Module::new();
     FuncRegistration::new("find_root")
@@ -113,6 +141,7 @@ pub fn register(engine: &mut Engine) {
                 map.insert("talosconfig".into(), c.talosconfig().into());
                 map.insert("secrets".into(), c.secrets().into());
                 map.insert("talos_version".into(), c.template.talos_version.clone().into());
+                map.insert("offline".into(), c.template.offline.into());
                 let files: Array = c.template.value_files.iter().cloned().map(Dynamic::from).collect();
                 map.insert("value_files".into(), files.into());
                 Ok(map)
@@ -181,30 +210,14 @@ pub fn register(engine: &mut Engine) {
         ])
         .set_into_module(&mut m, |paths: Array| {
             native(|| {
-                let mut out = Array::new();
-                for p in paths.into_iter().filter_map(|d| d.into_string().ok()) {
-                    let path = Path::new(&p);
-                    if path.is_dir() {
-                        let found: Vec<_> = fsutil::files_below(path)?
-                            .into_iter()
-                            .filter(|(rel, _)| rel.ends_with(".yaml") || rel.ends_with(".yml"))
-                            .collect();
-                        if found.is_empty() {
-                            return Err(crate::error::hinted(
-                                format!("no YAML files found in directory {p}"),
-                                "pass node files, or a folder holding them",
-                            ));
-                        }
-                        out.extend(
-                            found
-                                .into_iter()
-                                .map(|(_, full)| Dynamic::from(full.display().to_string())),
-                        );
-                    } else {
-                        out.push(Dynamic::from(p));
-                    }
-                }
-                Ok(out)
+                let paths: Vec<String> = paths
+                    .into_iter()
+                    .filter_map(|d| d.into_string().ok())
+                    .collect();
+                Ok(expand_files(&paths)?
+                    .into_iter()
+                    .map(Dynamic::from)
+                    .collect::<Array>())
             })
         });
     FuncRegistration::new("split_path")

@@ -19,8 +19,12 @@ fn concat(chart: &[String], cli: Vec<String>) -> Vec<String> {
     chart.iter().cloned().chain(cli).collect()
 }
 
-/// The facts a render reads: a recorded file, nothing (offline), or, later, a live node.
+/// The facts a render reads: a node's discovery (a map from `n.discover()`), a recorded file,
+/// or nothing (offline).
 fn facts(opts: &Map, chart: &Chart) -> Result<Facts> {
+    if let Some(live) = opts.get("facts").filter(|v| v.is_map()) {
+        return Ok(rhai::serde::from_dynamic(live)?);
+    }
     let file = text(opts, "facts");
     if !file.is_empty() {
         return Facts::parse(&fsutil::read_text(Path::new(&file))?, &file);
@@ -29,8 +33,8 @@ fn facts(opts: &Map, chart: &Chart) -> Result<Facts> {
         return Ok(Facts::empty());
     }
     Err(hinted(
-        "reading facts from a live node needs the native Talos client, which this build does not have yet",
-        "render with --offline, or from facts recorded earlier with --facts FILE",
+        "rendering needs the node's facts",
+        "pass the discovered node (`facts: n.discover()`), a facts file (--facts FILE), or render --offline",
     ))
 }
 

@@ -7,6 +7,7 @@ mod api_preset;
 mod api_project;
 mod api_render;
 mod api_secrets;
+pub mod api_talos;
 mod api_yaml;
 mod opts;
 
@@ -27,6 +28,7 @@ pub fn engine() -> Engine {
     api_preset::register(&mut engine);
     api_render::register(&mut engine);
     api_secrets::register(&mut engine);
+    api_talos::register(&mut engine);
     api_yaml::register(&mut engine);
     engine
 }

@@ -87,7 +87,7 @@ fn metal() -> String {
 }
 
 impl Hardware {
-    /// A QEMU-like machine for `addr`: disk `vda` (32 GiB virtio), NIC `eth0` with `addr/24`
+    /// A QEMU-like machine for `addr`: disk `nvme0n1` (32 GiB NVMe), NIC `eth0` with `addr/24`
     /// and the `.1` of that /24 as gateway, resolvers 1.1.1.1 and 8.8.8.8.
     pub fn default_for(addr: IpAddr) -> Hardware {
         let (cidr, gateway, mac) = match addr {
@@ -110,13 +110,13 @@ impl Hardware {
         };
         Hardware {
             disks: vec![Disk {
-                name: "vda".into(),
+                name: "nvme0n1".into(),
                 size: 34_359_738_368,
-                model: String::new(),
-                serial: String::new(),
-                wwid: String::new(),
-                transport: "virtio".into(),
-                rotational: true,
+                model: "QEMU NVMe Ctrl".into(),
+                serial: "deadbeef".into(),
+                wwid: "nvme.1b36-6465616462656566-51454d55204e564d65204374726c-00000001".into(),
+                transport: "nvme".into(),
+                rotational: false,
                 readonly: false,
                 cdrom: false,
             }],
@@ -139,6 +139,15 @@ impl Hardware {
     /// Disks visible to the installer (writable, not CD-ROMs).
     pub fn install_disks(&self) -> impl Iterator<Item = &Disk> {
         self.disks.iter().filter(|d| !d.readonly && !d.cdrom)
+    }
+
+    /// The disk an install path names: `/dev/<name>`, or `/dev/disk/by-id/nvme-<wwid>`.
+    pub fn disk_at(&self, path: &str) -> Option<&Disk> {
+        let rest = path.strip_prefix("/dev/")?;
+        if let Some(wwid) = rest.strip_prefix("disk/by-id/nvme-") {
+            return self.install_disks().find(|d| d.wwid == wwid);
+        }
+        self.install_disks().find(|d| d.name == rest)
     }
 }
 

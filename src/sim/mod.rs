@@ -3,6 +3,7 @@
 //! reboot and reset, following the semantics in `talos-api.md`. Usable from tests in-process.
 
 pub mod certs;
+pub mod cli;
 pub mod facts;
 pub mod faults;
 pub mod hardware;

@@ -11,7 +11,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use tokio_stream::StreamExt;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic::{Code, Request, Status, Streaming};
 
 use super::creds::Auth;
@@ -80,13 +80,7 @@ impl ServerCertVerifier for NoVerify {
         _ocsp: &[u8],
         _now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        use x509_parser::prelude::{FromDer, X509Certificate};
-        let maintenance = X509Certificate::from_der(end_entity).is_ok_and(|(_, c)| {
-            c.subject()
-                .iter_common_name()
-                .any(|cn| cn.as_str() == Ok(MAINTENANCE_CN))
-        });
-        if !maintenance {
+        if !is_maintenance_cert(end_entity) {
             return Err(rustls::Error::General(NOT_MAINTENANCE.into()));
         }
         Ok(ServerCertVerified::assertion())
@@ -125,6 +119,79 @@ impl ServerCertVerifier for NoVerify {
     }
 }
 
+fn is_maintenance_cert(end_entity: &CertificateDer<'_>) -> bool {
+    use x509_parser::prelude::{FromDer, X509Certificate};
+    X509Certificate::from_der(end_entity).is_ok_and(|(_, c)| {
+        c.subject()
+            .iter_common_name()
+            .any(|cn| cn.as_str() == Ok(MAINTENANCE_CN))
+    })
+}
+
+/// Text of the handshake error when an authenticated connection meets a maintenance node.
+pub const IN_MAINTENANCE: &str =
+    "the node presents its maintenance certificate: it is in maintenance mode";
+
+/// Verifies the server against the talosconfig's CA, but first recognises a node that is still
+/// in maintenance mode, so the error says that rather than "unknown issuer".
+#[derive(Debug)]
+struct Verified(Arc<rustls::client::WebPkiServerVerifier>);
+
+impl ServerCertVerifier for Verified {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if is_maintenance_cert(end_entity) {
+            return Err(rustls::Error::General(IN_MAINTENANCE.into()));
+        }
+        self.0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// A verifier trusting only `ca_pem`.
+fn verified(ca_pem: &str) -> Result<Verified> {
+    let mut roots = rustls::RootCertStore::empty();
+    let (_, der) = crate::secrets::pki::pem_decode(ca_pem)
+        .ok_or_else(|| crate::error::plain("the talosconfig CA is not PEM"))?;
+    roots
+        .add(CertificateDer::from(der))
+        .map_err(|e| crate::error::plain(format!("the talosconfig CA is unusable: {e}")))?;
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let inner =
+        rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+            .build()
+            .map_err(|e| crate::error::plain(format!("the talosconfig CA is unusable: {e}")))?;
+    Ok(Verified(inner))
+}
+
 /// A live connection to one endpoint.
 #[derive(Clone)]
 pub struct Client {
@@ -132,6 +199,8 @@ pub struct Client {
     pub node: String,
     /// `host:port` dialled.
     pub endpoint: String,
+    /// How errors name the node: `node`, or `node (via endpoint)` when proxied.
+    label: String,
     target: Option<String>,
     insecure: bool,
     timeout: Duration,
@@ -145,8 +214,13 @@ impl Client {
         let addr = with_port(endpoint);
         let node = target.map(str::to_string).unwrap_or_else(|| host(endpoint));
         let insecure = opts.auth.is_insecure();
+        let label = if host(endpoint) == node {
+            node.clone()
+        } else {
+            format!("{node} (via {addr})")
+        };
         let site = Site {
-            node: &node,
+            node: &label,
             call: "connect",
             insecure,
         };
@@ -168,10 +242,10 @@ impl Client {
                     .map_err(tls_err)?
             }
             Auth::Mutual { ca_pem, identity } => ep
-                .tls_config(
+                .tls_config_with_verifier(
                     ClientTlsConfig::new()
-                        .ca_certificate(Certificate::from_pem(ca_pem))
                         .identity(Identity::from_pem(&identity.cert_pem, &identity.key_pem)),
+                    Arc::new(verified(ca_pem)?),
                 )
                 .map_err(tls_err)?,
         };
@@ -183,6 +257,7 @@ impl Client {
         Ok(Client {
             target: target.map(str::to_string),
             node,
+            label,
             endpoint: addr,
             insecure,
             timeout: opts.timeout,
@@ -196,7 +271,7 @@ impl Client {
 
     fn site<'a>(&'a self, call: &'a str) -> Site<'a> {
         Site {
-            node: &self.node,
+            node: &self.label,
             call,
             insecure: self.insecure,
         }

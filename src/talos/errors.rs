@@ -43,13 +43,19 @@ fn transport(site: Site, text: &str) -> Option<anyhow::Error> {
     if lower.contains("connection refused") {
         return e("connection refused".into(), UNREACHABLE_HINT);
     }
+    if lower.contains("it is in maintenance mode") {
+        return e(
+            "the node is in maintenance mode (it has no config yet)".into(),
+            "use -i/--insecure for maintenance nodes (template, apply); calls such as bootstrap and kubeconfig need the node configured first: `talm apply -f nodes/<node>.yaml -i`",
+        );
+    }
     if lower.contains("unknownissuer")
         || lower.contains("unknown issuer")
         || lower.contains("badsignature")
     {
         return e(
             "the node's certificate is not signed by the talosconfig's CA".into(),
-            "a node still in maintenance mode needs -i/--insecure (apply a config first); otherwise the node belongs to another cluster or the talosconfig to another project (check --talosconfig and --context)",
+            "the node belongs to another cluster, or the talosconfig to another project: check --talosconfig and --context",
         );
     }
     if lower.contains("notvalidforname") || lower.contains("not valid for name") {

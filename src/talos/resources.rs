@@ -89,3 +89,139 @@ pub fn matches_definition(def: &Value, kind: &str) -> Option<(String, String)> {
             .any(|a| a.to_ascii_lowercase() == want);
     hit.then_some((ty, ns))
 }
+
+/// Resolves a user's kind (`links`, `LinkStatus`, `linkstatuses.net.talos.dev`...) through the
+/// node's resource definitions, as talosctl does: `(type, default namespace)`.
+pub async fn resolve(
+    client: &super::client::Client,
+    kind: &str,
+) -> anyhow::Result<(String, String)> {
+    let defs = client
+        .list("meta", "ResourceDefinitions.meta.cosi.dev")
+        .await?;
+    let hits: Vec<(String, String)> = defs
+        .iter()
+        .map(to_value)
+        .filter_map(|d| matches_definition(&d, kind))
+        .collect();
+    match hits.len() {
+        1 => Ok(hits.into_iter().next().expect("one hit")),
+        0 => Err(crate::error::hinted(
+            format!("node {}: resource {kind:?} is not registered", client.node),
+            "list the node's resource types with `talm get rd`",
+        )),
+        _ => Err(crate::error::plain(format!(
+            "node {}: resource type {kind:?} is ambiguous: {:?}",
+            client.node,
+            hits.iter().map(|h| h.0.clone()).collect::<Vec<_>>()
+        ))),
+    }
+}
+
+/// Metadata keys in the order talosctl prints them (maps that passed through scripts come back
+/// sorted).
+fn ordered_metadata(md: &Value) -> Value {
+    const ORDER: [&str; 10] = [
+        "namespace",
+        "type",
+        "id",
+        "version",
+        "owner",
+        "phase",
+        "created",
+        "updated",
+        "labels",
+        "annotations",
+    ];
+    let Some(map) = md.as_mapping() else {
+        return md.clone();
+    };
+    let mut out = Mapping::new();
+    for k in ORDER {
+        if let Some(v) = map.get(k) {
+            out.insert(k.into(), v.clone());
+        }
+    }
+    for (k, v) in map {
+        if !out.contains_key(k) {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    Value::Mapping(out)
+}
+
+fn meta_text(r: &Value, key: &str) -> String {
+    r.get("metadata")
+        .and_then(|m| m.get(key))
+        .map(|v| match v {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            _ => String::new(),
+        })
+        .unwrap_or_default()
+}
+
+/// Resources as `talm get` prints them: `table` (NODE NAMESPACE TYPE ID VERSION), `yaml`
+/// (`node:`, `metadata:`, `spec:` per resource, `---` between) or `json` (one object each).
+pub fn format(node: &str, items: &[Value], output: &str) -> anyhow::Result<String> {
+    let with_node = |r: &Value| -> Value {
+        let mut m = Mapping::new();
+        m.insert("node".into(), node.into());
+        if let Some(md) = r.get("metadata") {
+            m.insert("metadata".into(), ordered_metadata(md));
+        }
+        m.insert("spec".into(), r.get("spec").cloned().unwrap_or(Value::Null));
+        Value::Mapping(m)
+    };
+    match output {
+        "yaml" => Ok(items
+            .iter()
+            .map(|r| crate::yaml::to_string(&with_node(r)))
+            .collect::<Vec<_>>()
+            .join("---\n")),
+        "json" => {
+            let mut out = String::new();
+            for r in items {
+                let j: serde_json::Value = serde_json::to_value(with_node(r))?;
+                out.push_str(&serde_json::to_string_pretty(&j)?);
+                out.push('\n');
+            }
+            Ok(out)
+        }
+        "table" => {
+            let mut rows = vec![["NODE", "NAMESPACE", "TYPE", "ID", "VERSION"]
+                .map(str::to_string)
+                .to_vec()];
+            for r in items {
+                let ty = meta_text(r, "type");
+                let short = ty.split('.').next().unwrap_or(&ty).to_string();
+                rows.push(vec![
+                    node.to_string(),
+                    meta_text(r, "namespace"),
+                    short,
+                    meta_text(r, "id"),
+                    meta_text(r, "version"),
+                ]);
+            }
+            let widths: Vec<usize> = (0..5)
+                .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+                .collect();
+            let mut out = String::new();
+            for row in rows {
+                let line: Vec<String> = row
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
+                    .collect();
+                out.push_str(line.join("   ").trim_end());
+                out.push('\n');
+            }
+            Ok(out)
+        }
+        other => Err(crate::error::hinted(
+            format!("unknown output format {other:?}"),
+            "use -o table, -o yaml or -o json",
+        )),
+    }
+}

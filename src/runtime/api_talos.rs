@@ -1,0 +1,267 @@
+//! Talking to nodes from scripts: `node(addr[, opts])` handles with `version()`, `get()`,
+//! `discover()`, and `talos::targets(opts)` resolving nodes and endpoints from flags, modeline
+//! and talosconfig the way talosctl does. Connections open on first use and are kept.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use anyhow::Result;
+use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
+
+use super::native;
+use super::opts::{flag, list, text};
+use crate::error::hinted;
+use crate::talos::client::{self, Client};
+use crate::talos::creds::{self, Auth};
+use crate::talos::{block_on, discovery, resources};
+
+/// What `node(addr)` uses unless told otherwise: set by the command line.
+#[derive(Clone, Debug, Default)]
+pub struct Defaults {
+    pub talosconfig: PathBuf,
+    pub context: String,
+    pub timeout: Option<Duration>,
+}
+
+fn defaults() -> &'static Mutex<Defaults> {
+    static D: OnceLock<Mutex<Defaults>> = OnceLock::new();
+    D.get_or_init(|| Mutex::new(Defaults::default()))
+}
+
+/// Sets the talosconfig, context and deadline scripts connect with by default.
+pub fn set_defaults(d: Defaults) {
+    *defaults().lock().unwrap_or_else(|e| e.into_inner()) = d;
+}
+
+/// A node as scripts hold it: where to connect, as whom, and the connection once made.
+#[derive(Clone)]
+pub struct Node {
+    pub name: String,
+    endpoint: String,
+    target: Option<String>,
+    opts: client::Options,
+    conn: Arc<Mutex<Option<Client>>>,
+}
+
+impl Node {
+    fn client(&self) -> Result<Client> {
+        let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = guard.as_ref() {
+            return Ok(c.clone());
+        }
+        let c = block_on(Client::connect(
+            &self.endpoint,
+            self.target.as_deref(),
+            &self.opts,
+        ))?;
+        *guard = Some(c.clone());
+        Ok(c)
+    }
+}
+
+fn auth(opts: &Map, insecure: bool) -> Result<(Auth, Option<creds::Context>)> {
+    if insecure {
+        return Ok((Auth::Insecure, None));
+    }
+    let d = defaults().lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let path = match text(opts, "talosconfig") {
+        p if !p.is_empty() => PathBuf::from(p),
+        _ if d.talosconfig.as_os_str().is_empty() => PathBuf::from("talosconfig"),
+        _ => d.talosconfig.clone(),
+    };
+    let context = match text(opts, "context") {
+        c if !c.is_empty() => c,
+        _ => d.context.clone(),
+    };
+    let ctx = creds::load_context(&path, &context)?;
+    Ok((ctx.auth.clone(), Some(ctx)))
+}
+
+fn timeout(opts: &Map) -> Result<Duration> {
+    if let Some(v) = opts.get("timeout") {
+        if let Ok(secs) = v.as_int() {
+            return Ok(Duration::from_secs(secs.max(1) as u64));
+        }
+        if let Ok(f) = v.as_float() {
+            return Ok(Duration::from_secs_f64(f.max(0.001)));
+        }
+        let t = v.clone().into_string().unwrap_or_default();
+        return crate::talos::parse_duration(&t).ok_or_else(|| {
+            hinted(
+                format!("timeout {t:?} is not a duration"),
+                "give seconds, or Go duration text such as 30s or 2m",
+            )
+        });
+    }
+    Ok(defaults()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .timeout
+        .unwrap_or(crate::talos::DEFAULT_TIMEOUT))
+}
+
+fn make(name: &str, endpoint: &str, insecure: bool, auth: Auth, timeout: Duration) -> Node {
+    let target = (!insecure && client::host(endpoint) != name).then(|| name.to_string());
+    Node {
+        name: name.to_string(),
+        endpoint: endpoint.to_string(),
+        target,
+        opts: client::Options { auth, timeout },
+        conn: Arc::new(Mutex::new(None)),
+    }
+}
+
+/// `node(addr, #{insecure, endpoint, talosconfig, context, timeout})`.
+fn node_with(addr: &str, opts: &Map) -> Result<Node> {
+    let insecure = flag(opts, "insecure");
+    let (auth, _) = auth(opts, insecure)?;
+    let endpoint = match text(opts, "endpoint") {
+        e if !e.is_empty() && !insecure => e,
+        _ => addr.to_string(),
+    };
+    Ok(make(addr, &endpoint, insecure, auth, timeout(opts)?))
+}
+
+/// The nodes a command acts on: `nodes` (else the talosconfig context's), each reached through
+/// the first of `endpoints` (else the context's), or directly in maintenance mode.
+fn targets(opts: &Map) -> Result<Array> {
+    let insecure = flag(opts, "insecure");
+    let (auth, ctx) = auth(opts, insecure)?;
+    let mut nodes = list(opts, "nodes");
+    let mut endpoints = list(opts, "endpoints");
+    let (nodes_cli, endpoints_cli) = (!nodes.is_empty(), !endpoints.is_empty());
+    for f in super::api_project::expand_files(&list(opts, "files"))? {
+        let text = crate::project::fsutil::read_text(std::path::Path::new(&f))
+            .map_err(|e| anyhow::anyhow!("error opening config file: {e}"))?;
+        let nf = crate::project::modeline::find(&text, &f)?;
+        if !nodes_cli {
+            nodes.extend(nf.modeline.nodes);
+        }
+        if !endpoints_cli {
+            endpoints.extend(nf.modeline.endpoints);
+        }
+    }
+    if let Some(ctx) = &ctx {
+        if nodes.is_empty() {
+            nodes = ctx.nodes.clone();
+        }
+        if endpoints.is_empty() {
+            endpoints = ctx.endpoints.clone();
+        }
+    }
+    if nodes.is_empty() {
+        return Err(hinted(
+            "nodes are not set for the command",
+            "use --nodes, a node file's modeline (-f), or set nodes in the talosconfig context",
+        ));
+    }
+    let t = timeout(opts)?;
+    Ok(nodes
+        .iter()
+        .map(|n| {
+            let ep = if insecure {
+                n.clone()
+            } else {
+                endpoints.first().cloned().unwrap_or_else(|| n.clone())
+            };
+            Dynamic::from(make(n, &ep, insecure, auth.clone(), t))
+        })
+        .collect())
+}
+
+fn to_dyn(v: &serde_yaml_ng::Value) -> Result<Dynamic> {
+    Ok(rhai::serde::to_dynamic(v)?)
+}
+
+fn version(n: &Node) -> Result<Map> {
+    let c = n.client()?;
+    let v = block_on(c.version())?;
+    let mut m: Map = to_dyn(&discovery::version_value(&v))?.cast::<Map>();
+    m.insert("node".into(), n.name.clone().into());
+    Ok(m)
+}
+
+fn get(n: &Node, kind: &str, id: &str, namespace: &str) -> Result<Dynamic> {
+    let c = n.client()?;
+    block_on(async {
+        let (ty, default_ns) = resources::resolve(&c, kind).await?;
+        let ns = if namespace.is_empty() {
+            default_ns
+        } else {
+            namespace.to_string()
+        };
+        if id.is_empty() {
+            let items: Vec<serde_yaml_ng::Value> = c
+                .list(&ns, &ty)
+                .await?
+                .iter()
+                .map(resources::to_value)
+                .collect();
+            return to_dyn(&serde_yaml_ng::Value::Sequence(items));
+        }
+        match c.get(&ns, &ty, id).await? {
+            Some(r) => to_dyn(&resources::to_value(&r)),
+            None => Ok(Dynamic::UNIT),
+        }
+    })
+}
+
+fn discover(n: &Node) -> Result<Dynamic> {
+    let c = n.client()?;
+    let facts = block_on(discovery::discover(&c))?;
+    Ok(rhai::serde::to_dynamic(&facts)?)
+}
+
+pub fn register(engine: &mut Engine) {
+    engine.register_type_with_name::<Node>("Node");
+    engine.register_get("name", |n: &mut Node| n.name.clone());
+    engine.register_get("endpoint", |n: &mut Node| n.endpoint.clone());
+    engine.register_fn("to_string", |n: &mut Node| format!("node({})", n.name));
+    FuncRegistration::new("node")
+        .with_comments(["/// A node reached through the project's talosconfig, at `addr`."])
+        .register_into_engine(engine, |addr: &str| native(|| node_with(addr, &Map::new())));
+    FuncRegistration::new("node")
+        .with_comments(["/// A node with options: `insecure` (maintenance mode), `endpoint`, `talosconfig`, `context`, `timeout` (seconds or `30s`)."])
+        .register_into_engine(engine, |addr: &str, opts: Map| native(|| node_with(addr, &opts)));
+    FuncRegistration::new("version")
+        .with_comments(["/// The node's Talos version: #{node, tag, sha, built, go_version, os, arch, platform, mode, rbac}."])
+        .register_into_engine(engine, |n: &mut Node| native(|| version(n)));
+    FuncRegistration::new("get")
+        .with_comments(["/// Every resource of a kind (talosctl aliases work: links, addresses, routes, disks...), as #{metadata, spec} maps."])
+        .register_into_engine(engine, |n: &mut Node, kind: &str| native(|| get(n, kind, "", "")));
+    FuncRegistration::new("get")
+        .with_comments(["/// One resource by ID, or () when the node has none."])
+        .register_into_engine(engine, |n: &mut Node, kind: &str, id: &str| {
+            native(|| get(n, kind, id, ""))
+        });
+    FuncRegistration::new("get")
+        .with_comments(["/// One resource by ID in a namespace (an empty ID lists them all)."])
+        .register_into_engine(engine, |n: &mut Node, kind: &str, id: &str, ns: &str| {
+            native(|| get(n, kind, id, ns))
+        });
+    FuncRegistration::new("discover")
+        .with_comments(["/// Everything presets read from the node: #{node, version, resources: #{disks, links, addresses, routes, ...}}, the `--facts` file format."])
+        .register_into_engine(engine, |n: &mut Node| native(|| discover(n)));
+
+    let mut m = Module::new();
+    FuncRegistration::new("targets")
+        .with_comments(["/// The nodes a command acts on, from #{nodes, endpoints, files, insecure, talosconfig, context, timeout}: flags win, then the node files' modelines, then the talosconfig context."])
+        .set_into_module(&mut m, |opts: Map| native(|| targets(&opts)));
+    FuncRegistration::new("format")
+        .with_comments([
+            "/// Resources (from `get`) as `talm get` prints them for `node`: table, yaml or json.",
+        ])
+        .set_into_module(&mut m, |node: &str, items: Dynamic, output: &str| {
+            native(|| {
+                let v: serde_yaml_ng::Value = rhai::serde::from_dynamic(&items)?;
+                let items = match v {
+                    serde_yaml_ng::Value::Sequence(s) => s,
+                    serde_yaml_ng::Value::Null => vec![],
+                    one => vec![one],
+                };
+                resources::format(node, &items, output)
+            })
+        });
+    engine.register_static_module("talos", m.into());
+}

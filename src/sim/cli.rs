@@ -1,0 +1,71 @@
+//! `talm sim`: starts simulated nodes from `--node` addresses or a config file and serves them
+//! in the foreground until interrupted.
+
+use std::net::IpAddr;
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::{check_loopback, parse_file, NodeSpec, Sim};
+use crate::cli::SimArgs;
+use crate::error::hinted;
+
+/// The node specs the flags describe.
+pub fn specs(args: &SimArgs) -> Result<Vec<NodeSpec>> {
+    let delay = crate::talos::parse_duration(&args.reboot_delay).ok_or_else(|| {
+        hinted(
+            format!("--reboot-delay {:?} is not a duration", args.reboot_delay),
+            "for example --reboot-delay 2s",
+        )
+    })?;
+    let mut out = Vec::new();
+    if let Some(file) = &args.config {
+        let text = crate::project::fsutil::read_text(Path::new(file))?;
+        out = parse_file(&text, file, args.port, delay)?;
+    }
+    for n in &args.node {
+        let ip: IpAddr = n.parse().map_err(|_| {
+            hinted(
+                format!("--node {n:?} is not an IP address"),
+                "give loopback addresses, e.g. --node 127.0.0.11",
+            )
+        })?;
+        check_loopback(ip)?;
+        let mut spec = NodeSpec::new(ip, args.port);
+        spec.reboot_delay = delay;
+        out.push(spec);
+    }
+    if out.is_empty() {
+        return Err(hinted(
+            "no nodes to simulate",
+            "pass --node 127.0.0.11 (repeatable) or --config FILE",
+        ));
+    }
+    Ok(out)
+}
+
+/// Runs the simulator until Ctrl-C (or SIGTERM); returns the exit code.
+pub fn run(args: &SimArgs) -> Result<i32> {
+    let specs = specs(args)?;
+    crate::talos::block_on(async move {
+        let sim = Sim::start(specs).await?;
+        for n in &sim.nodes {
+            eprintln!(
+                "simulated Talos {} node at {}:{} (maintenance mode, {} disk(s), {} link(s))",
+                n.spec.version,
+                n.spec.addr,
+                n.spec.port,
+                n.spec.hardware.disks.len(),
+                n.spec.hardware.links.len()
+            );
+        }
+        eprintln!("serving until interrupted (Ctrl-C)");
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        sim.stop().await;
+        Ok(0)
+    })
+}
