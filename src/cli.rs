@@ -69,6 +69,8 @@ pub enum Command {
     /// Generate Talos configs without a project (as `talosctl gen`)
     #[command(subcommand)]
     Gen(GenCommand),
+    /// Bootstrap etcd on a control-plane node (once per cluster)
+    Bootstrap(NodeArgs),
     /// Print the Talos version of nodes
     Version(VersionArgs),
     /// Print resources of nodes (talosctl's kinds and aliases: disks, links, addresses, routes...)

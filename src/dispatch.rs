@@ -279,6 +279,12 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             a.insert("output".into(), g.output.clone().into());
             let _ = crate::runtime::run_bundled("get", a)?;
         }
+        Command::Bootstrap(b) => {
+            let root = node_project(&cli.global, root_explicit, &b.files)?;
+            set_node_defaults(&cli.global, root.as_deref())?;
+            node_args(&mut a, b, root);
+            let _ = crate::runtime::run_bundled("bootstrap", a)?;
+        }
         Command::Discover(d) => {
             let root = node_project(&cli.global, root_explicit, &d.files)?;
             set_node_defaults(&cli.global, root.as_deref())?;

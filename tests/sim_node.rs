@@ -444,6 +444,52 @@ fn client_certificates_from_another_ca_are_refused() {
         err.to_string().contains("rejected the client certificate"),
         "{err}"
     );
+    // An expired certificate from the right CA, and one whose usage is not client-auth only.
+    let (our_ca, our_key) = bundle().os_ca().unwrap();
+    let past = OffsetDateTime::now_utc() - time::Duration::days(800);
+    let expired = talm::secrets::pki::client_cert(&our_ca, &our_key, &["os:admin"], past).unwrap();
+    let expired = Auth::Mutual {
+        ca_pem: our_ca.clone(),
+        identity: creds::Identity {
+            cert_pem: expired.cert_pem,
+            key_pem: talm::secrets::pki::pem_encode("PRIVATE KEY", expired.key.pkcs8_der()),
+        },
+    };
+    let err = h
+        .connect(expired)
+        .and_then(|c| talm::talos::block_on(c.version()))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("rejected the client certificate"),
+        "{err}"
+    );
+    let key =
+        talm::secrets::pki::PrivateKey::generate(talm::secrets::pki::KeyKind::Ed25519).unwrap();
+    let mut p = rcgen::CertificateParams::default();
+    let mut dn = rcgen::DistinguishedName::new();
+    dn.push(rcgen::DnType::OrganizationName, "os:admin");
+    p.distinguished_name = dn;
+    p.extended_key_usages = vec![
+        rcgen::ExtendedKeyUsagePurpose::ClientAuth,
+        rcgen::ExtendedKeyUsagePurpose::ServerAuth,
+    ];
+    let issuer = rcgen::Issuer::from_ca_cert_pem(&our_ca, our_key.key_pair().unwrap()).unwrap();
+    let both = p.signed_by(&key.key_pair().unwrap(), &issuer).unwrap();
+    let both = Auth::Mutual {
+        ca_pem: our_ca,
+        identity: creds::Identity {
+            cert_pem: both.pem(),
+            key_pem: talm::secrets::pki::pem_encode("PRIVATE KEY", key.pkcs8_der()),
+        },
+    };
+    let err = h
+        .connect(both)
+        .and_then(|c| talm::talos::block_on(c.version()))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("rejected the client certificate"),
+        "{err}"
+    );
     // Our client refuses a server whose CA is not the talosconfig's.
     let wrong_ca = Auth::Mutual {
         ca_pem: ca,

@@ -240,6 +240,14 @@ pub fn register(engine: &mut Engine) {
         .register_into_engine(engine, |n: &mut Node, kind: &str, id: &str, ns: &str| {
             native(|| get(n, kind, id, ns))
         });
+    FuncRegistration::new("bootstrap")
+        .with_comments(["/// Bootstraps etcd on the node (a control plane, once); a second call fails with Talos's AlreadyExists."])
+        .register_into_engine(engine, |n: &mut Node| {
+            native(|| {
+                let c = n.client()?;
+                block_on(c.bootstrap(crate::proto::machine::BootstrapRequest::default()))
+            })
+        });
     FuncRegistration::new("discover")
         .with_comments(["/// Everything presets read from the node: #{node, version, resources: #{disks, links, addresses, routes, ...}}, the `--facts` file format."])
         .register_into_engine(engine, |n: &mut Node| native(|| discover(n)));

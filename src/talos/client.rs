@@ -201,6 +201,8 @@ pub struct Client {
     pub endpoint: String,
     /// How errors name the node: `node`, or `node (via endpoint)` when proxied.
     label: String,
+    /// Set once a call on this connection has succeeded.
+    answered: Arc<std::sync::atomic::AtomicBool>,
     target: Option<String>,
     insecure: bool,
     timeout: Duration,
@@ -223,6 +225,7 @@ impl Client {
             node: &label,
             call: "connect",
             insecure,
+            fresh: true,
         };
         let uri = format!("https://{addr}");
         let ep = Endpoint::from_shared(uri.clone())
@@ -258,6 +261,7 @@ impl Client {
             target: target.map(str::to_string),
             node,
             label,
+            answered: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             endpoint: addr,
             insecure,
             timeout: opts.timeout,
@@ -274,6 +278,7 @@ impl Client {
             node: &self.label,
             call,
             insecure: self.insecure,
+            fresh: !self.answered.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 
@@ -310,7 +315,11 @@ impl Client {
                 Err(errors::timeout(self.site(call), self.timeout))
             }
             Ok(Err(st)) => Err(errors::status(self.site(call), &st)),
-            Ok(Ok(v)) => Ok(v),
+            Ok(Ok(v)) => {
+                self.answered
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                Ok(v)
+            }
         }
     }
 
@@ -380,7 +389,11 @@ impl Client {
                 Err(errors::timeout(self.site("Get"), self.timeout))
             }
             Ok(Err(st)) => Err(errors::status(self.site(&format!("get {ty}")), &st)),
-            Ok(Ok(r)) => Ok(r.into_inner().resource),
+            Ok(Ok(r)) => {
+                self.answered
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                Ok(r.into_inner().resource)
+            }
         }
     }
 

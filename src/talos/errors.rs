@@ -14,6 +14,9 @@ pub struct Site<'a> {
     pub node: &'a str,
     pub call: &'a str,
     pub insecure: bool,
+    /// No call has succeeded on this authenticated connection yet: a connection closed now is
+    /// most likely the node rejecting the client certificate (TLS 1.3 reports that late).
+    pub fresh: bool,
 }
 
 /// The whole source chain of an error as one line of text.
@@ -79,6 +82,7 @@ fn transport(site: Site, text: &str) -> Option<anyhow::Error> {
         || lower.contains("unsupportedcertificate")
         || lower.contains("certificateunknown")
         || lower.contains("decrypterror")
+        || (!site.insecure && lower.contains("handshakefailure"))
     {
         return e(
             "the node rejected the client certificate".into(),
@@ -105,6 +109,12 @@ fn transport(site: Site, text: &str) -> Option<anyhow::Error> {
         || lower.contains("unexpectedeof")
         || lower.contains("goaway")
     {
+        if site.fresh && !site.insecure {
+            return e(
+                "the node closed the connection right after the TLS handshake: it most likely rejected the client certificate (expired, from another cluster's CA, or not for client auth only)".into(),
+                REGEN_HINT,
+            );
+        }
         return e(
             format!("the connection was cut ({})", first_line(text)),
             "the node may be rebooting or the network dropped; retry once it answers again",
@@ -175,7 +185,7 @@ pub fn status(site: Site, st: &Status) -> anyhow::Error {
             let hint = if site.insecure {
                 "the node is in maintenance mode, where only reads and applying a config are allowed: apply one first (`talm apply -i`), then talk to it with the talosconfig (without -i)"
             } else {
-                "the talosconfig's client certificate lacks the role this call needs (os:admin for changes): regenerate it with `talm talosconfig`"
+                "the talosconfig's client certificate lacks the role this call needs (os:admin for changes and secrets): regenerate it with `talm talosconfig`"
             };
             hinted(format!("node {node}: {call}: {msg}"), hint)
         }
@@ -241,6 +251,7 @@ mod tests {
             node: "10.0.0.1",
             call: "Version",
             insecure: false,
+            fresh: false,
         }
     }
 
