@@ -1,6 +1,9 @@
 //! The secrets bundle against Talos's own vectors, and the certificates talm generates:
 //! algorithm, subject, validity, key usage, EKU and chain.
 
+mod common;
+
+use common::verify_signed_by;
 use talm::secrets::bundle::{multierror, unb64, Bundle};
 use talm::secrets::contract::Contract;
 use talm::secrets::pki::{self, KeyKind, PrivateKey};
@@ -13,25 +16,6 @@ const STABILITY: &str = include_str!("fixtures/talos/stability/secrets.yaml");
 
 fn pem_der(pem: &str) -> Vec<u8> {
     pki::pem_decode(pem).expect("PEM").1
-}
-
-/// Verifies that `cert` was signed by `ca`'s key (Ed25519 or ECDSA P-256).
-fn verify_signed_by(cert: &X509Certificate<'_>, ca: &X509Certificate<'_>) {
-    use aws_lc_rs::signature::{UnparsedPublicKey, ECDSA_P256_SHA256_ASN1, ED25519};
-    let spki = ca.public_key();
-    let key = spki.subject_public_key.data.as_ref();
-    let alg: &dyn aws_lc_rs::signature::VerificationAlgorithm =
-        if spki.algorithm.algorithm.to_id_string() == "1.3.101.112" {
-            &ED25519
-        } else {
-            &ECDSA_P256_SHA256_ASN1
-        };
-    UnparsedPublicKey::new(alg, key)
-        .verify(
-            cert.tbs_certificate.as_ref(),
-            cert.signature_value.data.as_ref(),
-        )
-        .expect("signature verifies with the issuer's key");
 }
 
 fn orgs(name: &X509Name<'_>) -> Vec<String> {

@@ -2,6 +2,8 @@
 //! real TLS on loopback: maintenance mode, apply and reboot into mTLS, certificates, roles,
 //! bootstrap once, kubeconfig, upgrade, reset, node routing and faults.
 
+mod common;
+
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -650,4 +652,29 @@ fn faults_end_with_clear_errors() {
     let err = talm::talos::block_on(c.version()).unwrap_err();
     assert!(err.to_string().contains("no answer within"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[test]
+fn reboots_keep_state_and_streams_serve() {
+    let h = Harness::start("127.0.2.7", |_| {});
+    h.install();
+    let c = h.connect(admin()).unwrap();
+    talm::talos::block_on(c.bootstrap(machine::BootstrapRequest::default())).unwrap();
+    let boots = h.boots();
+    let r = talm::talos::block_on(c.reboot(machine::RebootRequest::default())).unwrap();
+    assert_eq!(r.actor_id.len(), 36);
+    h.wait_reboot(boots);
+    // Down for the reboot, up again with the same config and etcd data.
+    let c = h.connect(admin()).unwrap();
+    let err = talm::talos::block_on(c.bootstrap(machine::BootstrapRequest::default())).unwrap_err();
+    assert!(err.to_string().contains("AlreadyExists"), "{err}");
+    let services = talm::talos::block_on(c.services()).unwrap();
+    assert!(services.iter().any(|s| s.id == "etcd" && s.state == "Running"), "{services:?}");
+    let logs = String::from_utf8(talm::talos::block_on(c.logs(machine::LogsRequest { id: "kubelet".into(), tail_lines: 2, ..Default::default() })).unwrap()).unwrap();
+    assert_eq!(logs.lines().count(), 2, "{logs}");
+    let dmesg = String::from_utf8(talm::talos::block_on(c.dmesg(machine::DmesgRequest::default())).unwrap()).unwrap();
+    assert!(dmesg.contains("(boot 3)"), "install and reboot are two boots after the first: {dmesg}");
+    let watched = talm::talos::block_on(c.watch_current("network", "LinkStatuses.net.talos.dev")).unwrap();
+    assert_eq!(watched.len(), 2, "lo and eth0");
+    assert_eq!(talm::talos::block_on(c.hostname()).unwrap().len(), "talos-xxx-yyy".len());
 }

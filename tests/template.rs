@@ -271,7 +271,7 @@ fn render_refusals() {
     );
     d.refused(
         &["template", "-t", "templates/probe.yaml"],
-        "needs the native Talos client",
+        "nodes are not set for the command",
     );
     d.write("facts.yaml", "resources: [oops]\n");
     d.refused(

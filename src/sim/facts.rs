@@ -511,7 +511,9 @@ mod tests {
     fn aliases_follow_talosctl() {
         let d = find_def("LinkStatuses.net.talos.dev").unwrap();
         let (aliases, all) = all_aliases(d);
-        assert_eq!(aliases, ["linkstatus", "ls", "lss", "link", "links"]);
+        assert_eq!(aliases, ["linkstatus", "ls", "link", "links"]);
+        let (aliases, _) = all_aliases(find_def("MachineConfigs.config.talos.dev").unwrap());
+        assert_eq!(aliases, ["machineconfig", "mc", "mcs"]);
         assert_eq!(
             &all[..3],
             ["linkstatuses", "linkstatuses.net", "linkstatuses.net.talos"]

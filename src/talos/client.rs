@@ -426,6 +426,37 @@ impl Client {
         self.call(call, collect).await
     }
 
+    /// The first batch of a watch with bootstrap contents: the resources as they are now (the
+    /// `BOOTSTRAPPED` marker ends it).
+    pub async fn watch_current(&self, namespace: &str, ty: &str) -> Result<Vec<cosi::Resource>> {
+        let mut c = self.state();
+        let req = cosi::WatchRequest {
+            namespace: namespace.into(),
+            r#type: ty.into(),
+            id: None,
+            options: Some(cosi::WatchOptions {
+                bootstrap_contents: true,
+                ..Default::default()
+            }),
+            api_version: 1,
+        };
+        let call = format!("watch {ty}");
+        let mut stream = self.call(&call, c.watch(self.request(req, false))).await?.into_inner();
+        let read = async {
+            let mut out = Vec::new();
+            while let Some(batch) = stream.next().await {
+                for ev in batch?.event {
+                    if ev.event_type == cosi::EventType::Bootstrapped as i32 {
+                        return Ok(out);
+                    }
+                    out.extend(ev.resource);
+                }
+            }
+            Ok::<_, Status>(out)
+        };
+        self.call(&call, read).await
+    }
+
     pub async fn apply(
         &self,
         req: machine::ApplyConfigurationRequest,

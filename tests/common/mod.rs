@@ -19,6 +19,28 @@ pub fn yaml_docs(text: &str) -> Vec<serde_yaml_ng::Value> {
         .collect()
 }
 
+/// Verifies that `cert` was signed by `ca`'s key (Ed25519 or ECDSA P-256).
+pub fn verify_signed_by(
+    cert: &x509_parser::certificate::X509Certificate<'_>,
+    ca: &x509_parser::certificate::X509Certificate<'_>,
+) {
+    use aws_lc_rs::signature::{UnparsedPublicKey, ECDSA_P256_SHA256_ASN1, ED25519};
+    let spki = ca.public_key();
+    let key = spki.subject_public_key.data.as_ref();
+    let alg: &dyn aws_lc_rs::signature::VerificationAlgorithm =
+        if spki.algorithm.algorithm.to_id_string() == "1.3.101.112" {
+            &ED25519
+        } else {
+            &ECDSA_P256_SHA256_ASN1
+        };
+    UnparsedPublicKey::new(alg, key)
+        .verify(
+            cert.tbs_certificate.as_ref(),
+            cert.signature_value.data.as_ref(),
+        )
+        .expect("signature verifies with the issuer's key");
+}
+
 /// A temporary working folder for one test.
 pub struct Dir {
     pub tmp: tempfile::TempDir,
