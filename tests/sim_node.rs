@@ -669,12 +669,105 @@ fn reboots_keep_state_and_streams_serve() {
     let err = talm::talos::block_on(c.bootstrap(machine::BootstrapRequest::default())).unwrap_err();
     assert!(err.to_string().contains("AlreadyExists"), "{err}");
     let services = talm::talos::block_on(c.services()).unwrap();
-    assert!(services.iter().any(|s| s.id == "etcd" && s.state == "Running"), "{services:?}");
-    let logs = String::from_utf8(talm::talos::block_on(c.logs(machine::LogsRequest { id: "kubelet".into(), tail_lines: 2, ..Default::default() })).unwrap()).unwrap();
+    assert!(
+        services
+            .iter()
+            .any(|s| s.id == "etcd" && s.state == "Running"),
+        "{services:?}"
+    );
+    let logs = String::from_utf8(
+        talm::talos::block_on(c.logs(machine::LogsRequest {
+            id: "kubelet".into(),
+            tail_lines: 2,
+            ..Default::default()
+        }))
+        .unwrap(),
+    )
+    .unwrap();
     assert_eq!(logs.lines().count(), 2, "{logs}");
-    let dmesg = String::from_utf8(talm::talos::block_on(c.dmesg(machine::DmesgRequest::default())).unwrap()).unwrap();
-    assert!(dmesg.contains("(boot 3)"), "install and reboot are two boots after the first: {dmesg}");
-    let watched = talm::talos::block_on(c.watch_current("network", "LinkStatuses.net.talos.dev")).unwrap();
+    let dmesg = String::from_utf8(
+        talm::talos::block_on(c.dmesg(machine::DmesgRequest::default())).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        dmesg.contains("(boot 3)"),
+        "install and reboot are two boots after the first: {dmesg}"
+    );
+    let watched =
+        talm::talos::block_on(c.watch_current("network", "LinkStatuses.net.talos.dev")).unwrap();
     assert_eq!(watched.len(), 2, "lo and eth0");
-    assert_eq!(talm::talos::block_on(c.hostname()).unwrap().len(), "talos-xxx-yyy".len());
+    assert_eq!(
+        talm::talos::block_on(c.hostname()).unwrap().len(),
+        "talos-xxx-yyy".len()
+    );
+}
+
+#[test]
+fn configured_nodes_forward_to_each_other() {
+    let ips: Vec<IpAddr> = vec!["127.0.2.8".parse().unwrap(), "127.0.2.9".parse().unwrap()];
+    let specs = ips
+        .iter()
+        .map(|ip| {
+            let mut s = NodeSpec::new(*ip, 50000);
+            s.reboot_delay = Duration::from_millis(300);
+            s
+        })
+        .collect();
+    let h = Harness {
+        sim: Some(talm::talos::block_on(Sim::start(specs)).unwrap()),
+        addr: "127.0.2.8".into(),
+    };
+    h.install();
+    // Through node A to node B, still in maintenance: apid's forward fails its handshake.
+    let via = talm::talos::block_on(Client::connect(
+        "127.0.2.8",
+        Some("127.0.2.9"),
+        &opts(admin()),
+    ))
+    .unwrap();
+    let err = talm::talos::block_on(via.version()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("node 127.0.2.9 (via 127.0.2.8:50000): Version:")
+            && err
+                .to_string()
+                .contains("certificate signed by unknown authority"),
+        "{err}"
+    );
+    // Once B is configured too, A forwards and the reply names B.
+    let b = Harness {
+        sim: None,
+        addr: "127.0.2.9".into(),
+    };
+    let node_b = Arc::clone(h.sim.as_ref().unwrap().node("127.0.2.9").unwrap());
+    let boots = node_b.state().boots;
+    b.apply(
+        Auth::Insecure,
+        &config(MachineType::Worker, Some("/dev/nvme0n1")),
+        machine::apply_configuration_request::Mode::Auto,
+        false,
+    )
+    .unwrap();
+    talm::talos::block_on(async move {
+        let mut rx = node_b.up.subscribe();
+        tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|x| *x > boots))
+            .await
+            .unwrap()
+            .unwrap();
+    });
+    let v = talm::talos::block_on(via.version()).unwrap();
+    assert_eq!(v.metadata.unwrap().hostname, "127.0.2.9");
+    let err =
+        talm::talos::block_on(via.bootstrap(machine::BootstrapRequest::default())).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("bootstrap is only available on control plane nodes"),
+        "{err}"
+    );
+    // COSI goes one-to-one through `node`.
+    let mt =
+        talm::talos::block_on(via.get("config", "MachineTypes.config.talos.dev", "machine-type"))
+            .unwrap()
+            .unwrap();
+    assert_eq!(mt.spec.unwrap().yaml_spec.trim(), "worker");
 }

@@ -129,26 +129,33 @@ impl Node {
         });
     }
 
-    /// TLS for the current boot: maintenance or issued by the applied machine CA.
-    pub fn tls(&self) -> anyhow::Result<rustls::ServerConfig> {
-        let st = self.state();
+    /// TLS for the current boot: maintenance, or a server certificate issued by the applied
+    /// machine CA. A worker's config carries no CA key, so like Talos (trustd) it gets its
+    /// certificate signed by a control plane of the same cluster among `peers`.
+    pub fn tls(&self, peers: &[Arc<Node>]) -> anyhow::Result<rustls::ServerConfig> {
+        let (config, host) = {
+            let st = self.state();
+            (st.config.clone(), st.hostname(&self.spec.hardware))
+        };
         let ips = [self.spec.addr];
-        match &st.config {
-            None => {
-                let host = st.hostname(&self.spec.hardware);
-                certs::maintenance_config(&certs::maintenance(&ips, host.as_deref())?)
-            }
-            Some(cfg) => {
-                let (crt, key) = cfg.machine_ca();
-                let host = st
-                    .hostname(&self.spec.hardware)
-                    .unwrap_or_else(|| self.name());
-                let id = certs::issued(&crt, &key, &ips, &host, &cfg.cert_sans())?;
-                let mut cas = vec![crt];
-                cas.extend(cfg.accepted_cas());
-                certs::mutual_config(&id, &cas)
-            }
+        let Some(cfg) = config else {
+            return certs::maintenance_config(&certs::maintenance(&ips, host.as_deref())?);
+        };
+        let (crt, mut key) = cfg.machine_ca();
+        if key.is_empty() {
+            key = peers
+                .iter()
+                .filter(|p| p.name() != self.name())
+                .filter_map(|p| p.state().config.as_ref().map(|c| c.machine_ca()))
+                .find(|(c, k)| *c == crt && !k.is_empty())
+                .map(|(_, k)| k)
+                .ok_or_else(|| anyhow::anyhow!("no control plane of this cluster is up to sign the server certificate (trustd)"))?;
         }
+        let host = host.unwrap_or_else(|| self.name());
+        let id = certs::issued(&crt, &key, &ips, &host, &cfg.cert_sans())?;
+        let mut cas = vec![crt];
+        cas.extend(cfg.accepted_cas());
+        certs::mutual_config(&id, &cas)
     }
 
     pub fn version(&self) -> machine::Version {

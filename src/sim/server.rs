@@ -118,10 +118,11 @@ async fn serve_boot(
     node: &Arc<Node>,
     registry: &Arc<Registry>,
     listener: TcpListener,
+    tls: rustls::ServerConfig,
     boot: &CancellationToken,
 ) -> anyhow::Result<()> {
     let maintenance = node.state().in_maintenance();
-    let acceptor = TlsAcceptor::from(Arc::new(node.tls()?));
+    let acceptor = TlsAcceptor::from(Arc::new(tls));
     let (tx, rx) = tokio::sync::mpsc::channel::<io::Result<Conn>>(64);
     let accepting = boot.clone();
     tokio::spawn(async move {
@@ -181,6 +182,36 @@ async fn serve_boot(
     Ok(())
 }
 
+/// The boot's TLS, retried every second while it cannot be made (a worker waiting for a
+/// control plane to sign its certificate); `None` when the boot ends first.
+async fn certificates(
+    node: &Arc<Node>,
+    registry: &Arc<Registry>,
+    boot: &CancellationToken,
+) -> Option<rustls::ServerConfig> {
+    let mut said = false;
+    loop {
+        let peers: Vec<Arc<Node>> = registry
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        match node.tls(&peers) {
+            Ok(cfg) => return Some(cfg),
+            Err(e) if !said => {
+                eprintln!("sim {}: {e:#}; retrying", node.name());
+                said = true;
+            }
+            Err(_) => {}
+        }
+        tokio::select! {
+            _ = boot.cancelled() => return None,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+    }
+}
+
 /// The node's life: serve a boot, and when it is powered off, stay down for the reboot delay
 /// and boot again, until the simulator stops.
 pub async fn run(node: Arc<Node>, registry: Arc<Registry>) {
@@ -191,16 +222,18 @@ pub async fn run(node: Arc<Node>, registry: Arc<Registry>) {
             node.up.send_replace(node.state().boots);
             boot.cancelled().await;
         } else {
-            match bind(addr).await {
-                Ok(listener) => {
-                    if let Err(e) = serve_boot(&node, &registry, listener, &boot).await {
-                        eprintln!("sim {addr}: {e:#}");
-                        boot.cancelled().await;
+            if let Some(tls) = certificates(&node, &registry, &boot).await {
+                match bind(addr).await {
+                    Ok(listener) => {
+                        if let Err(e) = serve_boot(&node, &registry, listener, tls, &boot).await {
+                            eprintln!("sim {addr}: {e:#}");
+                            boot.cancelled().await;
+                        }
                     }
-                }
-                Err(e) => {
-                    eprintln!("sim {addr}: cannot listen: {e}");
-                    node.stop.cancel();
+                    Err(e) => {
+                        eprintln!("sim {addr}: cannot listen: {e}");
+                        node.stop.cancel();
+                    }
                 }
             }
         }

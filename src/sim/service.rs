@@ -119,16 +119,24 @@ impl Svc {
         }
     }
 
+    /// The node a routed call is for. Another node is reached the way apid forwards: over
+    /// mTLS, so it must be configured (a maintenance node fails the handshake).
     fn target(&self, name: &str) -> Result<Arc<Node>, Status> {
         if name == self.node.name() {
             return Ok(Arc::clone(&self.node));
         }
         let reg = self.registry.read().unwrap_or_else(|e| e.into_inner());
-        reg.get(name).cloned().ok_or_else(|| {
+        let dial = |why: &str| {
             Status::unavailable(format!(
-                "connection error: desc = \"transport: Error while dialing: dial tcp {name}:50000: connect: connection refused\""
+                "connection error: desc = \"transport: Error while dialing: dial tcp {name}:50000: {why}\""
             ))
-        })
+        };
+        match reg.get(name) {
+            None => Err(dial("connect: connection refused")),
+            Some(n) if *n.up.borrow() == 0 => Err(dial("connect: connection refused")),
+            Some(n) if n.state().in_maintenance() => Err(dial("authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority")),
+            Some(n) => Ok(Arc::clone(n)),
+        }
     }
 
     /// Faults of this node for `call`: fail, drop (cut the connection) and delay.

@@ -441,7 +441,10 @@ impl Client {
             api_version: 1,
         };
         let call = format!("watch {ty}");
-        let mut stream = self.call(&call, c.watch(self.request(req, false))).await?.into_inner();
+        let mut stream = self
+            .call(&call, c.watch(self.request(req, false)))
+            .await?
+            .into_inner();
         let read = async {
             let mut out = Vec::new();
             while let Some(batch) = stream.next().await {
