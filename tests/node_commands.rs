@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::sim::Nodes;
+use common::sim::{template_node, Nodes};
 use common::{yaml_docs, Dir};
 
 /// A cozystack project whose cluster endpoint is a VIP next to the test's nodes.
@@ -26,22 +26,6 @@ fn project(vip: &str) -> Dir {
         .join("\n");
     d.write("values.yaml", &(values + "\n"));
     d
-}
-
-/// The guide's line: `talm template -e IP --nodes IP -t templates/controlplane.yaml -i`.
-fn template_node(d: &Dir, ip: &str) -> String {
-    d.talm([
-        "template",
-        "-e",
-        ip,
-        "--nodes",
-        ip,
-        "-t",
-        "templates/controlplane.yaml",
-        "-i",
-    ])
-    .ok()
-    .stdout
 }
 
 #[test]
@@ -190,18 +174,7 @@ fn version_and_get_in_both_modes() {
     // Configure it, then talk through the project's talosconfig, nodes and endpoints from the
     // node file's modeline.
     d.write("nodes/node1.yaml", &template_node(&d, "127.0.4.3"));
-    let full = d
-        .talm([
-            "template",
-            "-f",
-            "nodes/node1.yaml",
-            "--full",
-            "-i",
-            "--show-secrets",
-        ])
-        .ok()
-        .stdout;
-    nodes.install("127.0.4.3", &full);
+    nodes.configure(&d, "127.0.4.3");
     let v = d.talm(["version", "-f", "nodes/node1.yaml"]).ok().stdout;
     assert!(v.contains("\tEnabled:     RBAC"), "{v}");
     let mt = d

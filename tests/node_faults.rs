@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::sim::Nodes;
+use common::sim::{template_node, Nodes};
 use common::Dir;
 use talm::secrets::bundle::Bundle;
 use talm::sim::faults::Faults;
@@ -14,37 +14,8 @@ use time::OffsetDateTime;
 /// A project with nodes/node1.yaml rendered from the maintenance node at `ip`.
 fn project_for(ip: &str) -> Dir {
     let d = Dir::project("generic");
-    let out = d
-        .talm([
-            "template",
-            "-e",
-            ip,
-            "--nodes",
-            ip,
-            "-t",
-            "templates/controlplane.yaml",
-            "-i",
-        ])
-        .ok()
-        .stdout;
-    d.write("nodes/node1.yaml", &out);
+    d.write("nodes/node1.yaml", &template_node(&d, ip));
     d
-}
-
-/// Configures the node at `ip` with the project's full config.
-fn configure(nodes: &Nodes, d: &Dir, ip: &str) {
-    let full = d
-        .talm([
-            "template",
-            "-f",
-            "nodes/node1.yaml",
-            "--full",
-            "-i",
-            "--show-secrets",
-        ])
-        .ok()
-        .stdout;
-    nodes.install(ip, &full);
 }
 
 /// A talosconfig for the project's cluster with a client certificate for `roles`, valid from
@@ -90,7 +61,7 @@ fn maintenance_and_configured_nodes_refuse_the_wrong_mode() {
         o.stderr
     );
     // Maintenance calls to a configured node.
-    configure(&nodes, &d, "127.0.4.41");
+    nodes.configure(&d, "127.0.4.41");
     let o = d.talm(["template", "-f", "nodes/node1.yaml", "-i"]).fails_with("node 127.0.4.41: connect: the node asks for a client certificate: it is not in maintenance mode");
     assert!(
         o.stderr.contains("hint: drop -i/--insecure"),
@@ -103,7 +74,7 @@ fn maintenance_and_configured_nodes_refuse_the_wrong_mode() {
 fn credentials_of_another_cluster_expired_or_without_the_role() {
     let nodes = Nodes::start(&["127.0.4.42"], |_| {});
     let d = project_for("127.0.4.42");
-    configure(&nodes, &d, "127.0.4.42");
+    nodes.configure(&d, "127.0.4.42");
     d.talm(["version", "-f", "nodes/node1.yaml"]).ok();
 
     // Another project's talosconfig: its CA did not sign the node's certificate.

@@ -132,7 +132,8 @@ pub fn find_def(ty: &str) -> Option<&'static Def> {
     DEFS.iter().find(|d| d.ty == ty)
 }
 
-fn map(pairs: Vec<(&str, Value)>) -> Value {
+/// A YAML mapping from pairs, in their order.
+pub fn map(pairs: Vec<(&str, Value)>) -> Value {
     Value::Mapping(
         pairs
             .into_iter()

@@ -8,7 +8,9 @@ use rcgen::{
     CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
     KeyUsagePurpose,
 };
-use serde_yaml_ng::{Mapping, Value};
+use serde_yaml_ng::Value;
+
+use super::facts::map;
 use time::{Duration, OffsetDateTime};
 
 use super::state::Config;
@@ -17,15 +19,6 @@ use crate::secrets::pki::{pem_encode, KeyKind, PrivateKey};
 
 fn b64(text: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(text.as_bytes())
-}
-
-fn map(pairs: Vec<(&str, Value)>) -> Value {
-    Value::Mapping(
-        pairs
-            .into_iter()
-            .map(|(k, v)| (Value::from(k), v))
-            .collect::<Mapping>(),
-    )
 }
 
 /// The kubeconfig YAML for `cfg`'s cluster.

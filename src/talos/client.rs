@@ -7,15 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
 use tokio_stream::StreamExt;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic::{Code, Request, Status, Streaming};
 
 use super::creds::Auth;
 use super::errors::{self, Site};
+use super::verify::NodeVerifier;
 use crate::proto::common;
 use crate::proto::cosi::resource as cosi;
 use crate::proto::machine;
@@ -57,140 +55,7 @@ pub fn host(endpoint: &str) -> String {
     h.trim_start_matches('[').trim_end_matches(']').to_string()
 }
 
-/// The common name of the certificate a node in maintenance mode presents.
-pub const MAINTENANCE_CN: &str = "maintenance-service.talos.dev";
-
-/// Text of the handshake error when an insecure connection meets a configured node.
-pub const NOT_MAINTENANCE: &str =
-    "the node presents its cluster certificate: it is not in maintenance mode";
-
-/// Accepts the self-signed certificate of maintenance mode (fresh on every boot) while still
-/// checking the handshake signatures. A node presenting any other certificate has left
-/// maintenance mode and would refuse the call for want of a client certificate; saying so here
-/// is clearer than the alert that follows.
-#[derive(Debug)]
-struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for NoVerify {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        if !is_maintenance_cert(end_entity) {
-            return Err(rustls::Error::General(NOT_MAINTENANCE.into()));
-        }
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-fn is_maintenance_cert(end_entity: &CertificateDer<'_>) -> bool {
-    use x509_parser::prelude::{FromDer, X509Certificate};
-    X509Certificate::from_der(end_entity).is_ok_and(|(_, c)| {
-        c.subject()
-            .iter_common_name()
-            .any(|cn| cn.as_str() == Ok(MAINTENANCE_CN))
-    })
-}
-
-/// Text of the handshake error when an authenticated connection meets a maintenance node.
-pub const IN_MAINTENANCE: &str =
-    "the node presents its maintenance certificate: it is in maintenance mode";
-
-/// Verifies the server against the talosconfig's CA, but first recognises a node that is still
-/// in maintenance mode, so the error says that rather than "unknown issuer".
-#[derive(Debug)]
-struct Verified(Arc<rustls::client::WebPkiServerVerifier>);
-
-impl ServerCertVerifier for Verified {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        if is_maintenance_cert(end_entity) {
-            return Err(rustls::Error::General(IN_MAINTENANCE.into()));
-        }
-        self.0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// A verifier trusting only `ca_pem`.
-fn verified(ca_pem: &str) -> Result<Verified> {
-    let mut roots = rustls::RootCertStore::empty();
-    let (_, der) = crate::secrets::pki::pem_decode(ca_pem)
-        .ok_or_else(|| crate::error::plain("the talosconfig CA is not PEM"))?;
-    roots
-        .add(CertificateDer::from(der))
-        .map_err(|e| crate::error::plain(format!("the talosconfig CA is unusable: {e}")))?;
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let inner =
-        rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
-            .build()
-            .map_err(|e| crate::error::plain(format!("the talosconfig CA is unusable: {e}")))?;
-    Ok(Verified(inner))
-}
+pub use super::verify::{IN_MAINTENANCE, MAINTENANCE_CN, NOT_MAINTENANCE};
 
 /// A live connection to one endpoint.
 #[derive(Clone)]
@@ -239,16 +104,17 @@ impl Client {
             .tcp_nodelay(true);
         let tls_err = |e: tonic::transport::Error| errors::connect(site, &e);
         let ep = match &opts.auth {
-            Auth::Insecure => {
-                let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-                ep.tls_config_with_verifier(ClientTlsConfig::new(), Arc::new(NoVerify(provider)))
-                    .map_err(tls_err)?
-            }
+            Auth::Insecure => ep
+                .tls_config_with_verifier(
+                    ClientTlsConfig::new(),
+                    Arc::new(NodeVerifier::maintenance()),
+                )
+                .map_err(tls_err)?,
             Auth::Mutual { ca_pem, identity } => ep
                 .tls_config_with_verifier(
                     ClientTlsConfig::new()
                         .identity(Identity::from_pem(&identity.cert_pem, &identity.key_pem)),
-                    Arc::new(verified(ca_pem)?),
+                    Arc::new(NodeVerifier::with_ca(ca_pem)?),
                 )
                 .map_err(tls_err)?,
         };
