@@ -168,6 +168,23 @@ fn version_and_get_in_both_modes() {
         .ok()
         .stdout;
     assert!(j.contains("\"gateway\": \"127.0.4.1\""), "{j}");
+    let ns = d
+        .talm([
+            "get",
+            "addresses",
+            "--namespace",
+            "network",
+            "-n",
+            "127.0.4.3",
+            "-i",
+            "-o",
+            "yaml",
+        ])
+        .ok()
+        .stdout;
+    assert!(ns.contains("id: eth0/127.0.4.3/24"), "{ns}");
+    d.talm(["get", "addresses", "--namespace", "runtime", "-n", "127.0.4.3", "-i"])
+        .fails_with("node 127.0.4.3: list AddressStatuses.net.talos.dev: namespace \"runtime\" is not supported");
     d.talm(["get", "nonsense", "-n", "127.0.4.3", "-i"])
         .fails_with("node 127.0.4.3: resource \"nonsense\" is not registered");
 

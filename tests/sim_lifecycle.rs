@@ -175,6 +175,15 @@ fn reboots_keep_state_and_streams_serve() {
     let boots = h.boots(&h.addr);
     let r = talm::talos::block_on(c.reboot(machine::RebootRequest::default())).unwrap();
     assert_eq!(r.actor_id.len(), 36);
+    // The API port closes while the node is down.
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect("127.0.2.7:50000").is_ok() {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the listener never closed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     h.wait_reboot(&h.addr, boots);
     // Down for the reboot, up again with the same config and etcd data.
     let c = h.connect(&h.addr, admin()).unwrap();
@@ -256,4 +265,59 @@ fn configured_nodes_forward_to_each_other() {
             .unwrap()
             .unwrap();
     assert_eq!(mt.spec.unwrap().yaml_spec.trim(), "worker");
+}
+
+#[test]
+fn try_mode_rolls_back_and_cut_kubeconfig_streams_fail() {
+    let h = Nodes::start(&["127.0.2.10"], |_| {});
+    h.install_control_plane(&h.addr);
+    let cfg = config(MachineType::ControlPlane, Some("/dev/nvme0n1"));
+    let changed = cfg.replacen(
+        "machine:\n",
+        "machine:\n    sysctls:\n        vm.swappiness: \"1\"\n",
+        1,
+    );
+    let c = h.connect(&h.addr, admin()).unwrap();
+    let r = talm::talos::block_on(c.apply(machine::ApplyConfigurationRequest {
+        data: changed.into_bytes(),
+        mode: machine::apply_configuration_request::Mode::Try as i32,
+        dry_run: false,
+        try_mode_timeout: Some(prost_types::Duration {
+            seconds: 1,
+            nanos: 0,
+        }),
+    }))
+    .unwrap();
+    assert!(
+        r.mode_details.ends_with("reverted back in 1s"),
+        "{}",
+        r.mode_details
+    );
+    let current = |c: &Client| {
+        let r =
+            talm::talos::block_on(c.get("config", "MachineConfigs.config.talos.dev", "v1alpha1"))
+                .unwrap()
+                .unwrap();
+        r.spec.unwrap().yaml_spec
+    };
+    assert!(current(&c).contains("vm.swappiness"));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        !current(&c).contains("vm.swappiness"),
+        "the try-mode config was rolled back"
+    );
+
+    h.node(&h.addr).set_faults(Faults {
+        drop: vec!["Kubeconfig".into()],
+        ..Faults::default()
+    });
+    let err = talm::talos::block_on(c.kubeconfig()).unwrap_err();
+    assert!(
+        err.to_string().contains("node 127.0.2.10: Kubeconfig:"),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("cut") || err.to_string().contains("unreadable archive"),
+        "{err}"
+    );
 }
