@@ -69,8 +69,22 @@ pub enum Command {
     /// Generate Talos configs without a project (as `talosctl gen`)
     #[command(subcommand)]
     Gen(GenCommand),
+    /// Apply node files to their nodes: render, merge the file's body and side-patches, send
+    Apply(ApplyArgs),
     /// Bootstrap etcd on a control-plane node (once per cluster)
     Bootstrap(NodeArgs),
+    /// Fetch the cluster's admin kubeconfig from a control-plane node
+    Kubeconfig(KubeconfigArgs),
+    /// Upgrade Talos on nodes (image from values.yaml unless --image), then check the version
+    Upgrade(UpgradeArgs),
+    /// Reboot nodes
+    Reboot(RebootArgs),
+    /// Reset nodes (wipes STATE and EPHEMERAL, keeps META unless told otherwise)
+    Reset(ResetArgs),
+    /// Run a Rhai playbook: talm run FILE.rhai [ARGS...]
+    Run(RunArgs),
+    /// An interactive Rhai session with the talm API
+    Repl,
     /// Print the Talos version of nodes
     Version(VersionArgs),
     /// Print resources of nodes (talosctl's kinds and aliases: disks, links, addresses, routes...)
@@ -84,6 +98,9 @@ pub enum Command {
         /// The shell to complete for
         shell: clap_complete::Shell,
     },
+    /// A project script: `talm NAME` runs `<project>/scripts/NAME.rhai`
+    #[command(external_subcommand)]
+    External(Vec<String>),
 }
 
 #[derive(Debug, Args)]
@@ -237,6 +254,130 @@ pub struct GenConfigArgs {
     /// Overwrite existing files
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub endpoints: Endpoints,
+    /// Node file (the anchor) followed by side-patches merged on top, in order
+    #[arg(short = 'f', long = "file", value_delimiter = ',', value_name = "PATH")]
+    pub files: Vec<String>,
+    /// Connect in maintenance mode (no client certificate, server not verified)
+    #[arg(short = 'i', long)]
+    pub insecure: bool,
+    #[command(flatten)]
+    pub values: ValueArgs,
+    /// Talos version contract (default: Chart.yaml templateOptions.talosVersion)
+    #[arg(long, value_name = "VERSION")]
+    pub talos_version: Option<String>,
+    /// Kubernetes version (default: Chart.yaml templateOptions.kubernetesVersion)
+    #[arg(long, value_name = "VERSION")]
+    pub kubernetes_version: Option<String>,
+    /// Secrets bundle (default: Chart.yaml templateOptions.withSecrets, secrets.yaml)
+    #[arg(long, value_name = "FILE")]
+    pub with_secrets: Option<String>,
+    /// Ask the node what would change, change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// How the node takes the config
+    #[arg(short = 'm', long, default_value = "auto", value_parser = ["auto", "no-reboot", "reboot", "staged", "try"])]
+    pub mode: String,
+    /// Try mode: roll back after this long unless confirmed by another apply
+    #[arg(long, default_value = "1m", value_name = "DURATION")]
+    pub timeout: String,
+    /// Skip checking that the links and disks the config names exist on the node
+    #[arg(long)]
+    pub skip_resource_validation: bool,
+    /// Skip the preview of what changes against the node's current config
+    #[arg(long)]
+    pub skip_drift_preview: bool,
+    /// Show secret values in the drift preview and the node's reply
+    #[arg(long)]
+    pub show_secrets_in_drift: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct KubeconfigArgs {
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// Where to write (default: Chart.yaml globalOptions.kubeconfig, else <root>/kubeconfig)
+    pub path: Option<String>,
+    /// Merge into the file at the path instead of replacing it
+    #[arg(short = 'm', long)]
+    pub merge: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UpgradeArgs {
+    #[command(flatten)]
+    pub endpoints: Endpoints,
+    /// Node files whose modelines give nodes and endpoints
+    #[arg(short = 'f', long = "file", value_delimiter = ',', value_name = "PATH")]
+    pub files: Vec<String>,
+    /// Installer image (default: values.yaml image)
+    #[arg(short = 'i', long, value_name = "REF")]
+    pub image: Option<String>,
+    /// Connect in maintenance mode
+    #[arg(long)]
+    pub insecure: bool,
+    /// Allow an image older than the running Talos
+    #[arg(long)]
+    pub allow_downgrade: bool,
+    /// Stage the upgrade for the next reboot
+    #[arg(short = 's', long)]
+    pub stage: bool,
+    /// Skip etcd health checks on control planes
+    #[arg(short = 'F', long)]
+    pub force: bool,
+    /// Return once the upgrade is accepted, without waiting for the new version
+    #[arg(long)]
+    pub no_wait: bool,
+    /// How long to wait for each node to come back on the new version
+    #[arg(long, default_value = "10m", value_name = "DURATION")]
+    pub timeout: String,
+}
+
+#[derive(Debug, Args)]
+pub struct RebootArgs {
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// Reboot mode
+    #[arg(short = 'm', long, default_value = "default", value_parser = ["default", "powercycle"])]
+    pub mode: String,
+    /// Wait until the node is back
+    #[arg(long)]
+    pub wait: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ResetArgs {
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// Leave etcd and Kubernetes gracefully first
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub graceful: bool,
+    /// Reboot after the reset (instead of powering off)
+    #[arg(long)]
+    pub reboot: bool,
+    /// What to wipe: all, system-disk or user-disks (default: only STATE and EPHEMERAL)
+    #[arg(long, value_parser = ["all", "system-disk", "user-disks"])]
+    pub wipe_mode: Option<String>,
+    /// System partitions to wipe (default: STATE,EPHEMERAL, keeping META)
+    #[arg(long, value_delimiter = ',', value_name = "LABELS")]
+    pub system_labels_to_wipe: Vec<String>,
+    /// User disks to wipe
+    #[arg(long, value_delimiter = ',', value_name = "DISKS")]
+    pub user_disks_to_wipe: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The playbook
+    pub file: String,
+    /// Arguments for the playbook (its `ARGS.args`)
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
 }
 
 /// How a command finds and reaches its nodes.

@@ -10,6 +10,11 @@ use clap::{CommandFactory, FromArgMatches};
 use rhai::{Array, Dynamic, Map};
 
 use crate::cli::{Cli, Command, GenCommand, Global, NodeArgs, ValueArgs};
+
+/// Runs a bundled command script; the result is not used.
+fn bundled(name: &str, args: Map) -> Result<()> {
+    crate::runtime::run_bundled(name, args).map(|_| ())
+}
 use crate::error::hinted;
 use crate::project::{chart::Chart, drift, root};
 
@@ -278,6 +283,114 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             a.insert("namespace".into(), opt(&g.namespace));
             a.insert("output".into(), g.output.clone().into());
             let _ = crate::runtime::run_bundled("get", a)?;
+        }
+        Command::Apply(t) => {
+            if t.files.is_empty() {
+                return Ok(0);
+            }
+            let root = node_project(&cli.global, root_explicit, &t.files)?;
+            set_node_defaults(&cli.global, root.as_deref())?;
+            a.insert("root".into(), root.unwrap_or_default().into());
+            a.insert("endpoints".into(), strings(&t.endpoints.endpoints).into());
+            a.insert("files".into(), strings(&t.files).into());
+            a.insert("insecure".into(), t.insecure.into());
+            a.insert("values".into(), value_args(&t.values).into());
+            a.insert("talos_version".into(), opt(&t.talos_version));
+            a.insert("talos_version_set".into(), t.talos_version.is_some().into());
+            a.insert("kubernetes_version".into(), opt(&t.kubernetes_version));
+            a.insert(
+                "kubernetes_version_set".into(),
+                t.kubernetes_version.is_some().into(),
+            );
+            a.insert("with_secrets".into(), opt(&t.with_secrets));
+            a.insert("dry_run".into(), t.dry_run.into());
+            a.insert("mode".into(), t.mode.clone().into());
+            a.insert("timeout".into(), t.timeout.clone().into());
+            a.insert(
+                "skip_resource_validation".into(),
+                t.skip_resource_validation.into(),
+            );
+            a.insert("skip_drift_preview".into(), t.skip_drift_preview.into());
+            a.insert(
+                "show_secrets_in_drift".into(),
+                t.show_secrets_in_drift.into(),
+            );
+            bundled("apply", a)?;
+        }
+        Command::Kubeconfig(k) => {
+            let root = node_project(&cli.global, root_explicit, &k.node.files)?;
+            set_node_defaults(&cli.global, root.as_deref())?;
+            node_args(&mut a, &k.node, root);
+            a.insert("path".into(), opt(&k.path));
+            a.insert("merge".into(), k.merge.into());
+            bundled("kubeconfig", a)?;
+        }
+        Command::Upgrade(u) => {
+            let root = node_project(&cli.global, root_explicit, &u.files)?;
+            set_node_defaults(&cli.global, root.as_deref())?;
+            a.insert("root".into(), root.unwrap_or_default().into());
+            a.insert("endpoints".into(), strings(&u.endpoints.endpoints).into());
+            a.insert("files".into(), strings(&u.files).into());
+            a.insert("insecure".into(), u.insecure.into());
+            a.insert("image".into(), opt(&u.image));
+            a.insert("allow_downgrade".into(), u.allow_downgrade.into());
+            a.insert("stage".into(), u.stage.into());
+            a.insert("force".into(), u.force.into());
+            a.insert("wait".into(), (!u.no_wait).into());
+            a.insert("timeout".into(), u.timeout.clone().into());
+            bundled("upgrade", a)?;
+        }
+        Command::Reboot(r) => {
+            let root = node_project(&cli.global, root_explicit, &r.node.files)?;
+            set_node_defaults(&cli.global, root.as_deref())?;
+            node_args(&mut a, &r.node, root);
+            a.insert("mode".into(), r.mode.clone().into());
+            a.insert("wait".into(), r.wait.into());
+            bundled("reboot", a)?;
+        }
+        Command::Reset(r) => {
+            let root = node_project(&cli.global, root_explicit, &r.node.files)?;
+            set_node_defaults(&cli.global, root.as_deref())?;
+            node_args(&mut a, &r.node, root);
+            a.insert("graceful".into(), r.graceful.into());
+            a.insert("reboot".into(), r.reboot.into());
+            a.insert("wipe_mode".into(), opt(&r.wipe_mode));
+            a.insert(
+                "system_labels".into(),
+                strings(&r.system_labels_to_wipe).into(),
+            );
+            a.insert("user_disks".into(), strings(&r.user_disks_to_wipe).into());
+            bundled("reset", a)?;
+        }
+        Command::Run(r) => {
+            let root = node_project(&cli.global, root_explicit, &[])?;
+            set_node_defaults(&cli.global, root.as_deref())?;
+            a.insert("root".into(), root.unwrap_or_default().into());
+            a.insert("args".into(), strings(&r.args).into());
+            let _ = crate::runtime::run_file(Path::new(&r.file), a)?;
+        }
+        Command::Repl => {
+            let root = node_project(&cli.global, root_explicit, &[])?;
+            set_node_defaults(&cli.global, root.as_deref())?;
+            a.insert("root".into(), root.unwrap_or_default().into());
+            return crate::runtime::repl::run(a);
+        }
+        Command::External(words) => {
+            let root = node_project(&cli.global, root_explicit, &[])?;
+            set_node_defaults(&cli.global, root.as_deref())?;
+            let name = words.first().cloned().unwrap_or_default();
+            let script = root
+                .as_deref()
+                .map(|r| Path::new(r).join("scripts").join(format!("{name}.rhai")));
+            let Some(script) = script.filter(|p| p.is_file()) else {
+                return Err(hinted(
+                    format!("unknown command {name:?}"),
+                    "see `talm --help`; a project's scripts/NAME.rhai also runs as `talm NAME`",
+                ));
+            };
+            a.insert("root".into(), root.unwrap_or_default().into());
+            a.insert("args".into(), strings(&words[1..]).into());
+            let _ = crate::runtime::run_file(&script, a)?;
         }
         Command::Bootstrap(b) => {
             let root = node_project(&cli.global, root_explicit, &b.files)?;

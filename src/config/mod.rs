@@ -2,7 +2,9 @@
 //! knowledge, the Talos encoder and the config patcher.
 
 pub mod assemble;
+pub mod declared;
 mod decode;
+pub mod drift;
 pub mod encode;
 pub mod generate;
 mod jsonpatch;

@@ -1,6 +1,9 @@
-//! `config::` script functions: Talos machine configs (base generation for now).
+//! `config::` script functions: Talos machine configs: base generation, merging node-file bodies,
+//! the drift preview, the declared-resources gate and secret redaction.
 
-use rhai::{Dynamic, Engine, FuncRegistration, Map, Module};
+use std::collections::BTreeSet;
+
+use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
 
 use super::native;
 use super::opts::{list, text};
@@ -42,6 +45,43 @@ pub fn register(engine: &mut Engine) {
         .with_comments(["/// The Kubernetes version configs are generated for when none is given."])
         .set_into_module(&mut m, || {
             Dynamic::from(generate::DEFAULT_KUBERNETES_VERSION)
+        });
+    FuncRegistration::new("merge_body")
+        .with_comments(["/// Merges a node file's (or side-patch's) body onto a rendered config (`file` names it in errors); what the render already says is pruned first."])
+        .set_into_module(&mut m, |rendered: &str, body: &str, file: &str| {
+            native(|| crate::config::nodebody::merge(rendered, body, file))
+        });
+    FuncRegistration::new("drift")
+        .with_comments(["/// The drift preview of sending `desired` to a node running `current`: `opts` has `node`, `show_secrets`, `secrets` (user secret values to redact)."])
+        .set_into_module(&mut m, |current: &str, desired: &str, opts: Map| {
+            native(|| {
+                let secrets: BTreeSet<String> = list(&opts, "secrets").into_iter().collect();
+                let show = opts.get("show_secrets").and_then(|v| v.as_bool().ok()).unwrap_or(false);
+                let p = crate::config::drift::preview(current, desired, &text(&opts, "node"), show, &secrets)?;
+                Ok(p.trim_end().to_string())
+            })
+        });
+    FuncRegistration::new("declared")
+        .with_comments(["/// The declared-resources gate: links and disks `config` names, checked against a node's discovered `facts`. Returns #{blockers, warnings, report}."])
+        .set_into_module(&mut m, |config: &str, facts: Dynamic| {
+            native(|| {
+                let facts: crate::render::facts::Facts = rhai::serde::from_dynamic(&facts)?;
+                let found = crate::config::declared::check(config, &facts)?;
+                let mut out = Map::new();
+                out.insert("blockers".into(), (found.iter().filter(|f| f.blocker).count() as i64).into());
+                out.insert("warnings".into(), (found.iter().filter(|f| !f.blocker).count() as i64).into());
+                out.insert("report".into(), crate::config::declared::report(&found).trim_end().to_string().into());
+                Ok(out)
+            })
+        });
+    FuncRegistration::new("redact")
+        .with_comments(["/// `text` with the secret values of `config` (secret fields, private keys) and the extra `secrets` replaced by `***`."])
+        .set_into_module(&mut m, |text_: &str, config: &str, secrets: Array| {
+            native(|| {
+                let mut all = crate::config::drift::secret_values(config)?;
+                all.extend(secrets.into_iter().filter_map(|d| d.into_string().ok()));
+                Ok(crate::config::drift::redact(text_, &all))
+            })
         });
     engine.register_static_module("config", m.into());
 }

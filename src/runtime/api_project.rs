@@ -186,6 +186,30 @@ pub fn register(engine: &mut Engine) {
                 Ok(out)
             })
         });
+    FuncRegistration::new("peek_node_file")
+        .with_comments(["/// A file of an apply chain: #{modeline: bool, nodes, endpoints, templates, body, empty}; without a modeline the whole text is the body. A malformed modeline is an error."])
+        .set_into_module(&mut m, |path: &str| {
+            native(|| {
+                let text = fsutil::read_text(Path::new(path))
+                    .map_err(|e| anyhow::anyhow!("error opening config file: {e}"))?;
+                let arr = |v: Vec<String>| v.into_iter().map(Dynamic::from).collect::<Array>();
+                let mut out = rhai::Map::new();
+                let has = text.lines().any(|l| l.trim_start().starts_with("# talm:"));
+                let (nodes, endpoints, templates, body) = if has {
+                    let nf = modeline::find(&text, path)?;
+                    (nf.modeline.nodes, nf.modeline.endpoints, nf.modeline.templates, nf.body)
+                } else {
+                    (vec![], vec![], vec![], text.clone())
+                };
+                out.insert("modeline".into(), has.into());
+                out.insert("empty".into(), crate::config::nodebody::effectively_empty(&body).into());
+                out.insert("nodes".into(), arr(nodes).into());
+                out.insert("endpoints".into(), arr(endpoints).into());
+                out.insert("templates".into(), arr(templates).into());
+                out.insert("body".into(), body.into());
+                Ok(out)
+            })
+        });
     FuncRegistration::new("modeline")
         .with_comments(["/// The modeline line for a node file."])
         .set_into_module(

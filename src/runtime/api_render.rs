@@ -38,6 +38,22 @@ fn facts(opts: &Map, chart: &Chart) -> Result<Facts> {
     ))
 }
 
+/// The Talos contract and Kubernetes version of a render: the flags when set, else Chart.yaml.
+fn versions(opts: &Map, chart: &Chart) -> (String, String) {
+    let t = &chart.template;
+    let talos = if flag(opts, "talos_version_set") {
+        text(opts, "talos_version")
+    } else {
+        t.talos_version.clone()
+    };
+    let kube = if flag(opts, "kubernetes_version_set") {
+        text(opts, "kubernetes_version")
+    } else {
+        t.kubernetes_version.clone()
+    };
+    (talos, kube.trim_start_matches('v').to_string())
+}
+
 fn template(opts: Map) -> Result<Map> {
     let root = text(&opts, "root");
     let root_path = Path::new(&root);
@@ -55,18 +71,9 @@ fn template(opts: Map) -> Result<Map> {
         set_json: concat(&t.json_values, list(&flags, "set_json")),
         set_literal: concat(&t.literal_values, list(&flags, "set_literal")),
     };
-    let talos_version = if flag(&opts, "talos_version_set") {
-        text(&opts, "talos_version")
-    } else {
-        t.talos_version.clone()
-    };
+    let (talos_version, kubernetes_version) = versions(&opts, &chart);
     // Checked before values and facts are read, so a bad version fails fast.
     pipeline::multidoc(&talos_version)?;
-    let kubernetes_version = if flag(&opts, "kubernetes_version_set") {
-        text(&opts, "kubernetes_version")
-    } else {
-        t.kubernetes_version.clone()
-    };
     let preset_values = fsutil::read_text(&root_path.join("values.yaml"))?;
     let vals = values::load(root_path, &preset_values, &t.value_files, &value_flags)?;
     let facts = facts(&opts, &chart)?;
@@ -145,6 +152,15 @@ pub fn register(engine: &mut Engine) {
             "/// Renders templates: `opts` has `root`, `templates`, `values` (#{values, set, set_string, set_file, set_json, set_literal}), `talos_version`/`kubernetes_version` (with `*_set` flags; Chart.yaml otherwise), `offline`, `facts` (a facts file). Returns #{text, secrets, warnings}.",
         ])
         .set_into_module(&mut m, |opts: Map| native(|| template(opts)));
+    FuncRegistration::new("full")
+        .with_comments(["/// The whole machine config from a patch without templates (a node file in direct-patch mode): the config Talos generates from the project's secrets, with `text` merged in. `opts` has `root`, `text`, `with_secrets`, `talos_version`/`kubernetes_version` (with `*_set` flags)."])
+        .set_into_module(&mut m, |opts: Map| {
+            native(|| {
+                let chart = Chart::load(Path::new(&text(&opts, "root")))?;
+                let (talos, kube) = versions(&opts, &chart);
+                full_config(&text(&opts, "text"), &opts, &chart, &talos, &kube)
+            })
+        });
     FuncRegistration::new("seal")
         .with_comments(["/// Keeps `secrets` out of rendered `text`: mode \"omit\" drops them, \"redact\" prints `***`."])
         .set_into_module(&mut m, |text: &str, secrets: Array, mode: &str| {

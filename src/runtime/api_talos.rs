@@ -12,6 +12,7 @@ use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
 use super::native;
 use super::opts::{flag, list, text};
 use crate::error::hinted;
+use crate::proto::machine;
 use crate::talos::client::{self, Client};
 use crate::talos::creds::{self, Auth};
 use crate::talos::{block_on, discovery, resources};
@@ -45,6 +46,17 @@ pub struct Node {
 }
 
 impl Node {
+    /// Runs `f` on the node's connection (opened on first use); a failure drops the connection
+    /// so the next call dials again (the node may have rebooted).
+    fn with<T>(&self, f: impl FnOnce(&Client) -> Result<T>) -> Result<T> {
+        let c = self.client()?;
+        let r = f(&c);
+        if r.is_err() {
+            *self.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+        r
+    }
+
     fn client(&self) -> Result<Client> {
         let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = guard.as_ref() {
@@ -175,17 +187,19 @@ fn to_dyn(v: &serde_yaml_ng::Value) -> Result<Dynamic> {
 }
 
 fn version(n: &Node) -> Result<Map> {
-    let c = n.client()?;
-    let v = block_on(c.version())?;
+    let v = n.with(|c| block_on(c.version()))?;
     let mut m: Map = to_dyn(&discovery::version_value(&v))?.cast::<Map>();
     m.insert("node".into(), n.name.clone().into());
     Ok(m)
 }
 
 fn get(n: &Node, kind: &str, id: &str, namespace: &str) -> Result<Dynamic> {
-    let c = n.client()?;
-    block_on(async {
-        let (ty, default_ns) = resources::resolve(&c, kind).await?;
+    n.with(|c| block_on(get_async(c, kind, id, namespace)))
+}
+
+async fn get_async(c: &Client, kind: &str, id: &str, namespace: &str) -> Result<Dynamic> {
+    {
+        let (ty, default_ns) = resources::resolve(c, kind).await?;
         let ns = if namespace.is_empty() {
             default_ns
         } else {
@@ -204,13 +218,107 @@ fn get(n: &Node, kind: &str, id: &str, namespace: &str) -> Result<Dynamic> {
             Some(r) => to_dyn(&resources::to_value(&r)),
             None => Ok(Dynamic::UNIT),
         }
-    })
+    }
 }
 
 fn discover(n: &Node) -> Result<Dynamic> {
-    let c = n.client()?;
-    let facts = block_on(discovery::discover(&c))?;
+    let facts = n.with(|c| block_on(discovery::discover(c)))?;
     Ok(rhai::serde::to_dynamic(&facts)?)
+}
+
+fn mode(name: &str) -> Result<machine::apply_configuration_request::Mode> {
+    use machine::apply_configuration_request::Mode;
+    Ok(match name {
+        "" | "auto" => Mode::Auto,
+        "no-reboot" => Mode::NoReboot,
+        "reboot" => Mode::Reboot,
+        "staged" => Mode::Staged,
+        "try" => Mode::Try,
+        other => {
+            return Err(hinted(
+                format!("unknown apply mode {other:?}"),
+                "use auto, no-reboot, reboot, staged or try",
+            ))
+        }
+    })
+}
+
+fn mode_name(m: i32) -> &'static str {
+    use machine::apply_configuration_request::Mode;
+    match Mode::try_from(m).unwrap_or(Mode::Auto) {
+        Mode::Auto => "auto",
+        Mode::NoReboot => "no-reboot",
+        Mode::Reboot => "reboot",
+        Mode::Staged => "staged",
+        Mode::Try => "try",
+    }
+}
+
+fn seconds(opts: &Map, key: &str, default: Duration) -> Result<Duration> {
+    match opts.get(key) {
+        None => Ok(default),
+        Some(v) => {
+            if let Ok(i) = v.as_int() {
+                return Ok(Duration::from_secs(i.max(0) as u64));
+            }
+            let t = v.clone().into_string().unwrap_or_default();
+            crate::talos::parse_duration(&t).ok_or_else(|| {
+                hinted(
+                    format!("{key} {t:?} is not a duration"),
+                    "give seconds or Go duration text such as 30s or 2m",
+                )
+            })
+        }
+    }
+}
+
+/// `n.apply(config, #{mode, dry_run, timeout})`: sends a machine config.
+fn apply(n: &Node, config: &str, opts: &Map) -> Result<Map> {
+    let try_timeout = seconds(opts, "timeout", Duration::from_secs(60))?;
+    let req = machine::ApplyConfigurationRequest {
+        data: config.as_bytes().to_vec(),
+        mode: mode(&text(opts, "mode"))? as i32,
+        dry_run: flag(opts, "dry_run"),
+        try_mode_timeout: Some(prost_types::Duration {
+            seconds: try_timeout.as_secs() as i64,
+            nanos: try_timeout.subsec_nanos() as i32,
+        }),
+    };
+    let r = n.with(|c| block_on(c.apply(req)))?;
+    let mut m = Map::new();
+    m.insert("mode".into(), mode_name(r.mode).into());
+    m.insert("mode_details".into(), r.mode_details.into());
+    m.insert(
+        "warnings".into(),
+        r.warnings
+            .into_iter()
+            .map(Dynamic::from)
+            .collect::<Array>()
+            .into(),
+    );
+    Ok(m)
+}
+
+/// Waits until the node answers again (after an apply or a reboot): its API completes a TLS
+/// handshake, in whichever mode it now is.
+fn wait_ready(n: &Node, limit: Duration) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        *n.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        match n.with(|c| block_on(c.version())) {
+            Ok(_) => return true,
+            Err(e) => {
+                let t = e.to_string();
+                if t.contains("maintenance mode") {
+                    return true;
+                }
+            }
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
 }
 
 pub fn register(engine: &mut Engine) {
@@ -243,11 +351,69 @@ pub fn register(engine: &mut Engine) {
     FuncRegistration::new("bootstrap")
         .with_comments(["/// Bootstraps etcd on the node (a control plane, once); a second call fails with Talos's AlreadyExists."])
         .register_into_engine(engine, |n: &mut Node| {
+            native(|| n.with(|c| block_on(c.bootstrap(machine::BootstrapRequest::default()))))
+        });
+    FuncRegistration::new("apply")
+        .with_comments(["/// Sends a machine config (YAML text): `opts` has `mode` (auto, no-reboot, reboot, staged, try), `dry_run`, `timeout` (try-mode rollback, default 1m). Returns #{mode, mode_details, warnings}."])
+        .register_into_engine(engine, |n: &mut Node, config: &str, opts: Map| native(|| apply(n, config, &opts)));
+    FuncRegistration::new("kubeconfig")
+        .with_comments(["/// The admin kubeconfig the node issues (a control plane), as text."])
+        .register_into_engine(engine, |n: &mut Node| {
             native(|| {
-                let c = n.client()?;
-                block_on(c.bootstrap(crate::proto::machine::BootstrapRequest::default()))
+                let bytes = n.with(|c| block_on(c.kubeconfig()))?;
+                Ok(String::from_utf8_lossy(&bytes).into_owned())
             })
         });
+    FuncRegistration::new("upgrade")
+        .with_comments(["/// Starts an upgrade to `opts.image` (`stage`, `force` as talosctl); returns #{ack, actor_id}. The node reboots into the new version."])
+        .register_into_engine(engine, |n: &mut Node, opts: Map| {
+            native(|| {
+                let req = machine::UpgradeRequest { image: text(&opts, "image"), stage: flag(&opts, "stage"), force: flag(&opts, "force"), ..Default::default() };
+                let r = n.with(|c| block_on(c.upgrade(req)))?;
+                let mut m = Map::new();
+                m.insert("ack".into(), r.ack.into());
+                m.insert("actor_id".into(), r.actor_id.into());
+                Ok(m)
+            })
+        });
+    FuncRegistration::new("reboot")
+        .with_comments(["/// Reboots the node (`opts.mode`: default or powercycle)."])
+        .register_into_engine(engine, |n: &mut Node, opts: Map| {
+            native(|| {
+                let mode = if text(&opts, "mode") == "powercycle" {
+                    machine::reboot_request::Mode::Powercycle
+                } else {
+                    machine::reboot_request::Mode::Default
+                };
+                n.with(|c| block_on(c.reboot(machine::RebootRequest { mode: mode as i32 })))?;
+                Ok(())
+            })
+        });
+    FuncRegistration::new("reset")
+        .with_comments(["/// Resets the node: `opts` has `graceful`, `reboot`, `wipe_mode` (all, system-disk, user-disks), `system_labels` (partitions to wipe), `user_disks`."])
+        .register_into_engine(engine, |n: &mut Node, opts: Map| {
+            native(|| {
+                use machine::reset_request::WipeMode;
+                let wipe = match text(&opts, "wipe_mode").as_str() {
+                    "" | "all" => WipeMode::All,
+                    "system-disk" => WipeMode::SystemDisk,
+                    "user-disks" => WipeMode::UserDisks,
+                    other => return Err(hinted(format!("unknown wipe mode {other:?}"), "use all, system-disk or user-disks")),
+                };
+                let req = machine::ResetRequest {
+                    graceful: flag(&opts, "graceful"),
+                    reboot: flag(&opts, "reboot"),
+                    system_partitions_to_wipe: list(&opts, "system_labels").into_iter().map(|label| machine::ResetPartitionSpec { label, wipe: true }).collect(),
+                    user_disks_to_wipe: list(&opts, "user_disks"),
+                    mode: wipe as i32,
+                };
+                n.with(|c| block_on(c.reset(req)))?;
+                Ok(())
+            })
+        });
+    FuncRegistration::new("wait_ready")
+        .with_comments(["/// Waits up to `seconds` until the node's API answers again (after an apply or reboot); false on timeout."])
+        .register_into_engine(engine, |n: &mut Node, seconds: i64| wait_ready(n, Duration::from_secs(seconds.max(0) as u64)));
     FuncRegistration::new("discover")
         .with_comments(["/// Everything presets read from the node: #{node, version, resources: #{disks, links, addresses, routes, ...}}, the `--facts` file format."])
         .register_into_engine(engine, |n: &mut Node| native(|| discover(n)));

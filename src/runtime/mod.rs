@@ -3,6 +3,7 @@
 
 mod api_config;
 mod api_log;
+mod api_parallel;
 mod api_preset;
 mod api_project;
 mod api_render;
@@ -10,6 +11,7 @@ mod api_secrets;
 pub mod api_talos;
 mod api_yaml;
 mod opts;
+pub mod repl;
 
 use std::path::Path;
 
@@ -24,6 +26,7 @@ pub fn engine() -> Engine {
     let mut engine = crate::sandbox::engine();
     api_config::register(&mut engine);
     api_log::register(&mut engine);
+    api_parallel::register(&mut engine);
     api_project::register(&mut engine);
     api_preset::register(&mut engine);
     api_render::register(&mut engine);
