@@ -291,14 +291,23 @@ fn disks(hw: &Hardware, out: &mut Vec<Res>) {
                 spec.push((k, s(v.clone())));
             }
         }
+        let mut links = Vec::new();
         if !d.transport.is_empty() {
             spec.push((
                 "bus_path",
                 s(format!("/pci0000:00/0000:00:{:02x}.0/{}", 5 + i, d.name)),
             ));
             spec.push(("transport", s(d.transport.clone())));
+            links.push(s(format!("/dev/disk/by-path/pci-0000:00:{:02x}.0", 5 + i)));
+        }
+        if !d.wwid.is_empty() {
+            let prefix = if d.transport == "nvme" { "nvme" } else { "wwn" };
+            links.push(s(format!("/dev/disk/by-id/{prefix}-{}", d.wwid)));
         }
         spec.push(("rotational", Value::from(d.rotational)));
+        if !links.is_empty() {
+            spec.push(("symlinks", Value::Sequence(links)));
+        }
         out.push(res(
             "runtime",
             "Disks.block.talos.dev",

@@ -373,6 +373,14 @@ impl Node {
         {
             errs.push("either install disk or diskSelector should be defined".to_string());
         }
+        let disk = cfg.install_disk();
+        if metal
+            && st.installed_disk.is_none()
+            && !disk.is_empty()
+            && self.spec.hardware.disk_at(&disk).is_none()
+        {
+            errs.push(format!("install disk {disk:?} does not exist on the node"));
+        }
         if !errs.is_empty() {
             return Err(Status::invalid_argument(
                 crate::secrets::bundle::multierror(&errs),
@@ -439,20 +447,10 @@ impl Node {
         }
         let mut details = details;
         if maintenance {
-            let disk = cfg.install_disk();
             if metal && st.installed_disk.is_none() {
-                let name = disk.trim_start_matches("/dev/").to_string();
-                let fallback = self
-                    .spec
-                    .hardware
-                    .install_disks()
-                    .next()
-                    .map(|d| d.name.clone());
-                st.installed_disk = if name.is_empty() {
-                    fallback
-                } else {
-                    Some(name)
-                };
+                let hw = &self.spec.hardware;
+                let chosen = hw.disk_at(&disk).or_else(|| hw.install_disks().next());
+                st.installed_disk = chosen.map(|d| d.name.clone());
             }
             if mode == Mode::Staged {
                 st.staged = Some(cfg);
