@@ -81,6 +81,12 @@ pub enum Command {
     Reboot(RebootArgs),
     /// Reset nodes (wipes STATE and EPHEMERAL, keeps META unless told otherwise)
     Reset(ResetArgs),
+    /// The whole bring-up guide against three simulated nodes in this process, by playbook
+    Demo {
+        /// Folder for the new project (default: a fresh temporary folder)
+        #[arg(long, value_name = "DIR")]
+        dir: Option<String>,
+    },
     /// Run a Rhai playbook: talm run FILE.rhai [ARGS...]
     Run(RunArgs),
     /// An interactive Rhai session with the talm API

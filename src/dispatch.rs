@@ -143,6 +143,7 @@ fn set_node_defaults(g: &Global, root: Option<&str>) -> Result<()> {
                 })?,
         ),
     };
+    crate::runtime::api_playbook::set_root(root.unwrap_or(""));
     crate::runtime::api_talos::set_defaults(crate::runtime::api_talos::Defaults {
         talosconfig,
         context: g.context.clone().unwrap_or_default(),
@@ -362,6 +363,7 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             a.insert("user_disks".into(), strings(&r.user_disks_to_wipe).into());
             bundled("reset", a)?;
         }
+        Command::Demo { dir } => return crate::demo::run(dir.as_deref()),
         Command::Run(r) => {
             let root = node_project(&cli.global, root_explicit, &[])?;
             set_node_defaults(&cli.global, root.as_deref())?;

@@ -12,6 +12,9 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 
 const NODES: [&str; 3] = ["127.0.0.11", "127.0.0.12", "127.0.0.13"];
 
+/// Both tests here use the guide's addresses; one at a time.
+static GUIDE_ADDRESSES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Waits until every node listens on port 50000 again and answers with its cluster identity.
 fn wait_for_port(d: &Dir, file: &str) {
     let started = Instant::now();
@@ -44,6 +47,7 @@ fn set_value(d: &Dir, key: &str, value: &str) {
 
 #[test]
 fn cozystack_guide_end_to_end() {
+    let _one = GUIDE_ADDRESSES.lock().unwrap_or_else(|e| e.into_inner());
     let nodes = Nodes::start(&NODES, |_| {});
     let d = Dir::new();
     d.talm(["init", "--preset", "cozystack", "--name", "mycluster"])
@@ -155,4 +159,39 @@ fn cozystack_guide_end_to_end() {
         o.stderr
     );
     assert_eq!(nodes.node("127.0.0.13").state().version, "v1.13.8");
+}
+
+#[test]
+fn demo_runs_the_guide_by_playbook_on_embedded_nodes() {
+    let _one = GUIDE_ADDRESSES.lock().unwrap_or_else(|e| e.into_inner());
+    let d = Dir::new();
+    let o = d.talm(["demo", "--dir", "cluster"]).ok();
+    for step in [
+        "[1/6] init",
+        "[2/6] template -i",
+        "[3/6] apply -i",
+        "[4/6] wait",
+        "[5/6] bootstrap",
+        "[6/6] kubeconfig",
+    ] {
+        assert!(o.stderr.contains(step), "{step}: {}", o.stderr);
+    }
+    assert!(
+        o.stderr
+            .contains("127.0.0.13: Talos v1.13.7, configured (RBAC true)"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stdout.trim_end().ends_with("/cluster"), "{}", o.stdout);
+    for i in 1..=3 {
+        let f = d.read(&format!("cluster/nodes/node{i}.yaml"));
+        assert!(
+            f.contains("# -- Discovered interfaces:"),
+            "node{i} was rendered from discovery"
+        );
+    }
+    assert_eq!(d.mode("cluster/kubeconfig"), 0o600);
+    // The demo's folder must be new or empty.
+    d.talm(["demo", "--dir", "cluster"])
+        .fails_with("is not empty");
 }

@@ -30,6 +30,11 @@ fn defaults() -> &'static Mutex<Defaults> {
     D.get_or_init(|| Mutex::new(Defaults::default()))
 }
 
+/// The defaults in force.
+pub fn defaults_now() -> Defaults {
+    defaults().lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
 /// Sets the talosconfig, context and deadline scripts connect with by default.
 pub fn set_defaults(d: Defaults) {
     *defaults().lock().unwrap_or_else(|e| e.into_inner()) = d;
@@ -299,26 +304,49 @@ fn apply(n: &Node, config: &str, opts: &Map) -> Result<Map> {
     Ok(m)
 }
 
-/// Waits until the node answers again (after an apply or a reboot): its API completes a TLS
-/// handshake, in whichever mode it now is.
-fn wait_ready(n: &Node, limit: Duration) -> bool {
+/// Whether the node answers this handle now. A maintenance-mode handle also counts a node that
+/// has left maintenance (what one waits for after `apply -i`).
+fn answers(n: &Node) -> bool {
+    *n.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    match n.with(|c| block_on(c.version())) {
+        Ok(_) => true,
+        Err(e) => n.opts.auth.is_insecure() && e.to_string().contains("not in maintenance mode"),
+    }
+}
+
+/// Polls `ready` every 250 ms until it holds or `limit` passes.
+fn poll(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
     let deadline = std::time::Instant::now() + limit;
     loop {
-        *n.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        match n.with(|c| block_on(c.version())) {
-            Ok(_) => return true,
-            Err(e) => {
-                let t = e.to_string();
-                if t.contains("maintenance mode") {
-                    return true;
-                }
-            }
+        if ready() {
+            return true;
         }
         if std::time::Instant::now() >= deadline {
             return false;
         }
         std::thread::sleep(Duration::from_millis(250));
     }
+}
+
+/// Waits until the node answers (after an apply or a reboot).
+fn wait_ready(n: &Node, limit: Duration) -> bool {
+    poll(limit, || answers(n))
+}
+
+/// Waits for a reboot to happen: the node stops answering, then answers again.
+fn wait_reboot(n: &Node, limit: Duration) -> bool {
+    let start = std::time::Instant::now();
+    let went_down = poll(limit.min(Duration::from_secs(300)), || {
+        *n.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        n.with(|c| block_on(c.version())).is_err()
+    });
+    went_down && wait_ready(n, limit.saturating_sub(start.elapsed()))
+}
+
+/// The admin kubeconfig the node issues, as text.
+pub fn kubeconfig_text(n: &Node) -> Result<String> {
+    let bytes = n.with(|c| block_on(c.kubeconfig()))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 pub fn register(engine: &mut Engine) {
@@ -358,12 +386,7 @@ pub fn register(engine: &mut Engine) {
         .register_into_engine(engine, |n: &mut Node, config: &str, opts: Map| native(|| apply(n, config, &opts)));
     FuncRegistration::new("kubeconfig")
         .with_comments(["/// The admin kubeconfig the node issues (a control plane), as text."])
-        .register_into_engine(engine, |n: &mut Node| {
-            native(|| {
-                let bytes = n.with(|c| block_on(c.kubeconfig()))?;
-                Ok(String::from_utf8_lossy(&bytes).into_owned())
-            })
-        });
+        .register_into_engine(engine, |n: &mut Node| native(|| kubeconfig_text(n)));
     FuncRegistration::new("upgrade")
         .with_comments(["/// Starts an upgrade to `opts.image` (`stage`, `force` as talosctl); returns #{ack, actor_id}. The node reboots into the new version."])
         .register_into_engine(engine, |n: &mut Node, opts: Map| {
@@ -414,6 +437,9 @@ pub fn register(engine: &mut Engine) {
     FuncRegistration::new("wait_ready")
         .with_comments(["/// Waits up to `seconds` until the node's API answers again (after an apply or reboot); false on timeout."])
         .register_into_engine(engine, |n: &mut Node, seconds: i64| wait_ready(n, Duration::from_secs(seconds.max(0) as u64)));
+    FuncRegistration::new("wait_reboot")
+        .with_comments(["/// Waits up to `seconds` for a reboot: the node goes away, then answers again; false on timeout."])
+        .register_into_engine(engine, |n: &mut Node, seconds: i64| wait_reboot(n, Duration::from_secs(seconds.max(0) as u64)));
     FuncRegistration::new("discover")
         .with_comments(["/// Everything presets read from the node: #{node, version, resources: #{disks, links, addresses, routes, ...}}, the `--facts` file format."])
         .register_into_engine(engine, |n: &mut Node| native(|| discover(n)));

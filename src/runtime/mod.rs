@@ -4,6 +4,7 @@
 mod api_config;
 mod api_log;
 mod api_parallel;
+pub mod api_playbook;
 mod api_preset;
 mod api_project;
 mod api_render;
@@ -27,6 +28,7 @@ pub fn engine() -> Engine {
     api_config::register(&mut engine);
     api_log::register(&mut engine);
     api_parallel::register(&mut engine);
+    api_playbook::register(&mut engine);
     api_project::register(&mut engine);
     api_preset::register(&mut engine);
     api_render::register(&mut engine);

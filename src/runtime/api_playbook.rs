@@ -1,0 +1,190 @@
+//! What playbooks (`talm run`, project scripts, the REPL) build on beyond the node API: running
+//! any talm command in-process (`talm([...])`, `template_file`, `apply_file`), the project
+//! (`project()`, `nodes_of`), and file access confined to the project folder (`file::`).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use anyhow::Result;
+use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
+
+use super::api_project::inside;
+use super::native;
+use super::opts::{flag, text};
+use crate::error::hinted;
+use crate::project::fsutil;
+
+/// The project root scripts work in (set by the command line; "" outside a project).
+fn root_cell() -> &'static Mutex<String> {
+    static R: OnceLock<Mutex<String>> = OnceLock::new();
+    R.get_or_init(|| Mutex::new(String::new()))
+}
+
+pub fn set_root(root: &str) {
+    *root_cell().lock().unwrap_or_else(|e| e.into_inner()) = root.to_string();
+}
+
+fn root() -> Result<String> {
+    let r = root_cell()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    if r.is_empty() {
+        return Err(hinted(
+            "no project here",
+            "run inside a talm project (a folder with Chart.yaml), or pass --root",
+        ));
+    }
+    Ok(r)
+}
+
+/// Runs a talm command line in this process, e.g. `talm(["apply", "-f", "nodes/n1.yaml", "-i"])`.
+fn talm(args: Array) -> Result<()> {
+    let mut argv: Vec<std::ffi::OsString> = vec!["talm".into()];
+    argv.extend(
+        args.into_iter()
+            .map(|a| std::ffi::OsString::from(a.to_string())),
+    );
+    let shown: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    match crate::dispatch::dispatch(argv)? {
+        0 => Ok(()),
+        code => Err(hinted(
+            format!("`{}` exited with {code}", shown.join(" ")),
+            "see its output above",
+        )),
+    }
+}
+
+/// A project file path: relative paths are taken from the project root.
+fn project_path(rel: &str) -> Result<PathBuf> {
+    inside(&root()?, rel)
+}
+
+pub fn register(engine: &mut Engine) {
+    FuncRegistration::new("talm")
+        .with_comments(["/// Runs a talm command in this process: `talm([\"template\", \"-f\", \"nodes/node1.yaml\", \"-I\", \"-i\"])`; an error when it fails."])
+        .register_into_engine(engine, |args: Array| native(|| talm(args)));
+    FuncRegistration::new("template_file")
+        .with_comments(["/// `talm template -f path -I` (with `#{insecure}`): renders the node file's templates against its node and rewrites it in place."])
+        .register_into_engine(engine, |path: &str, opts: Map| {
+            native(|| {
+                let mut a: Array = ["template", "-f", path, "-I"].iter().map(|s| Dynamic::from(s.to_string())).collect();
+                if flag(&opts, "insecure") {
+                    a.push("-i".into());
+                }
+                talm(a)
+            })
+        });
+    FuncRegistration::new("apply_file")
+        .with_comments([
+            "/// `talm apply -f path` with `#{insecure, mode, dry_run, side_patches}`.",
+        ])
+        .register_into_engine(engine, |path: &str, opts: Map| {
+            native(|| {
+                let mut a: Array = ["apply", "-f", path]
+                    .iter()
+                    .map(|s| Dynamic::from(s.to_string()))
+                    .collect();
+                if let Some(sides) = opts
+                    .get("side_patches")
+                    .and_then(|v| v.clone().try_cast::<Array>())
+                {
+                    for s in sides {
+                        a.push("-f".into());
+                        a.push(s);
+                    }
+                }
+                if flag(&opts, "insecure") {
+                    a.push("-i".into());
+                }
+                if flag(&opts, "dry_run") {
+                    a.push("--dry-run".into());
+                }
+                let mode = text(&opts, "mode");
+                if !mode.is_empty() {
+                    a.push("-m".into());
+                    a.push(mode.into());
+                }
+                talm(a)
+            })
+        });
+    FuncRegistration::new("use_project")
+        .with_comments(["/// Makes the project at `root` the one `project()`, `file::` and `node()` work in (after creating it with `talm([\"init\", ...])`)."])
+        .register_into_engine(engine, |root: &str| {
+            native(|| {
+                let abs = crate::project::root::absolute(Path::new(root))?;
+                set_root(&abs.display().to_string());
+                let mut d = super::api_talos::defaults_now();
+                d.talosconfig = abs.join("talosconfig");
+                super::api_talos::set_defaults(d);
+                Ok(())
+            })
+        });
+    FuncRegistration::new("project")
+        .with_comments(["/// The project: #{root, values (values.yaml), chart (Chart.yaml), nodes (the node files under nodes/)}."])
+        .register_into_engine(engine, || {
+            native(|| {
+                let r = root()?;
+                let mut m = Map::new();
+                let read = |rel: &str| -> Result<Dynamic> {
+                    let p = Path::new(&r).join(rel);
+                    if !p.exists() {
+                        return Ok(Map::new().into());
+                    }
+                    Ok(rhai::serde::to_dynamic(crate::yaml::parse(&fsutil::read_text(&p)?, rel)?)?)
+                };
+                m.insert("root".into(), r.clone().into());
+                m.insert("values".into(), read("values.yaml")?);
+                m.insert("chart".into(), read("Chart.yaml")?);
+                let mut nodes: Array = Vec::new();
+                let dir = Path::new(&r).join("nodes");
+                if dir.is_dir() {
+                    for (rel, _) in fsutil::files_below(&dir)? {
+                        if rel.ends_with(".yaml") || rel.ends_with(".yml") {
+                            nodes.push(format!("nodes/{rel}").into());
+                        }
+                    }
+                }
+                m.insert("nodes".into(), nodes.into());
+                Ok(m)
+            })
+        });
+    FuncRegistration::new("kubeconfig")
+        .with_comments([
+            "/// Writes the node's admin kubeconfig to a project file (0600) and returns its path.",
+        ])
+        .register_into_engine(engine, |n: &mut super::api_talos::Node, rel: &str| {
+            native(|| {
+                let path = project_path(rel)?;
+                let text = super::api_talos::kubeconfig_text(n)?;
+                fsutil::write_atomic(&path, text.as_bytes(), fsutil::Mode::Secret)?;
+                Ok(path.display().to_string())
+            })
+        });
+    let mut f = Module::new();
+    FuncRegistration::new("read")
+        .with_comments(["/// A project file's text (paths inside the project only)."])
+        .set_into_module(&mut f, |rel: &str| {
+            native(|| fsutil::read_text(&project_path(rel)?))
+        });
+    FuncRegistration::new("write")
+        .with_comments(["/// Writes a project file atomically (paths inside the project only)."])
+        .set_into_module(&mut f, |rel: &str, content: &str| {
+            native(|| {
+                fsutil::write_atomic(
+                    &project_path(rel)?,
+                    content.as_bytes(),
+                    fsutil::Mode::Public,
+                )
+            })
+        });
+    FuncRegistration::new("exists")
+        .with_comments(["/// Whether a project file exists (paths inside the project only)."])
+        .set_into_module(&mut f, |rel: &str| {
+            native(|| Ok(project_path(rel)?.exists()))
+        });
+    engine.register_static_module("file", f.into());
+}
