@@ -7,7 +7,8 @@ use clap::{Args, Parser, Subcommand};
     name = "talm",
     about = "Manage Talos the GitOps Way!",
     version = crate::version::current(),
-    propagate_version = true
+    propagate_version = true,
+    disable_help_subcommand = true
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -91,6 +92,11 @@ pub enum Command {
     Run(RunArgs),
     /// An interactive Rhai session with the talm API
     Repl,
+    /// Help on a command, or on the Rhai API: `talm help api [NAME]`
+    Help {
+        /// `api`, `api NAME`, or a command name
+        topic: Vec<String>,
+    },
     /// Print the Talos version of nodes
     Version(VersionArgs),
     /// Print resources of nodes (talosctl's kinds and aliases: disks, links, addresses, routes...)

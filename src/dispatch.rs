@@ -364,6 +364,26 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             bundled("reset", a)?;
         }
         Command::Demo { dir } => return crate::demo::run(dir.as_deref()),
+        Command::Help { topic } => {
+            let mut cmd = Cli::command();
+            let text = match topic.first().map(String::as_str) {
+                None => cmd.render_long_help().to_string(),
+                Some("api") => {
+                    crate::runtime::repl::api_help(topic.get(1).map(String::as_str).unwrap_or(""))
+                }
+                Some(name) => match cmd.find_subcommand_mut(name) {
+                    Some(sub) => sub.render_long_help().to_string(),
+                    None => {
+                        return Err(hinted(
+                            format!("no command {name:?}"),
+                            "`talm help` lists the commands; `talm help api` the Rhai API",
+                        ))
+                    }
+                },
+            };
+            // A closed pipe (`talm help api | head`) is not an error.
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+        }
         Command::Run(r) => {
             let root = node_project(&cli.global, root_explicit, &[])?;
             set_node_defaults(&cli.global, root.as_deref())?;

@@ -86,3 +86,69 @@ fn script_errors_name_file_line_and_column() {
     assert_eq!(d.talm(["run", "inside.rhai"]).ok().stdout, "x");
     d.talm(["run", "missing.rhai"]).fails_with("missing.rhai");
 }
+
+#[test]
+fn the_api_from_a_playbook() {
+    let nodes = Nodes::start(&["127.0.10.5"], |_| {});
+    let d = Dir::project("generic");
+    d.talm([
+        "template",
+        "-e",
+        "127.0.10.5",
+        "--nodes",
+        "127.0.10.5",
+        "-t",
+        "templates/controlplane.yaml",
+        "-i",
+    ])
+    .ok();
+    d.write("nodes/n.yaml", "# talm: nodes=[\"127.0.10.5\"], endpoints=[\"127.0.10.5\"], templates=[\"templates/controlplane.yaml\"]\n");
+    d.write(
+        "api.rhai",
+        r#"
+let n = node("127.0.10.5", #{ insecure: true });
+let cfg = render(#{ template: "templates/controlplane.yaml", node: n, full: true });
+let dry = n.apply(cfg, #{ dry_run: true });
+out(`dry=${dry.mode}\n`);
+let r = n.apply(cfg, #{ mode: "auto" });
+out(`mode=${r.mode}\n`);
+let ready = node("127.0.10.5").wait_ready(30);
+let cp = nodes_of("nodes/n.yaml")[0];
+out(`ready=${ready} type=${cp.get("machinetype", "machine-type").spec} version=${version(cp).tag}\n`);
+cp.bootstrap();
+let path = cp.kubeconfig("admin.kubeconfig");
+out(`kubeconfig=${file::exists("admin.kubeconfig")}\n`);
+let s = secrets::load("secrets.yaml");
+out(`cluster=${s.cluster.id != ()}\n`);
+file::write("extra.yaml", "token: abc\n");
+secrets::encrypt("extra.yaml");
+out(`sealed=${file::read("extra.yaml.encrypted").contains("ENC[AGE,data:")}\n`);
+let j = json::parse(json::to_string(#{ a: [1, 2] }));
+out(`json=${j.a[1]}\n`);
+"#,
+    );
+    let o = d.talm(["run", "api.rhai"]).ok();
+    // Backtick strings keep `\n` literally.
+    assert_eq!(
+        o.stdout.replace("\\n", "\n"),
+        "dry=no-reboot\nmode=no-reboot\nready=true type=controlplane version=v1.13.7\nkubeconfig=true\ncluster=true\nsealed=true\njson=2\n"
+    );
+    assert_eq!(d.mode("admin.kubeconfig"), 0o600);
+    assert!(nodes.node("127.0.10.5").state().etcd_bootstrapped);
+    let api = d.talm(["help", "api"]).ok().stdout;
+    for name in [
+        "apply",
+        "bootstrap",
+        "discover",
+        "kubeconfig",
+        "parallel",
+        "render",
+        "upgrade",
+        "wait_ready",
+        "talos::targets",
+        "secrets::load",
+        "file::write",
+    ] {
+        assert!(api.contains(&format!("  {name} ")), "{name} listed: {api}");
+    }
+}

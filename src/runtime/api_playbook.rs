@@ -58,9 +58,111 @@ fn talm(args: Array) -> Result<()> {
     }
 }
 
+fn render(opts: &Map) -> Result<String> {
+    let mut o = Map::new();
+    o.insert("root".into(), root()?.into());
+    let templates: rhai::Array = match opts
+        .get("templates")
+        .and_then(|v| v.clone().try_cast::<rhai::Array>())
+    {
+        Some(a) => a,
+        None => vec![Dynamic::from(text(opts, "template"))],
+    };
+    o.insert("templates".into(), templates.into());
+    let mut values = Map::new();
+    if let Some(set) = opts.get("set") {
+        values.insert("set".into(), set.clone());
+    }
+    o.insert("values".into(), values.into());
+    for key in ["talos_version", "kubernetes_version"] {
+        if let Some(v) = opts.get(key) {
+            o.insert(key.into(), v.clone());
+            o.insert(format!("{key}_set").into(), true.into());
+        }
+    }
+    o.insert("full".into(), flag(opts, "full").into());
+    o.insert("offline".into(), flag(opts, "offline").into());
+    if let Some(n) = opts
+        .get("node")
+        .and_then(|v| v.clone().try_cast::<super::api_talos::Node>())
+    {
+        o.insert("facts".into(), super::api_talos::discover_node(&n)?);
+    } else if let Some(f) = opts.get("facts") {
+        o.insert("facts".into(), f.clone());
+    } else if !flag(opts, "offline") {
+        return Err(hinted("render needs a node, facts or offline: true", "render(#{ template: \"templates/controlplane.yaml\", node: node(ip, #{ insecure: true }) })"));
+    }
+    let r = super::api_render::template(o)?;
+    Ok(r.get("text").map(|t| t.to_string()).unwrap_or_default())
+}
+
+fn key() -> Result<age::x25519::Identity> {
+    let path = project_path("talm.key")?;
+    let text = fsutil::read_text(&path)?;
+    crate::secrets::crypt::parse_key(&text, "talm.key")
+}
+
+fn secrets_load(rel: &str) -> Result<Dynamic> {
+    let plain = project_path(rel)?;
+    let text = if plain.exists() {
+        fsutil::read_text(&plain)?
+    } else {
+        let enc = project_path(&format!("{rel}.encrypted"))?;
+        crate::secrets::crypt::decrypt_yaml(
+            &key()?,
+            &fsutil::read_text(&enc)?,
+            &format!("{rel}.encrypted"),
+        )?
+    };
+    Ok(rhai::serde::to_dynamic(crate::yaml::parse(&text, rel)?)?)
+}
+
+fn secrets_seal(rel: &str, encrypt: bool) -> Result<String> {
+    let plain = project_path(rel)?;
+    let enc = project_path(&format!("{rel}.encrypted"))?;
+    let id = key()?;
+    if encrypt {
+        let previous = if enc.exists() {
+            Some(fsutil::read_text(&enc)?)
+        } else {
+            None
+        };
+        let out = crate::secrets::crypt::encrypt_yaml(
+            &id,
+            &fsutil::read_text(&plain)?,
+            rel,
+            previous.as_deref(),
+        )?;
+        fsutil::write_atomic(&enc, out.as_bytes(), fsutil::Mode::Secret)?;
+        Ok(enc.display().to_string())
+    } else {
+        let out = crate::secrets::crypt::decrypt_yaml(
+            &id,
+            &fsutil::read_text(&enc)?,
+            &format!("{rel}.encrypted"),
+        )?;
+        fsutil::write_atomic(&plain, out.as_bytes(), fsutil::Mode::Secret)?;
+        Ok(plain.display().to_string())
+    }
+}
+
 /// A project file path: relative paths are taken from the project root.
 fn project_path(rel: &str) -> Result<PathBuf> {
     inside(&root()?, rel)
+}
+
+/// `secrets::load`, `secrets::encrypt`, `secrets::decrypt` over project files (added to the
+/// `secrets` module by api_secrets).
+pub fn add_secret_files(sec: &mut Module) {
+    FuncRegistration::new("load")
+        .with_comments(["/// A project secrets file as a map: the plain file, or its `.encrypted` twin opened with talm.key."])
+        .set_into_module(sec, |rel: &str| native(|| secrets_load(rel)));
+    FuncRegistration::new("encrypt")
+        .with_comments(["/// Writes `<file>.encrypted` (0600) from the plain project file with talm.key; returns its path."])
+        .set_into_module(sec, |rel: &str| native(|| secrets_seal(rel, true)));
+    FuncRegistration::new("decrypt")
+        .with_comments(["/// Writes the plain project file (0600) from `<file>.encrypted` with talm.key; returns its path."])
+        .set_into_module(sec, |rel: &str| native(|| secrets_seal(rel, false)));
 }
 
 pub fn register(engine: &mut Engine) {
@@ -162,6 +264,18 @@ pub fn register(engine: &mut Engine) {
                 let text = super::api_talos::kubeconfig_text(n)?;
                 fsutil::write_atomic(&path, text.as_bytes(), fsutil::Mode::Secret)?;
                 Ok(path.display().to_string())
+            })
+        });
+    FuncRegistration::new("render")
+        .with_comments(["/// Renders the project's templates for a node: `opts` has `template` (or `templates`), `node` (a Node, discovered now) or `facts` (a discovery map or a facts file), `set` (Helm-style `a.b=c` strings), `talos_version`, `kubernetes_version`, `full`, `offline`. Returns the YAML text."])
+        .register_into_engine(engine, |opts: Map| native(|| render(&opts)));
+    FuncRegistration::new("nodes_of")
+        .with_comments(["/// The nodes of a node file's modeline, reached through its endpoints."])
+        .register_into_engine(engine, |file: &str| {
+            native(|| {
+                let mut o = Map::new();
+                o.insert("files".into(), vec![Dynamic::from(file.to_string())].into());
+                super::api_talos::targets_of(&o)
             })
         });
     let mut f = Module::new();

@@ -54,7 +54,7 @@ fn versions(opts: &Map, chart: &Chart) -> (String, String) {
     (talos, kube.trim_start_matches('v').to_string())
 }
 
-fn template(opts: Map) -> Result<Map> {
+pub(super) fn template(opts: Map) -> Result<Map> {
     let root = text(&opts, "root");
     let root_path = Path::new(&root);
     let chart = Chart::load(root_path)?;

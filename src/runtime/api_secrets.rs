@@ -103,5 +103,6 @@ pub fn register(engine: &mut Engine) {
         .set_into_module(&mut m, |encrypted_file: &str| {
             crypt::key_recovery_hint(encrypted_file)
         });
+    super::api_playbook::add_secret_files(&mut m);
     engine.register_static_module("secrets", m.into());
 }

@@ -226,6 +226,16 @@ async fn get_async(c: &Client, kind: &str, id: &str, namespace: &str) -> Result<
     }
 }
 
+/// The nodes a map of `targets` options names (for `nodes_of`).
+pub fn targets_of(opts: &Map) -> Result<Array> {
+    targets(opts)
+}
+
+/// A node's discovery as a script map.
+pub fn discover_node(n: &Node) -> Result<Dynamic> {
+    discover(n)
+}
+
 fn discover(n: &Node) -> Result<Dynamic> {
     let facts = n.with(|c| block_on(discovery::discover(c)))?;
     Ok(rhai::serde::to_dynamic(&facts)?)
@@ -409,6 +419,14 @@ pub fn register(engine: &mut Engine) {
                     machine::reboot_request::Mode::Default
                 };
                 n.with(|c| block_on(c.reboot(machine::RebootRequest { mode: mode as i32 })))?;
+                Ok(())
+            })
+        });
+    FuncRegistration::new("reboot")
+        .with_comments(["/// Reboots the node."])
+        .register_into_engine(engine, |n: &mut Node| {
+            native(|| {
+                n.with(|c| block_on(c.reboot(machine::RebootRequest::default())))?;
                 Ok(())
             })
         });

@@ -1,4 +1,4 @@
-//! `yaml::` script functions: parse YAML text into Rhai values and write values as YAML.
+//! `yaml::` and `json::` script functions: parse text into Rhai values and write values back.
 
 use rhai::{Dynamic, Engine, FuncRegistration, Module};
 
@@ -34,4 +34,23 @@ pub fn register(engine: &mut Engine) {
             })
         });
     engine.register_static_module("yaml", m.into());
+    let mut j = Module::new();
+    FuncRegistration::new("parse")
+        .with_comments(["/// Parses JSON text into maps, arrays and scalars."])
+        .set_into_module(&mut j, |text: &str| {
+            native(|| {
+                let v: serde_json::Value = serde_json::from_str(text)
+                    .map_err(|e| crate::error::plain(format!("invalid JSON: {e}")))?;
+                Ok(rhai::serde::to_dynamic(v)?)
+            })
+        });
+    FuncRegistration::new("to_string")
+        .with_comments(["/// Writes a value as JSON (keys in order)."])
+        .set_into_module(&mut j, |value: Dynamic| {
+            native(|| {
+                let v: serde_json::Value = rhai::serde::from_dynamic(&value)?;
+                Ok(serde_json::to_string(&v)?)
+            })
+        });
+    engine.register_static_module("json", j.into());
 }

@@ -33,7 +33,7 @@ fn collect_docs(json: &serde_json::Value, prefix: &str, out: &mut BTreeMap<Strin
             let full = format!("{prefix}{name}");
             let d = out.entry(full).or_default();
             if let Some(sig) = f.get("signature").and_then(|s| s.as_str()) {
-                let sig = sig
+                let sig = tidy(sig)
                     .replace("&mut ", "")
                     .replace("ImmutableString", "string")
                     .replace("&str", "string")
@@ -61,6 +61,29 @@ fn collect_docs(json: &serde_json::Value, prefix: &str, out: &mut BTreeMap<Strin
             collect_docs(m, &format!("{prefix}{name}::"), out);
         }
     }
+}
+
+/// A Rust type in a signature as a script writer knows it: fallible results by their value,
+/// standard-library paths by their short names.
+fn tidy(sig: &str) -> String {
+    let mut s = sig.to_string();
+    if let Some(i) = s.find("-> core::result::Result<") {
+        let inner = &s[i + "-> core::result::Result<".len()..];
+        let value = inner
+            .split(",alloc::boxed::Box<")
+            .next()
+            .unwrap_or(inner)
+            .to_string();
+        s = format!("{}-> {value}", &s[..i]);
+    }
+    s.replace("alloc::string::String", "string")
+        .replace("rhai::types::dynamic::Dynamic", "Dynamic")
+        .replace(
+            "smartstring::SmartString<smartstring::config::LazyCompact>",
+            "string",
+        )
+        .replace("alloc::vec::Vec<rhai::types::dynamic::Dynamic>", "Array")
+        .replace("()", "()")
 }
 
 /// The API as `help` shows it (talm's functions, not Rhai's standard library).
@@ -196,6 +219,11 @@ fn help(docs: &BTreeMap<String, Doc>, topic: &str) -> String {
         }
         None => format!("no API function {topic:?}; `help` lists them\n"),
     }
+}
+
+/// `talm help api [NAME]`: the API listing, or one function's signatures and docs.
+pub fn api_help(topic: &str) -> String {
+    help(&api_docs(&super::engine()), topic)
 }
 
 /// Runs the session on stdin/stdout until end of input; returns the exit code.
