@@ -83,7 +83,6 @@ fn tidy(sig: &str) -> String {
             "string",
         )
         .replace("alloc::vec::Vec<rhai::types::dynamic::Dynamic>", "Array")
-        .replace("()", "()")
 }
 
 /// The API as `help` shows it (talm's functions, not Rhai's standard library).
