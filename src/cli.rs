@@ -149,6 +149,23 @@ pub struct InitArgs {
     pub decrypt: bool,
 }
 
+/// What a render reads besides the templates, shared by `template` and `apply` so both render
+/// alike: value sources, version contract, Kubernetes version, secrets bundle.
+#[derive(Debug, Args, Clone, Default)]
+pub struct RenderArgs {
+    #[command(flatten)]
+    pub values: ValueArgs,
+    /// Talos version contract (default: Chart.yaml templateOptions.talosVersion)
+    #[arg(long, value_name = "VERSION")]
+    pub talos_version: Option<String>,
+    /// Kubernetes version (default: Chart.yaml templateOptions.kubernetesVersion)
+    #[arg(long, value_name = "VERSION")]
+    pub kubernetes_version: Option<String>,
+    /// Secrets bundle for the whole config (default: Chart.yaml templateOptions.withSecrets, secrets.yaml)
+    #[arg(long, value_name = "FILE")]
+    pub with_secrets: Option<String>,
+}
+
 /// Value sources shared by `template` and `apply` (after Chart.yaml's own lists).
 #[derive(Debug, Args, Clone, Default)]
 pub struct ValueArgs {
@@ -191,19 +208,10 @@ pub struct TemplateArgs {
     #[arg(short = 'I', long)]
     pub in_place: bool,
     #[command(flatten)]
-    pub values: ValueArgs,
-    /// Talos version contract (default: Chart.yaml templateOptions.talosVersion)
-    #[arg(long, value_name = "VERSION")]
-    pub talos_version: Option<String>,
-    /// Kubernetes version (default: Chart.yaml templateOptions.kubernetesVersion)
-    #[arg(long, value_name = "VERSION")]
-    pub kubernetes_version: Option<String>,
+    pub render: RenderArgs,
     /// Print the whole machine config (the generated base with the render merged in)
     #[arg(long)]
     pub full: bool,
-    /// Secrets bundle for --full (default: Chart.yaml templateOptions.withSecrets, secrets.yaml)
-    #[arg(long, value_name = "FILE")]
-    pub with_secrets: Option<String>,
     /// Render without a node: every lookup is empty
     #[arg(long)]
     pub offline: bool,
@@ -279,16 +287,7 @@ pub struct ApplyArgs {
     #[arg(short = 'i', long)]
     pub insecure: bool,
     #[command(flatten)]
-    pub values: ValueArgs,
-    /// Talos version contract (default: Chart.yaml templateOptions.talosVersion)
-    #[arg(long, value_name = "VERSION")]
-    pub talos_version: Option<String>,
-    /// Kubernetes version (default: Chart.yaml templateOptions.kubernetesVersion)
-    #[arg(long, value_name = "VERSION")]
-    pub kubernetes_version: Option<String>,
-    /// Secrets bundle (default: Chart.yaml templateOptions.withSecrets, secrets.yaml)
-    #[arg(long, value_name = "FILE")]
-    pub with_secrets: Option<String>,
+    pub render: RenderArgs,
     /// Ask the node what would change, change nothing
     #[arg(long)]
     pub dry_run: bool,

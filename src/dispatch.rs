@@ -9,7 +9,7 @@ use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
 use rhai::{Array, Dynamic, Map};
 
-use crate::cli::{Cli, Command, GenCommand, Global, NodeArgs, ValueArgs};
+use crate::cli::{Cli, Command, GenCommand, Global, NodeArgs, RenderArgs, ValueArgs};
 
 /// Runs a bundled command script; the result is not used.
 fn bundled(name: &str, args: Map) -> Result<()> {
@@ -55,6 +55,19 @@ fn value_args(v: &ValueArgs) -> Map {
     m.insert("set_json".into(), strings(&v.set_json).into());
     m.insert("set_literal".into(), strings(&v.set_literal).into());
     m
+}
+
+/// The render flags shared by `template` and `apply`.
+fn render_args(a: &mut Map, r: &RenderArgs) {
+    a.insert("values".into(), value_args(&r.values).into());
+    a.insert("talos_version".into(), opt(&r.talos_version));
+    a.insert("talos_version_set".into(), r.talos_version.is_some().into());
+    a.insert("kubernetes_version".into(), opt(&r.kubernetes_version));
+    a.insert(
+        "kubernetes_version_set".into(),
+        r.kubernetes_version.is_some().into(),
+    );
+    a.insert("with_secrets".into(), opt(&r.with_secrets));
 }
 
 /// The first `-f` file anchors the project root; an explicit `--root` must agree.
@@ -230,17 +243,9 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             a.insert("templates".into(), strings(&t.templates).into());
             a.insert("files".into(), strings(&t.files).into());
             a.insert("in_place".into(), t.in_place.into());
-            a.insert("values".into(), value_args(&t.values).into());
-            a.insert("talos_version".into(), opt(&t.talos_version));
-            a.insert("talos_version_set".into(), t.talos_version.is_some().into());
-            a.insert("kubernetes_version".into(), opt(&t.kubernetes_version));
-            a.insert(
-                "kubernetes_version_set".into(),
-                t.kubernetes_version.is_some().into(),
-            );
+            render_args(&mut a, &t.render);
             a.insert("offline".into(), t.offline.into());
             a.insert("full".into(), t.full.into());
-            a.insert("with_secrets".into(), opt(&t.with_secrets));
             a.insert("facts".into(), opt(&t.facts));
             a.insert("insecure".into(), t.insecure.into());
             a.insert("show_secrets".into(), t.show_secrets.into());
@@ -295,15 +300,7 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             a.insert("endpoints".into(), strings(&t.endpoints.endpoints).into());
             a.insert("files".into(), strings(&t.files).into());
             a.insert("insecure".into(), t.insecure.into());
-            a.insert("values".into(), value_args(&t.values).into());
-            a.insert("talos_version".into(), opt(&t.talos_version));
-            a.insert("talos_version_set".into(), t.talos_version.is_some().into());
-            a.insert("kubernetes_version".into(), opt(&t.kubernetes_version));
-            a.insert(
-                "kubernetes_version_set".into(),
-                t.kubernetes_version.is_some().into(),
-            );
-            a.insert("with_secrets".into(), opt(&t.with_secrets));
+            render_args(&mut a, &t.render);
             a.insert("dry_run".into(), t.dry_run.into());
             a.insert("mode".into(), t.mode.clone().into());
             a.insert("timeout".into(), t.timeout.clone().into());
