@@ -88,6 +88,12 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<String>,
     },
+    /// Print a service's log (`kernel` for the kernel log)
+    Logs(LogsArgs),
+    /// Print the kernel log of nodes
+    Dmesg(DmesgArgs),
+    /// List the services of nodes and their state
+    Services(NodeArgs),
     /// Run a Rhai playbook: talm run FILE.rhai [ARGS...]
     Run(RunArgs),
     /// An interactive Rhai session with the talm API
@@ -380,6 +386,29 @@ pub struct ResetArgs {
     /// User disks to wipe
     #[arg(long, value_delimiter = ',', value_name = "DISKS")]
     pub user_disks_to_wipe: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The service (`kernel` for the kernel log)
+    pub service: String,
+    /// Only the last N lines
+    #[arg(long, value_name = "N")]
+    pub tail: Option<i64>,
+    /// A Kubernetes container (namespace k8s.io) instead of a Talos service
+    #[arg(short = 'k', long)]
+    pub kubernetes: bool,
+    #[command(flatten)]
+    pub node: NodeArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DmesgArgs {
+    /// Only the last N lines
+    #[arg(long, value_name = "N")]
+    pub tail: Option<i64>,
+    #[command(flatten)]
+    pub node: NodeArgs,
 }
 
 #[derive(Debug, Args)]

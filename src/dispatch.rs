@@ -381,6 +381,30 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             // A closed pipe (`talm help api | head`) is not an error.
             let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
         }
+        Command::Logs(l) => {
+            let root = node_project(&cli.global, root_explicit, &l.node.files)?;
+            set_node_defaults(&cli.global, root.as_deref())?;
+            node_args(&mut a, &l.node, root);
+            a.insert("service".into(), l.service.clone().into());
+            a.insert("tail".into(), l.tail.unwrap_or(-1).into());
+            a.insert("kubernetes".into(), l.kubernetes.into());
+            bundled("logs", a)?;
+        }
+        Command::Dmesg(l) => {
+            let root = node_project(&cli.global, root_explicit, &l.node.files)?;
+            set_node_defaults(&cli.global, root.as_deref())?;
+            node_args(&mut a, &l.node, root);
+            a.insert("service".into(), "kernel".into());
+            a.insert("tail".into(), l.tail.unwrap_or(-1).into());
+            a.insert("kubernetes".into(), false.into());
+            bundled("logs", a)?;
+        }
+        Command::Services(n) => {
+            let root = node_project(&cli.global, root_explicit, &n.files)?;
+            set_node_defaults(&cli.global, root.as_deref())?;
+            node_args(&mut a, n, root);
+            bundled("services", a)?;
+        }
         Command::Run(r) => {
             let root = node_project(&cli.global, root_explicit, &[])?;
             set_node_defaults(&cli.global, root.as_deref())?;

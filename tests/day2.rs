@@ -124,3 +124,53 @@ fn reboot_reset_and_upgrade() {
     d.talm(["reset", "-f", "nodes/cp.yaml", "--wipe-mode", "everything"])
         .fails_with("invalid value 'everything'");
 }
+
+#[test]
+fn logs_dmesg_and_services() {
+    let nodes = Nodes::start(&["127.0.11.4"], |_| {});
+    let d = cluster(&nodes, "127.0.11.4", None);
+    let logs = d
+        .talm(["logs", "kubelet", "-f", "nodes/cp.yaml", "--tail", "3"])
+        .ok()
+        .stdout;
+    assert_eq!(logs.lines().count(), 3, "{logs}");
+    assert!(logs.contains("kubelet: simulated log line 20"), "{logs}");
+    d.talm(["logs", "nosuch", "-f", "nodes/cp.yaml"])
+        .fails_with("node 127.0.11.4: Logs:");
+    let kernel = d
+        .talm(["logs", "kernel", "-f", "nodes/cp.yaml"])
+        .ok()
+        .stdout;
+    assert!(kernel.contains("Linux version"), "{kernel}");
+    assert_eq!(
+        d.talm(["dmesg", "-f", "nodes/cp.yaml", "--tail", "1"])
+            .ok()
+            .stdout
+            .lines()
+            .count(),
+        1
+    );
+    let services = d.talm(["services", "-f", "nodes/cp.yaml"]).ok().stdout;
+    assert!(services.starts_with("NODE "), "{services}");
+    assert!(
+        services
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                == ["127.0.11.4", "etcd", "Preparing", "?"]),
+        "{services}"
+    );
+    d.talm(["bootstrap", "-f", "nodes/cp.yaml"]).ok();
+    let services = d.talm(["services", "-f", "nodes/cp.yaml"]).ok().stdout;
+    assert!(
+        services
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                == ["127.0.11.4", "etcd", "Running", "OK"]),
+        "{services}"
+    );
+    // Reading logs takes the operator role at least; a maintenance node refuses.
+    let fresh = Nodes::start(&["127.0.11.5"], |_| {});
+    d.talm(["logs", "kernel", "-n", "127.0.11.5", "-i"])
+        .fails_with("node 127.0.11.5: Dmesg: not authorized");
+    drop(fresh);
+}

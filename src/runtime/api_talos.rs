@@ -430,6 +430,53 @@ pub fn register(engine: &mut Engine) {
                 Ok(())
             })
         });
+    FuncRegistration::new("logs")
+        .with_comments(["/// A service's log (`kernel` reads the kernel log): `opts.tail` keeps the last lines, `opts.kubernetes` reads a container in the k8s.io namespace."])
+        .register_into_engine(engine, |n: &mut Node, service: &str, opts: Map| {
+            native(|| {
+                let bytes = if service == "kernel" {
+                    n.with(|c| block_on(c.dmesg(machine::DmesgRequest::default())))?
+                } else {
+                    let kubernetes = flag(&opts, "kubernetes");
+                    let req = machine::LogsRequest {
+                        namespace: if kubernetes { "k8s.io" } else { "system" }.into(),
+                        id: service.into(),
+                        driver: if kubernetes { crate::proto::common::ContainerDriver::Cri } else { crate::proto::common::ContainerDriver::Containerd } as i32,
+                        follow: false,
+                        tail_lines: opts.get("tail").and_then(|v| v.as_int().ok()).unwrap_or(-1) as i32,
+                    };
+                    n.with(|c| block_on(c.logs(req)))?
+                };
+                let mut text = String::from_utf8_lossy(&bytes).into_owned();
+                if service == "kernel" {
+                    if let Some(t) = opts.get("tail").and_then(|v| v.as_int().ok()).filter(|t| *t >= 0) {
+                        let lines: Vec<&str> = text.lines().collect();
+                        let keep = lines.len().saturating_sub(t as usize);
+                        text = lines[keep..].iter().map(|l| format!("{l}\n")).collect();
+                    }
+                }
+                Ok(text)
+            })
+        });
+    FuncRegistration::new("services")
+        .with_comments(["/// The node's services: #{id, state, healthy, message} each."])
+        .register_into_engine(engine, |n: &mut Node| {
+            native(|| {
+                let list = n.with(|c| block_on(c.services()))?;
+                Ok(list
+                    .into_iter()
+                    .map(|s| {
+                        let mut m = Map::new();
+                        let health = s.health.unwrap_or_default();
+                        m.insert("id".into(), s.id.into());
+                        m.insert("state".into(), s.state.into());
+                        m.insert("healthy".into(), health.healthy.into());
+                        m.insert("message".into(), health.last_message.into());
+                        Dynamic::from(m)
+                    })
+                    .collect::<Array>())
+            })
+        });
     FuncRegistration::new("reset")
         .with_comments(["/// Resets the node: `opts` has `graceful`, `reboot`, `wipe_mode` (all, system-disk, user-disks), `system_labels` (partitions to wipe), `user_disks`."])
         .register_into_engine(engine, |n: &mut Node, opts: Map| {
