@@ -94,6 +94,8 @@ pub enum Command {
     Dmesg(DmesgArgs),
     /// List the services of nodes and their state
     Services(NodeArgs),
+    /// Find Talos API endpoints on a network (TCP connect + TLS probe, no nmap)
+    Scan(ScanArgs),
     /// Run a Rhai playbook: talm run FILE.rhai [ARGS...]
     Run(RunArgs),
     /// An interactive Rhai session with the talm API
@@ -409,6 +411,21 @@ pub struct DmesgArgs {
     pub tail: Option<i64>,
     #[command(flatten)]
     pub node: NodeArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// An IPv4 range (CIDR, at most a /16) or one address
+    pub cidr: String,
+    /// The Talos API port
+    #[arg(long, default_value_t = 50000)]
+    pub port: u16,
+    /// How long to wait for each connection
+    #[arg(long, default_value = "500ms", value_name = "DURATION")]
+    pub timeout: String,
+    /// Addresses probed at once
+    #[arg(long, default_value_t = 256)]
+    pub concurrency: usize,
 }
 
 #[derive(Debug, Args)]

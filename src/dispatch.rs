@@ -405,6 +405,13 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             node_args(&mut a, n, root);
             bundled("services", a)?;
         }
+        Command::Scan(sc) => {
+            a.insert("cidr".into(), sc.cidr.clone().into());
+            a.insert("port".into(), i64::from(sc.port).into());
+            a.insert("timeout".into(), sc.timeout.clone().into());
+            a.insert("concurrency".into(), (sc.concurrency as i64).into());
+            bundled("scan", a)?;
+        }
         Command::Run(r) => {
             let root = node_project(&cli.global, root_explicit, &[])?;
             set_node_defaults(&cli.global, root.as_deref())?;

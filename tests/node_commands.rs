@@ -238,15 +238,17 @@ fn sim_command_serves_nodes_until_stopped() {
         .fails_with("bad.yaml: nodes[0]: unknown field `hardwre`");
     d.write(
         "sim.yaml",
-        "reboot_delay: 200ms\nnodes:\n  - address: 127.0.4.21\n    talos_version: v1.12.11\n    hardware:\n      disks:\n        - {name: sda, size: 500107862016, model: Samsung SSD 870, serial: S6P}\n      links:\n        - {name: enp1s0, mac: \"aa:bb:cc:00:00:21\", bus_path: \"0000:01:00.0\", addresses: [127.0.4.21/24]}\n      gateway: 127.0.4.254\n",
+        "reboot_delay: 200ms\nnodes:\n  - address: 127.0.4.21\n    talos_version: v1.13.5\n    hardware:\n      disks:\n        - {name: sda, size: 500107862016, model: Samsung SSD 870, serial: S6P}\n      links:\n        - {name: enp1s0, mac: \"aa:bb:cc:00:00:21\", bus_path: \"0000:01:00.0\", addresses: [127.0.4.21/24]}\n      gateway: 127.0.4.254\n",
     );
     let bin = assert_cmd::cargo::cargo_bin("talm");
-    let mut child = std::process::Command::new(bin)
-        .current_dir(d.path())
-        .args(["sim", "--config", "sim.yaml", "--node", "127.0.4.22"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = KillOnDrop(
+        std::process::Command::new(bin)
+            .current_dir(d.path())
+            .args(["sim", "--config", "sim.yaml", "--node", "127.0.4.22"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let started = std::time::Instant::now();
     while std::net::TcpStream::connect("127.0.4.22:50000").is_err() {
         assert!(
@@ -259,7 +261,7 @@ fn sim_command_serves_nodes_until_stopped() {
         .talm(["version", "-n", "127.0.4.21", "-i", "--short"])
         .ok()
         .stdout;
-    assert_eq!(v, "127.0.4.21: v1.12.11\n");
+    assert_eq!(v, "127.0.4.21: v1.13.5\n");
     let disks = d
         .talm(["get", "disks", "-n", "127.0.4.21", "-i"])
         .ok()
@@ -282,10 +284,20 @@ fn sim_command_serves_nodes_until_stopped() {
     d.talm(["version", "-n", "127.0.4.22", "-i", "--short"])
         .ok();
     // SIGTERM stops it cleanly.
-    unsafe_kill(child.id());
-    let status = child.wait().unwrap();
+    unsafe_kill(child.0.id());
+    let status = child.0.wait().unwrap();
     assert!(status.success(), "talm sim exit: {status:?}");
     assert!(std::net::TcpStream::connect("127.0.4.22:50000").is_err());
+}
+
+/// A child process that is killed if the test fails before stopping it.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 fn unsafe_kill(pid: u32) {
@@ -294,4 +306,52 @@ fn unsafe_kill(pid: u32) {
         .arg(pid.to_string())
         .status()
         .unwrap();
+}
+
+#[test]
+fn scan_finds_maintenance_and_configured_nodes() {
+    let nodes = Nodes::start(&["127.0.13.1", "127.0.13.2", "127.0.13.3"], |s| {
+        s.version = match s.addr.to_string().as_str() {
+            "127.0.13.2" => "v1.13.5".into(),
+            "127.0.13.3" => "v1.12.11".into(),
+            _ => s.version.clone(),
+        };
+    });
+    let d = project("127.0.13.100");
+    d.write("nodes/node1.yaml", &template_node(&d, "127.0.13.1"));
+    nodes.configure(&d, "127.0.13.1");
+    let o = d.talm(["scan", "127.0.13.0/29", "--timeout", "300ms"]).ok();
+    let rows: Vec<Vec<&str>> = o
+        .stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            vec!["127.0.13.1", "configured"],
+            vec!["127.0.13.2", "maintenance", "v1.13.5"],
+            vec!["127.0.13.3", "maintenance"]
+        ],
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stderr
+            .contains("3 Talos endpoint(s) in 127.0.13.0/29 on port 50000"),
+        "{}",
+        o.stderr
+    );
+    // Talos 1.12 in maintenance has no Version: discovery goes on without it.
+    let facts = d.talm(["discover", "-n", "127.0.13.3", "-i"]).ok().stdout;
+    let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&facts).unwrap();
+    assert!(
+        v["resources"].get("links").is_some() && v.get("version").is_none(),
+        "{facts}"
+    );
+    d.talm(["version", "-n", "127.0.13.3", "-i"])
+        .fails_with("API is not implemented in maintenance mode");
+    d.talm(["scan", "10.0.0.0/8"])
+        .fails_with("holds 16777216 addresses");
 }

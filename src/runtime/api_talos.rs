@@ -513,6 +513,26 @@ pub fn register(engine: &mut Engine) {
     FuncRegistration::new("targets")
         .with_comments(["/// The nodes a command acts on, from #{nodes, endpoints, files, insecure, talosconfig, context, timeout}: flags win, then the node files' modelines, then the talosconfig context."])
         .set_into_module(&mut m, |opts: Map| native(|| targets(&opts)));
+    FuncRegistration::new("scan")
+        .with_comments(["/// Talos API endpoints in an IPv4 range: `opts` has `port` (50000), `timeout` (500ms), `concurrency` (256). Returns #{ip, mode (maintenance|configured|unknown), version} each, in address order."])
+        .set_into_module(&mut m, |cidr: &str, opts: Map| {
+            native(|| {
+                let port = opts.get("port").and_then(|v| v.as_int().ok()).unwrap_or(50000) as u16;
+                let conc = opts.get("concurrency").and_then(|v| v.as_int().ok()).unwrap_or(256).max(1) as usize;
+                let timeout = seconds(&opts, "timeout", Duration::from_millis(500))?;
+                let found = block_on(crate::talos::scan::scan(cidr, port, timeout, conc))?;
+                Ok(found
+                    .into_iter()
+                    .map(|f| {
+                        let mut m = Map::new();
+                        m.insert("ip".into(), f.ip.to_string().into());
+                        m.insert("mode".into(), f.mode.into());
+                        m.insert("version".into(), f.version.into());
+                        Dynamic::from(m)
+                    })
+                    .collect::<Array>())
+            })
+        });
     FuncRegistration::new("format")
         .with_comments([
             "/// Resources (from `get`) as `talm get` prints them for `node`: table, yaml or json.",

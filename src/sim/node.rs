@@ -158,6 +158,23 @@ impl Node {
         certs::mutual_config(&id, &cas)
     }
 
+    /// Version as the API answers it: Talos before 1.13 does not implement it in maintenance
+    /// mode (its separate maintenance server had no Version).
+    pub fn version_reply(&self) -> Result<machine::Version, Status> {
+        let old = {
+            let st = self.state();
+            st.in_maintenance()
+                && crate::secrets::contract::Contract::parse(&st.version)
+                    .is_ok_and(|c| !c.newer_than(1, 12))
+        };
+        if old {
+            return Err(Status::unimplemented(
+                "API is not implemented in maintenance mode",
+            ));
+        }
+        Ok(self.version())
+    }
+
     pub fn version(&self) -> machine::Version {
         let st = self.state();
         let platform = &self.spec.hardware.platform;

@@ -492,7 +492,9 @@ impl machine::machine_service_server::MachineService for Svc {
         &self,
         req: Request<()>,
     ) -> Result<Response<machine::VersionResponse>, Status> {
-        let messages = self.unary(&req, "Version", |n, _| Ok(n.version())).await?;
+        let messages = self
+            .unary(&req, "Version", |n, _| n.version_reply())
+            .await?;
         Ok(Response::new(machine::VersionResponse { messages }))
     }
 

@@ -152,6 +152,16 @@ pub async fn discover(client: &Client) -> Result<Facts> {
             facts.resources.insert(f.kind.to_string(), items);
         }
     }
-    facts.version = Some(version_value(&version?));
+    // Talos before 1.13 answers Version with Unimplemented in maintenance mode.
+    facts.version = match version {
+        Ok(v) => Some(version_value(&v)),
+        Err(e)
+            if e.to_string()
+                .contains("not implemented in maintenance mode") =>
+        {
+            None
+        }
+        Err(e) => return Err(e),
+    };
     Ok(facts)
 }

@@ -7,6 +7,7 @@ pub mod creds;
 pub mod discovery;
 pub mod errors;
 pub mod resources;
+pub mod scan;
 pub mod verify;
 
 use std::future::Future;
