@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::sim::Nodes;
+use common::sim::{template_node, Nodes};
 use common::{verify_signed_by, Dir};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
@@ -57,19 +57,8 @@ fn cozystack_guide_end_to_end() {
     set_value(&d, "floatingIP", "127.0.0.10");
 
     for (i, ip) in NODES.iter().enumerate() {
-        let out = d
-            .talm([
-                "template",
-                "-e",
-                ip,
-                "--nodes",
-                ip,
-                "-t",
-                "templates/controlplane.yaml",
-                "-i",
-            ])
-            .ok()
-            .stdout;
+        // talm template -e IP --nodes IP -t templates/controlplane.yaml -i > nodes/nodeN.yaml
+        let out = template_node(&d, ip);
         d.write(&format!("nodes/node{}.yaml", i + 1), &out);
     }
     for (i, ip) in NODES.iter().enumerate() {
