@@ -2,6 +2,7 @@
 //! address, from maintenance mode through configuration, bootstrap, kubeconfig, upgrade,
 //! reboot and reset, following the semantics in `talos-api.md`. Usable from tests in-process.
 
+pub mod apply;
 pub mod certs;
 pub mod cli;
 pub mod facts;
