@@ -217,6 +217,18 @@ fn version_and_get_in_both_modes() {
         facts.contains("machineconfig:"),
         "an admin discovery includes the machine config"
     );
+    let os_key: serde_yaml_ng::Value = serde_yaml_ng::from_str(&d.read("secrets.yaml")).unwrap();
+    let os_key = os_key["certs"]["os"]["key"].as_str().unwrap().to_string();
+    assert!(
+        !facts.contains(&os_key),
+        "the machine config's secrets are redacted"
+    );
+    assert!(
+        facts.contains("key: '***'")
+            || facts.contains("key: \"***\"")
+            || facts.contains("key: ***"),
+        "{facts}"
+    );
     d.talm(["bootstrap", "-f", "nodes/node1.yaml"]).ok();
     d.talm(["bootstrap", "-f", "nodes/node1.yaml"])
         .fails_with("node 127.0.4.3: Bootstrap: rpc error: code = AlreadyExists desc = etcd data directory is not empty");
