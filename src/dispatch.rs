@@ -184,9 +184,17 @@ fn node_project(g: &Global, root_explicit: bool, files: &[String]) -> Result<Opt
     }
 }
 
+/// Enters the project a node command runs in (if any): drift checked, connection defaults
+/// set, `root` in ARGS ("" outside a project). Returns the root.
+fn enter(g: &Global, root_explicit: bool, files: &[String], a: &mut Map) -> Result<Option<String>> {
+    let root = node_project(g, root_explicit, files)?;
+    set_node_defaults(g, root.as_deref())?;
+    a.insert("root".into(), root.clone().unwrap_or_default().into());
+    Ok(root)
+}
+
 /// ARGS shared by commands that talk to nodes.
-fn node_args(a: &mut Map, n: &NodeArgs, root: Option<String>) {
-    a.insert("root".into(), root.unwrap_or_default().into());
+fn node_args(a: &mut Map, n: &NodeArgs) {
     a.insert("endpoints".into(), strings(&n.endpoints.endpoints).into());
     a.insert("files".into(), strings(&n.files).into());
     a.insert("insecure".into(), n.insecure.into());
@@ -218,7 +226,7 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             a.insert("encrypt".into(), i.encrypt.into());
             a.insert("decrypt".into(), i.decrypt.into());
             a.insert("version".into(), crate::version::chart_version().into());
-            let _ = crate::runtime::run_bundled("init", a)?;
+            bundled("init", a)?;
         }
         Command::Talosconfig(t) => {
             let root = load_project(&cli.global, root_explicit)?;
@@ -227,7 +235,7 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             }
             a.insert("root".into(), root.into());
             a.insert("endpoints".into(), strings(&t.endpoints.endpoints).into());
-            let _ = crate::runtime::run_bundled("talosconfig", a)?;
+            bundled("talosconfig", a)?;
         }
         Command::Template(t) => {
             let root = match t.files.first() {
@@ -249,7 +257,7 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             a.insert("facts".into(), opt(&t.facts));
             a.insert("insecure".into(), t.insecure.into());
             a.insert("show_secrets".into(), t.show_secrets.into());
-            let _ = crate::runtime::run_bundled("template", a)?;
+            bundled("template", a)?;
         }
         Command::Gen(GenCommand::Config(g)) => {
             a.insert("cluster_name".into(), g.cluster_name.clone().into());
@@ -270,33 +278,29 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             a.insert("install_disk".into(), opt(&g.install_disk));
             a.insert("install_image".into(), opt(&g.install_image));
             a.insert("force".into(), g.force.into());
-            let _ = crate::runtime::run_bundled("gen_config", a)?;
+            bundled("gen_config", a)?;
         }
         Command::Version(v) => {
-            let root = node_project(&cli.global, root_explicit, &v.node.files)?;
-            set_node_defaults(&cli.global, root.as_deref())?;
-            node_args(&mut a, &v.node, root);
+            enter(&cli.global, root_explicit, &v.node.files, &mut a)?;
+            node_args(&mut a, &v.node);
             a.insert("short".into(), v.short.into());
             a.insert("client_version".into(), crate::version::current().into());
-            let _ = crate::runtime::run_bundled("version", a)?;
+            bundled("version", a)?;
         }
         Command::Get(g) => {
-            let root = node_project(&cli.global, root_explicit, &g.node.files)?;
-            set_node_defaults(&cli.global, root.as_deref())?;
-            node_args(&mut a, &g.node, root);
+            enter(&cli.global, root_explicit, &g.node.files, &mut a)?;
+            node_args(&mut a, &g.node);
             a.insert("kind".into(), g.kind.clone().into());
             a.insert("id".into(), opt(&g.id));
             a.insert("namespace".into(), opt(&g.namespace));
             a.insert("output".into(), g.output.clone().into());
-            let _ = crate::runtime::run_bundled("get", a)?;
+            bundled("get", a)?;
         }
         Command::Apply(t) => {
             if t.files.is_empty() {
                 return Ok(0);
             }
-            let root = node_project(&cli.global, root_explicit, &t.files)?;
-            set_node_defaults(&cli.global, root.as_deref())?;
-            a.insert("root".into(), root.unwrap_or_default().into());
+            enter(&cli.global, root_explicit, &t.files, &mut a)?;
             a.insert("endpoints".into(), strings(&t.endpoints.endpoints).into());
             a.insert("files".into(), strings(&t.files).into());
             a.insert("insecure".into(), t.insecure.into());
@@ -316,17 +320,14 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             bundled("apply", a)?;
         }
         Command::Kubeconfig(k) => {
-            let root = node_project(&cli.global, root_explicit, &k.node.files)?;
-            set_node_defaults(&cli.global, root.as_deref())?;
-            node_args(&mut a, &k.node, root);
+            enter(&cli.global, root_explicit, &k.node.files, &mut a)?;
+            node_args(&mut a, &k.node);
             a.insert("path".into(), opt(&k.path));
             a.insert("merge".into(), k.merge.into());
             bundled("kubeconfig", a)?;
         }
         Command::Upgrade(u) => {
-            let root = node_project(&cli.global, root_explicit, &u.files)?;
-            set_node_defaults(&cli.global, root.as_deref())?;
-            a.insert("root".into(), root.unwrap_or_default().into());
+            enter(&cli.global, root_explicit, &u.files, &mut a)?;
             a.insert("endpoints".into(), strings(&u.endpoints.endpoints).into());
             a.insert("files".into(), strings(&u.files).into());
             a.insert("insecure".into(), u.insecure.into());
@@ -339,17 +340,15 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             bundled("upgrade", a)?;
         }
         Command::Reboot(r) => {
-            let root = node_project(&cli.global, root_explicit, &r.node.files)?;
-            set_node_defaults(&cli.global, root.as_deref())?;
-            node_args(&mut a, &r.node, root);
+            enter(&cli.global, root_explicit, &r.node.files, &mut a)?;
+            node_args(&mut a, &r.node);
             a.insert("mode".into(), r.mode.clone().into());
             a.insert("wait".into(), r.wait.into());
             bundled("reboot", a)?;
         }
         Command::Reset(r) => {
-            let root = node_project(&cli.global, root_explicit, &r.node.files)?;
-            set_node_defaults(&cli.global, root.as_deref())?;
-            node_args(&mut a, &r.node, root);
+            enter(&cli.global, root_explicit, &r.node.files, &mut a)?;
+            node_args(&mut a, &r.node);
             a.insert("graceful".into(), r.graceful.into());
             a.insert("reboot".into(), r.reboot.into());
             a.insert("wipe_mode".into(), opt(&r.wipe_mode));
@@ -382,27 +381,24 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
         }
         Command::Logs(l) => {
-            let root = node_project(&cli.global, root_explicit, &l.node.files)?;
-            set_node_defaults(&cli.global, root.as_deref())?;
-            node_args(&mut a, &l.node, root);
+            enter(&cli.global, root_explicit, &l.node.files, &mut a)?;
+            node_args(&mut a, &l.node);
             a.insert("service".into(), l.service.clone().into());
             a.insert("tail".into(), l.tail.unwrap_or(-1).into());
             a.insert("kubernetes".into(), l.kubernetes.into());
             bundled("logs", a)?;
         }
         Command::Dmesg(l) => {
-            let root = node_project(&cli.global, root_explicit, &l.node.files)?;
-            set_node_defaults(&cli.global, root.as_deref())?;
-            node_args(&mut a, &l.node, root);
+            enter(&cli.global, root_explicit, &l.node.files, &mut a)?;
+            node_args(&mut a, &l.node);
             a.insert("service".into(), "kernel".into());
             a.insert("tail".into(), l.tail.unwrap_or(-1).into());
             a.insert("kubernetes".into(), false.into());
             bundled("logs", a)?;
         }
         Command::Services(n) => {
-            let root = node_project(&cli.global, root_explicit, &n.files)?;
-            set_node_defaults(&cli.global, root.as_deref())?;
-            node_args(&mut a, n, root);
+            enter(&cli.global, root_explicit, &n.files, &mut a)?;
+            node_args(&mut a, n);
             bundled("services", a)?;
         }
         Command::Scan(sc) => {
@@ -413,21 +409,16 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             bundled("scan", a)?;
         }
         Command::Run(r) => {
-            let root = node_project(&cli.global, root_explicit, &[])?;
-            set_node_defaults(&cli.global, root.as_deref())?;
-            a.insert("root".into(), root.unwrap_or_default().into());
+            enter(&cli.global, root_explicit, &[], &mut a)?;
             a.insert("args".into(), strings(&r.args).into());
             let _ = crate::runtime::run_file(Path::new(&r.file), a)?;
         }
         Command::Repl => {
-            let root = node_project(&cli.global, root_explicit, &[])?;
-            set_node_defaults(&cli.global, root.as_deref())?;
-            a.insert("root".into(), root.unwrap_or_default().into());
+            enter(&cli.global, root_explicit, &[], &mut a)?;
             return crate::runtime::repl::run(a);
         }
         Command::External(words) => {
-            let root = node_project(&cli.global, root_explicit, &[])?;
-            set_node_defaults(&cli.global, root.as_deref())?;
+            let root = enter(&cli.global, root_explicit, &[], &mut a)?;
             let name = words.first().cloned().unwrap_or_default();
             let script = root
                 .as_deref()
@@ -438,21 +429,18 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
                     "see `talm --help`; a project's scripts/NAME.rhai also runs as `talm NAME`",
                 ));
             };
-            a.insert("root".into(), root.unwrap_or_default().into());
             a.insert("args".into(), strings(&words[1..]).into());
             let _ = crate::runtime::run_file(&script, a)?;
         }
         Command::Bootstrap(b) => {
-            let root = node_project(&cli.global, root_explicit, &b.files)?;
-            set_node_defaults(&cli.global, root.as_deref())?;
-            node_args(&mut a, b, root);
-            let _ = crate::runtime::run_bundled("bootstrap", a)?;
+            enter(&cli.global, root_explicit, &b.files, &mut a)?;
+            node_args(&mut a, b);
+            bundled("bootstrap", a)?;
         }
         Command::Discover(d) => {
-            let root = node_project(&cli.global, root_explicit, &d.files)?;
-            set_node_defaults(&cli.global, root.as_deref())?;
-            node_args(&mut a, d, root);
-            let _ = crate::runtime::run_bundled("discover", a)?;
+            enter(&cli.global, root_explicit, &d.files, &mut a)?;
+            node_args(&mut a, d);
+            bundled("discover", a)?;
         }
         Command::Sim(s) => return crate::sim::cli::run(s),
         Command::Completion { shell } => {

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{bail, Result};
-use serde_yaml_ng::{Mapping, Value};
+use serde_yaml_ng::Value;
 
 /// Secret fields, by path inside a document (`[N]` list indices written `[]`).
 pub const SECRET_PATHS: &[&str] = &[
@@ -301,16 +301,6 @@ pub fn redact(text: &str, secrets: &BTreeSet<String>) -> String {
         out = out.replace(s.as_str(), "***");
     }
     out
-}
-
-/// A mapping from pairs (used by tests and callers building documents).
-pub fn mapping(pairs: &[(&str, Value)]) -> Value {
-    Value::Mapping(
-        pairs
-            .iter()
-            .map(|(k, v)| (Value::from(*k), v.clone()))
-            .collect::<Mapping>(),
-    )
 }
 
 #[cfg(test)]

@@ -86,7 +86,7 @@ fn render(opts: &Map) -> Result<String> {
         .get("node")
         .and_then(|v| v.clone().try_cast::<super::api_talos::Node>())
     {
-        o.insert("facts".into(), super::api_talos::discover_node(&n)?);
+        o.insert("facts".into(), super::api_talos::discover(&n)?);
     } else if let Some(f) = opts.get("facts") {
         o.insert("facts".into(), f.clone());
     } else if !flag(opts, "offline") {
@@ -275,7 +275,7 @@ pub fn register(engine: &mut Engine) {
             native(|| {
                 let mut o = Map::new();
                 o.insert("files".into(), vec![Dynamic::from(file.to_string())].into());
-                super::api_talos::targets_of(&o)
+                super::api_talos::targets(&o)
             })
         });
     let mut f = Module::new();

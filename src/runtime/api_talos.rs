@@ -96,26 +96,12 @@ fn auth(opts: &Map, insecure: bool) -> Result<(Auth, Option<creds::Context>)> {
 }
 
 fn timeout(opts: &Map) -> Result<Duration> {
-    if let Some(v) = opts.get("timeout") {
-        if let Ok(secs) = v.as_int() {
-            return Ok(Duration::from_secs(secs.max(1) as u64));
-        }
-        if let Ok(f) = v.as_float() {
-            return Ok(Duration::from_secs_f64(f.max(0.001)));
-        }
-        let t = v.clone().into_string().unwrap_or_default();
-        return crate::talos::parse_duration(&t).ok_or_else(|| {
-            hinted(
-                format!("timeout {t:?} is not a duration"),
-                "give seconds, or Go duration text such as 30s or 2m",
-            )
-        });
-    }
-    Ok(defaults()
+    let default = defaults()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .timeout
-        .unwrap_or(crate::talos::DEFAULT_TIMEOUT))
+        .unwrap_or(crate::talos::DEFAULT_TIMEOUT);
+    seconds(opts, "timeout", default)
 }
 
 fn make(name: &str, endpoint: &str, insecure: bool, auth: Auth, timeout: Duration) -> Node {
@@ -142,7 +128,7 @@ fn node_with(addr: &str, opts: &Map) -> Result<Node> {
 
 /// The nodes a command acts on: `nodes` (else the talosconfig context's), each reached through
 /// the first of `endpoints` (else the context's), or directly in maintenance mode.
-fn targets(opts: &Map) -> Result<Array> {
+pub(super) fn targets(opts: &Map) -> Result<Array> {
     let insecure = flag(opts, "insecure");
     let (auth, ctx) = auth(opts, insecure)?;
     let mut nodes = list(opts, "nodes");
@@ -226,17 +212,8 @@ async fn get_async(c: &Client, kind: &str, id: &str, namespace: &str) -> Result<
     }
 }
 
-/// The nodes a map of `targets` options names (for `nodes_of`).
-pub fn targets_of(opts: &Map) -> Result<Array> {
-    targets(opts)
-}
-
 /// A node's discovery as a script map.
-pub fn discover_node(n: &Node) -> Result<Dynamic> {
-    discover(n)
-}
-
-fn discover(n: &Node) -> Result<Dynamic> {
+pub(super) fn discover(n: &Node) -> Result<Dynamic> {
     let facts = n.with(|c| block_on(discovery::discover(c)))?;
     Ok(rhai::serde::to_dynamic(&facts)?)
 }
@@ -269,22 +246,24 @@ fn mode_name(m: i32) -> &'static str {
     }
 }
 
+/// A duration option: whole or fractional seconds, or Go duration text (`30s`, `2m`).
 fn seconds(opts: &Map, key: &str, default: Duration) -> Result<Duration> {
-    match opts.get(key) {
-        None => Ok(default),
-        Some(v) => {
-            if let Ok(i) = v.as_int() {
-                return Ok(Duration::from_secs(i.max(0) as u64));
-            }
-            let t = v.clone().into_string().unwrap_or_default();
-            crate::talos::parse_duration(&t).ok_or_else(|| {
-                hinted(
-                    format!("{key} {t:?} is not a duration"),
-                    "give seconds or Go duration text such as 30s or 2m",
-                )
-            })
-        }
+    let Some(v) = opts.get(key) else {
+        return Ok(default);
+    };
+    if let Ok(i) = v.as_int() {
+        return Ok(Duration::from_secs(i.max(0) as u64));
     }
+    if let Ok(f) = v.as_float() {
+        return Ok(Duration::from_secs_f64(f.max(0.0)));
+    }
+    let t = v.clone().into_string().unwrap_or_default();
+    crate::talos::parse_duration(&t).ok_or_else(|| {
+        hinted(
+            format!("{key} {t:?} is not a duration"),
+            "give seconds, or Go duration text such as 30s or 2m",
+        )
+    })
 }
 
 /// `n.apply(config, #{mode, dry_run, timeout})`: sends a machine config.
