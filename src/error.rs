@@ -59,7 +59,26 @@ pub fn render(err: &anyhow::Error) -> String {
             }
         }
     }
-    out
+    crate::mask::scrub(&out).into_owned()
+}
+
+/// The error flattened into one message with its hints, both passed through `f`.
+pub fn rewrite(err: anyhow::Error, f: impl Fn(&str) -> String) -> anyhow::Error {
+    let message = err
+        .chain()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(": ");
+    let hints = err
+        .chain()
+        .filter_map(|c| c.downcast_ref::<Hinted>())
+        .flat_map(|h| h.hints.iter().map(|x| f(x)))
+        .collect();
+    Hinted {
+        message: f(&message),
+        hints,
+    }
+    .into()
 }
 
 #[cfg(test)]

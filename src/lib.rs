@@ -7,6 +7,7 @@ pub mod demo;
 pub mod dispatch;
 pub mod embedded;
 pub mod error;
+pub mod mask;
 pub mod project;
 pub mod proto;
 pub mod render;

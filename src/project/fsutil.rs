@@ -2,10 +2,9 @@
 //! and a plan that collects every write of a command so nothing is written before all checks pass.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 /// File modes used by the project: secrets 0600, everything else 0644.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,65 +30,17 @@ impl Mode {
     }
 }
 
-/// Replaces `path` with `content` atomically: a hidden temp file in the same folder is created
-/// with the final mode, written, synced and renamed over the target; on any failure the temp
-/// file is removed and the target is untouched.
+/// Replaces `path` with `content` atomically: staged in a hidden, git-ignored folder beside it
+/// with the final mode, synced, then renamed over the target (`txn`); on any failure the target
+/// is untouched.
 pub fn write_atomic(path: &Path, content: &[u8], mode: Mode) -> Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).with_context(|| format!("creating directory {}", dir.display()))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.talm-tmp-{}", std::process::id()));
-    let result = (|| -> Result<()> {
-        let mut f = open_new(&tmp, mode)?;
-        f.write_all(content)?;
-        f.sync_all()?;
-        drop(f);
-        set_mode(&tmp, mode)?;
-        fs::rename(&tmp, path)?;
-        if let Ok(d) = fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result.with_context(|| format!("writing {}", path.display()))
-}
-
-#[cfg(unix)]
-fn open_new(path: &Path, mode: Mode) -> std::io::Result<fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode.bits())
-        .open(path)
-}
-
-#[cfg(not(unix))]
-fn open_new(path: &Path, _mode: Mode) -> std::io::Result<fs::File> {
-    fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-}
-
-#[cfg(unix)]
-fn set_mode(path: &Path, mode: Mode) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(path, fs::Permissions::from_mode(mode.bits()))
-}
-
-#[cfg(not(unix))]
-fn set_mode(_path: &Path, _mode: Mode) -> std::io::Result<()> {
-    Ok(())
+    let mut plan = Plan::new(dir, "write");
+    plan.write(path.to_path_buf(), content.to_vec(), mode, "");
+    plan.commit().map(|_| ())
 }
 
 /// Reads a text file; the error names it and says what to check.
@@ -133,7 +84,7 @@ pub fn files_below(dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
 pub enum Step {
     Write {
         path: PathBuf,
-        content: String,
+        content: Vec<u8>,
         mode: Mode,
         note: String,
     },
@@ -150,17 +101,35 @@ pub enum Step {
 }
 
 /// The writes of one command, gathered while it checks its input and carried out together at
-/// the end, so a refused command leaves the disk as it was.
-#[derive(Debug, Clone, Default)]
+/// the end as one transaction (`txn`), so a refused or killed command leaves the disk as it was.
+#[derive(Debug, Clone)]
 pub struct Plan {
+    /// The folder every path of the plan lies below.
+    pub root: PathBuf,
+    /// What the plan is for, named when a killed run's writes are completed later.
+    pub label: String,
     pub steps: Vec<Step>,
 }
 
 impl Plan {
-    pub fn write(&mut self, path: PathBuf, content: String, mode: Mode, note: impl Into<String>) {
+    pub fn new(root: &Path, label: &str) -> Plan {
+        Plan {
+            root: root.to_path_buf(),
+            label: label.to_string(),
+            steps: Vec::new(),
+        }
+    }
+
+    pub fn write(
+        &mut self,
+        path: PathBuf,
+        content: impl Into<Vec<u8>>,
+        mode: Mode,
+        note: impl Into<String>,
+    ) {
         self.steps.push(Step::Write {
             path,
-            content,
+            content: content.into(),
             mode,
             note: note.into(),
         });
@@ -182,49 +151,44 @@ impl Plan {
         self.steps.push(Step::Say { note: note.into() });
     }
 
-    /// Carries out every step in order, printing each step's note on stderr.
+    /// Carries out every step as one transaction, then prints each step's note on stderr in
+    /// order. Returns the number of steps.
     pub fn commit(&mut self) -> Result<usize> {
         let steps = std::mem::take(&mut self.steps);
         let n = steps.len();
-        for step in steps {
-            match step {
-                Step::Write {
-                    path,
-                    content,
-                    mode,
-                    note,
-                } => {
-                    write_atomic(&path, content.as_bytes(), mode)?;
-                    if !note.is_empty() {
-                        eprintln!("{note}");
+        let mut txn = super::txn::Txn::begin(&self.root, &self.label)?;
+        let mut notes = Vec::new();
+        let staged = (|| -> Result<()> {
+            for step in steps {
+                match step {
+                    Step::Write {
+                        path,
+                        content,
+                        mode,
+                        note,
+                    } => {
+                        txn.write(&path, &content, mode)?;
+                        notes.push(note);
                     }
-                }
-                Step::Mkdir { path } => {
-                    fs::create_dir_all(&path)
-                        .with_context(|| format!("creating directory {}", path.display()))?;
-                }
-                Step::Remove { path, note } => {
-                    fs::remove_file(&path)
-                        .with_context(|| format!("removing {}", path.display()))?;
-                    if !note.is_empty() {
-                        eprintln!("{note}");
+                    Step::Mkdir { path } => txn.mkdir(&path)?,
+                    Step::Remove { path, note } => {
+                        txn.remove(&path)?;
+                        notes.push(note);
                     }
-                    remove_empty_parents(&path);
+                    Step::Say { note } => notes.push(note),
                 }
-                Step::Say { note } => eprintln!("{note}"),
             }
+            Ok(())
+        })();
+        if let Err(e) = staged {
+            txn.abort();
+            return Err(e);
+        }
+        txn.commit()?;
+        for note in notes.into_iter().filter(|n| !n.is_empty()) {
+            eprintln!("{note}");
         }
         Ok(n)
-    }
-}
-
-fn remove_empty_parents(path: &Path) {
-    let mut dir = path.parent();
-    while let Some(d) = dir {
-        if fs::remove_dir(d).is_err() {
-            break;
-        }
-        dir = d.parent();
     }
 }
 

@@ -11,4 +11,5 @@ pub mod modeline;
 pub mod presets;
 pub mod root;
 pub mod strvals;
+pub mod txn;
 pub mod values;

@@ -30,6 +30,95 @@ pub struct Values {
     /// The opened contents of encrypted value files: these are secrets and must be kept out of
     /// node files and redacted in output.
     pub secrets: Vec<Value>,
+    /// Each encrypted value file with the key paths of the values it set.
+    pub sealed_origins: Vec<(String, Vec<String>)>,
+}
+
+/// The key path of every scalar leaf of a value (`a.b[0].c`).
+fn leaf_paths(v: &Value, path: String, out: &mut Vec<String>) {
+    match v {
+        Value::Mapping(m) => {
+            for (k, x) in m {
+                let key = k.as_str().map(str::to_string).unwrap_or_default();
+                let p = if path.is_empty() {
+                    key
+                } else {
+                    format!("{path}.{key}")
+                };
+                leaf_paths(x, p, out);
+            }
+        }
+        Value::Sequence(items) => {
+            for (i, x) in items.iter().enumerate() {
+                leaf_paths(x, format!("{path}[{i}]"), out);
+            }
+        }
+        _ => out.push(path),
+    }
+}
+
+/// Every scalar of a value as text, for masking.
+fn scalar_texts(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Mapping(m) => m.values().for_each(|x| scalar_texts(x, out)),
+        Value::Sequence(s) => s.iter().for_each(|x| scalar_texts(x, out)),
+        Value::String(s) => out.push(s.clone()),
+        Value::Number(n) => out.push(n.to_string()),
+        Value::Bool(b) => out.push(b.to_string()),
+        Value::Tagged(t) => scalar_texts(&t.value, out),
+        Value::Null => {}
+    }
+}
+
+/// Whether `a` and `b` are the same key path or one lies below the other.
+fn related(a: &str, b: &str) -> bool {
+    let below = |long: &str, short: &str| {
+        long.starts_with(short)
+            && matches!(
+                long.as_bytes().get(short.len()),
+                None | Some(b'.') | Some(b'[')
+            )
+    };
+    below(a, b) || below(b, a)
+}
+
+impl Values {
+    /// The encrypted value file that set the value at `path`, if one did.
+    pub fn sealed_origin(&self, path: &str) -> Option<&str> {
+        self.sealed_origins
+            .iter()
+            .rev()
+            .find(|(_, paths)| paths.iter().any(|p| related(p, path)))
+            .map(|(label, _)| label.as_str())
+    }
+
+    /// An error about the values as the user should read it: a message that speaks of
+    /// `values.yaml: <path>` names the encrypted file that set <path> instead; secret values
+    /// are masked when printed (`crate::mask`).
+    pub fn attribute(&self, err: anyhow::Error) -> anyhow::Error {
+        if self.sealed_origins.is_empty() {
+            return err;
+        }
+        crate::error::rewrite(err, |text| {
+            let mut out = String::new();
+            let mut rest = text;
+            while let Some(i) = rest.find("values.yaml: ") {
+                out.push_str(&rest[..i]);
+                let after = &rest[i + "values.yaml: ".len()..];
+                let end = after
+                    .find(|c: char| !(c.is_alphanumeric() || "_-.[]".contains(c)))
+                    .unwrap_or(after.len());
+                let path = after[..end].trim_end_matches('.');
+                match self.sealed_origin(path) {
+                    Some(label) if !path.is_empty() => out.push_str(&format!("{label}: ")),
+                    _ => out.push_str("values.yaml: "),
+                }
+                rest = after;
+            }
+            out.push_str(rest);
+            out
+        })
+    }
 }
 
 /// Maps merge key by key; anything else (lists too) is replaced by the later value.
@@ -181,7 +270,14 @@ pub fn load(
     for (path, label) in files {
         let map = if label.ends_with(".encrypted.yaml") {
             let m = read_encrypted(root, &path, &label)?;
-            out.secrets.push(Value::Mapping(m.clone()));
+            let v = Value::Mapping(m.clone());
+            let mut texts = Vec::new();
+            scalar_texts(&v, &mut texts);
+            crate::mask::register(texts);
+            let mut paths = Vec::new();
+            leaf_paths(&v, String::new(), &mut paths);
+            out.sealed_origins.push((label.clone(), paths));
+            out.secrets.push(v);
             m
         } else {
             read_map(&path, &label)?

@@ -35,6 +35,12 @@ impl Facts {
     /// Reads a facts file; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<Facts> {
         let value = crate::yaml::parse(text, file)?;
+        if value.get("resources").is_none() {
+            return Err(hinted(
+                format!("{file} has no `resources:` key: it is not a talm facts file"),
+                "record one with `talm discover --nodes IP > facts.yaml` (it lists the node's links, addresses, routes, disks... under `resources:`)",
+            ));
+        }
         serde_yaml_ng::from_value(value).map_err(|e| {
             hinted(
                 format!("{file}: not a talm facts file: {e}"),

@@ -6,3 +6,4 @@ pub mod engine;
 pub mod facts;
 pub mod pipeline;
 pub mod seal;
+pub mod verify;

@@ -119,6 +119,7 @@ pub fn render(req: &Request<'_>) -> Result<String> {
         };
         let mut ctx = base;
         ctx["node"] = node;
+        let facts_json = serde_json::to_value(&*req.facts)?;
         let out = if name.ends_with(".rhai") {
             let (_, src) = scripts.iter().find(|(n, _)| *n == name).ok_or_else(|| {
                 hinted(
@@ -130,6 +131,14 @@ pub fn render(req: &Request<'_>) -> Result<String> {
         } else {
             engine.render(&name, &ctx)?
         };
+        super::verify::check(
+            &format!("templates/{name}"),
+            &out,
+            &[
+                ("values", &ctx["values"]),
+                ("facts", &facts_json["resources"]),
+            ],
+        )?;
         outputs.push(out.trim_end_matches('\n').to_string());
     }
     Ok(format!("{}\n", outputs.join("\n---\n")))

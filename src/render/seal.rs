@@ -1,10 +1,13 @@
 //! Keeping user secrets (the values of encrypted value files) out of rendered output: omitted
-//! from node files, redacted to `***` on stdout, by exact value anywhere in the documents.
+//! from node files, redacted to `***` on stdout, by exact value anywhere in the documents —
+//! in place in the text, so node files keep their comments.
 
 use std::collections::BTreeSet;
 
 use anyhow::Result;
 use serde_yaml_ng::Value;
+
+use crate::yaml::located::{self, Kind, Node};
 
 /// How secrets are treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +71,8 @@ fn redact(v: &mut Value, secrets: &BTreeSet<String>) {
 }
 
 /// Applies the seal to every document of `text`; without secrets the text is returned as is.
+/// The seal is applied in place in the text (comments, order and quoting kept) wherever that
+/// reads back the same as sealing the documents; otherwise the documents are re-encoded.
 pub fn apply(text: &str, secrets: &BTreeSet<String>, mode: Seal) -> Result<String> {
     if secrets.is_empty() {
         return Ok(text.to_string());
@@ -79,9 +84,136 @@ pub fn apply(text: &str, secrets: &BTreeSet<String>, mode: Seal) -> Result<Strin
             Seal::Omit => omit(&mut v, secrets),
             Seal::Redact => redact(&mut v, secrets),
         }
-        docs.push(serde_yaml_ng::to_string(&v)?);
+        docs.push(v);
     }
-    Ok(docs.join("---\n"))
+    let in_place = located::locate(text).ok().and_then(|l| {
+        let mut edits = Vec::new();
+        for doc in &l.docs {
+            match mode {
+                Seal::Omit => omit_in_place(text, doc, secrets, None, &mut edits)?,
+                Seal::Redact => redact_in_place(text, doc, secrets, &mut edits),
+            }
+        }
+        Some(located::splice(text, edits))
+    });
+    if let Some(t) = in_place {
+        if reads_as(&t, &docs) {
+            return Ok(t);
+        }
+    }
+    let mut out = Vec::new();
+    for v in &docs {
+        out.push(serde_yaml_ng::to_string(v)?);
+    }
+    Ok(out.join("---\n"))
+}
+
+fn reads_as(text: &str, docs: &[Value]) -> bool {
+    let mut got: Vec<Value> = Vec::new();
+    for d in serde_yaml_ng::Deserializer::from_str(text) {
+        match serde::Deserialize::deserialize(d) {
+            Ok(v) => got.push(v),
+            Err(_) => return false,
+        }
+    }
+    got == docs
+}
+
+fn is_secret(n: &Node, secrets: &BTreeSet<String>) -> bool {
+    matches!(&n.kind, Kind::Scalar(s) if secrets.contains(&s.value))
+}
+
+fn node_holds(n: &Node, secrets: &BTreeSet<String>) -> bool {
+    match &n.kind {
+        Kind::Scalar(s) => secrets.contains(&s.value),
+        Kind::Seq(items) => items.iter().any(|i| node_holds(i, secrets)),
+        Kind::Map(entries) => entries.iter().any(|(_, v)| node_holds(v, secrets)),
+        Kind::Alias => false,
+    }
+}
+
+/// The whole lines from `start` to `end`, when nothing else shares them (only blanks, and a
+/// `- ` where `dash` allows it, before `start`).
+fn whole_lines(text: &str, start: usize, end: usize, dash: bool) -> Option<(usize, usize)> {
+    let from = located::line_start(text, start);
+    let before = text[from..start].trim();
+    let ok = before.is_empty() || (dash && before.chars().all(|c| c == '-' || c == ' '));
+    if !ok {
+        return None;
+    }
+    Some((from, located::line_end_after(text, end)?))
+}
+
+/// Removes, line by line, the entries `omit` removes from the values; `colon` is where the key
+/// owning this node ends, so an emptied mapping can be written `{}` there.
+fn omit_in_place(
+    text: &str,
+    node: &Node,
+    secrets: &BTreeSet<String>,
+    colon: Option<usize>,
+    edits: &mut Vec<(usize, usize, String)>,
+) -> Option<()> {
+    match &node.kind {
+        Kind::Map(entries) => {
+            let mut removed = 0;
+            for (k, v) in entries {
+                let drop = is_secret(v, secrets)
+                    || matches!(v.kind, Kind::Seq(_)) && node_holds(v, secrets);
+                if drop {
+                    if node.flow {
+                        return None;
+                    }
+                    let (a, b) = whole_lines(text, k.start, v.end.max(k.end), false)?;
+                    edits.push((a, b, String::new()));
+                    removed += 1;
+                } else if matches!(v.kind, Kind::Map(_)) {
+                    let after_key = text[k.end..].find(':').map(|i| k.end + i + 1)?;
+                    omit_in_place(text, v, secrets, Some(after_key), edits)?;
+                }
+            }
+            if removed > 0 && removed == entries.len() {
+                match colon {
+                    Some(at) => edits.push((at, at, " {}".into())),
+                    None => edits.push((node.start, node.start, "{}\n".into())),
+                }
+            }
+            Some(())
+        }
+        Kind::Seq(items) if colon.is_none() => {
+            let mut removed = 0;
+            for item in items {
+                if node_holds(item, secrets) {
+                    if node.flow {
+                        return None;
+                    }
+                    let (a, b) = whole_lines(text, item.start, item.end, true)?;
+                    edits.push((a, b, String::new()));
+                    removed += 1;
+                }
+            }
+            (removed == 0 || removed < items.len()).then_some(())
+        }
+        _ => Some(()),
+    }
+}
+
+/// Writes `'***'` over every secret scalar.
+fn redact_in_place(
+    text: &str,
+    node: &Node,
+    secrets: &BTreeSet<String>,
+    edits: &mut Vec<(usize, usize, String)>,
+) {
+    for (_, s) in located::value_scalars(node) {
+        if secrets.contains(&s.value) {
+            let nl = if text[s.start..s.end].ends_with('\n') {
+                "\n"
+            } else {
+                ""
+            };
+            edits.push((s.start, s.end, format!("'***'{nl}")));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -101,7 +233,7 @@ mod tests {
         let redacted = apply(text, &secrets(), Seal::Redact).unwrap();
         assert!(
             redacted.contains("a: '***'")
-                && redacted.contains("- '***'")
+                && redacted.contains(", '***']")
                 && !redacted.contains("hunter2"),
             "{redacted}"
         );
@@ -109,6 +241,19 @@ mod tests {
         assert_eq!(
             apply("# c\na: b\n", &BTreeSet::new(), Seal::Omit).unwrap(),
             "# c\na: b\n"
+        );
+    }
+
+    #[test]
+    fn comments_stay_where_secrets_go() {
+        let text = "# disks: nvme0n1\nmachine:\n  # the install section\n  install:\n    password: hunter2\n  registries:\n    token: s3cret # tok\n    mirror: fine\n---\n# second\nkey: value\n";
+        assert_eq!(
+            apply(text, &secrets(), Seal::Omit).unwrap(),
+            "# disks: nvme0n1\nmachine:\n  # the install section\n  install: {}\n  registries:\n    mirror: fine\n---\n# second\nkey: value\n"
+        );
+        assert_eq!(
+            apply(text, &secrets(), Seal::Redact).unwrap(),
+            "# disks: nvme0n1\nmachine:\n  # the install section\n  install:\n    password: '***'\n  registries:\n    token: '***' # tok\n    mirror: fine\n---\n# second\nkey: value\n"
         );
     }
 }

@@ -118,29 +118,40 @@ fn secrets_load(rel: &str) -> Result<Dynamic> {
 }
 
 fn secrets_seal(rel: &str, encrypt: bool) -> Result<String> {
+    use crate::secrets::{crypt, twins};
     let plain = project_path(rel)?;
     let enc = project_path(&format!("{rel}.encrypted"))?;
+    let enc_name = format!("{rel}.encrypted");
+    let kind = twins::Kind::of_file(rel);
     let id = key()?;
     if encrypt {
+        let text = fsutil::read_text(&plain)?;
+        twins::check(kind, &text, rel)?;
         let previous = if enc.exists() {
             Some(fsutil::read_text(&enc)?)
         } else {
             None
         };
-        let out = crate::secrets::crypt::encrypt_yaml(
-            &id,
-            &fsutil::read_text(&plain)?,
-            rel,
-            previous.as_deref(),
-        )?;
+        let out = crypt::encrypt_yaml(&id, &text, rel, previous.as_deref())?;
         fsutil::write_atomic(&enc, out.as_bytes(), fsutil::Mode::Secret)?;
         Ok(enc.display().to_string())
     } else {
-        let out = crate::secrets::crypt::decrypt_yaml(
-            &id,
-            &fsutil::read_text(&enc)?,
-            &format!("{rel}.encrypted"),
-        )?;
+        let out = crypt::decrypt_yaml(&id, &fsutil::read_text(&enc)?, &enc_name)?;
+        twins::check(kind, &out, &enc_name)?;
+        if plain.exists() {
+            let lost = twins::losses(&fsutil::read_text(&plain)?, &out);
+            if !lost.is_empty() {
+                let list: Vec<String> = lost.iter().map(|l| format!("  {l}")).collect();
+                return Err(crate::error::hinted(
+                    format!(
+                        "refusing to overwrite {rel}: it holds {} value(s) that {enc_name} does not:\n{}",
+                        lost.len(),
+                        list.join("\n")
+                    ),
+                    format!("secrets::encrypt(\"{rel}\") first to keep them, or `talm init --decrypt --force` to replace {rel}"),
+                ));
+            }
+        }
         fsutil::write_atomic(&plain, out.as_bytes(), fsutil::Mode::Secret)?;
         Ok(plain.display().to_string())
     }

@@ -28,6 +28,13 @@ pub fn inside(root: &str, rel: &str) -> Result<PathBuf> {
     Ok(Path::new(root).join(rel_path))
 }
 
+fn new_plan(root: &str, label: &str) -> PlanHandle {
+    PlanHandle {
+        root: root.to_string(),
+        plan: Arc::new(Mutex::new(Plan::new(Path::new(root), label))),
+    }
+}
+
 /// A plan shared between the script and the runtime.
 #[derive(Clone)]
 pub struct PlanHandle {
@@ -262,9 +269,17 @@ pub fn register(engine: &mut Engine) {
         });
     FuncRegistration::new("plan")
         .with_comments(["/// A new, empty write plan for the project at `root`."])
-        .set_into_module(&mut m, |root: &str| PlanHandle {
-            root: root.to_string(),
-            plan: Arc::new(Mutex::new(Plan::default())),
+        .set_into_module(&mut m, |root: &str| new_plan(root, "talm"));
+    FuncRegistration::new("plan")
+        .with_comments(["/// A new, empty write plan for the folder `root`; `label` names the command if a killed run's writes are completed later."])
+        .set_into_module(&mut m, new_plan);
+    FuncRegistration::new("recover")
+        .with_comments(["/// Finishes or discards what killed talm runs left in the folder `root`; returns the commands whose interrupted writes were completed."])
+        .set_into_module(&mut m, |root: &str| {
+            native(|| {
+                let r = crate::project::txn::recover(Path::new(root))?;
+                Ok(r.completed.into_iter().map(Dynamic::from).collect::<Array>())
+            })
         });
     engine.register_static_module("project", m.into());
 
@@ -274,7 +289,7 @@ pub fn register(engine: &mut Engine) {
         .register_into_engine(engine, |p: &mut PlanHandle, rel: &str, content: &str, mode: &str, note: &str| {
             native(|| {
                 let path = inside(&p.root, rel)?;
-                lock(p).write(path, content.to_string(), Mode::parse(mode)?, note);
+                lock(p).write(path, content, Mode::parse(mode)?, note);
                 Ok(())
             })
         });

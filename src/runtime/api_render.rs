@@ -81,13 +81,13 @@ pub(super) fn template(opts: Map) -> Result<Map> {
         root: root_path,
         templates: list(&opts, "templates"),
         facts: Arc::new(facts),
-        values: vals.tree,
+        values: vals.tree.clone(),
         chart_name: chart.name.clone(),
         chart_version: chart.version.clone(),
         talos_version,
         kubernetes_version: kubernetes_version.trim_start_matches('v').to_string(),
     };
-    let mut out = pipeline::render(&req)?;
+    let mut out = pipeline::render(&req).map_err(|e| vals.attribute(e))?;
     if flag(&opts, "full") || t.full {
         out = full_config(
             &out,

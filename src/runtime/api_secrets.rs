@@ -6,7 +6,7 @@ use rhai::{Array, Engine, FuncRegistration, Map, Module};
 
 use super::native;
 use super::opts::{strings, text};
-use crate::secrets::{bundle::Bundle, contract::Contract, crypt, talosconfig};
+use crate::secrets::{bundle::Bundle, contract::Contract, crypt, talosconfig, twins};
 
 pub fn register(engine: &mut Engine) {
     let mut m = Module::new();
@@ -41,7 +41,8 @@ pub fn register(engine: &mut Engine) {
                     .and_then(|e| e.clone().try_cast::<Array>())
                     .map(strings)
                     .unwrap_or_default();
-                let v = talosconfig::generate(&b, &text(&opts, "name"), &endpoints, time::OffsetDateTime::now_utc())?;
+                let v = talosconfig::generate(&b, &text(&opts, "name"), &endpoints, time::OffsetDateTime::now_utc())
+                    .map_err(|e| e.context(file.clone()))?;
                 Ok(crate::yaml::to_string(&v))
             })
         });
@@ -82,22 +83,37 @@ pub fn register(engine: &mut Engine) {
             native(|| crypt::parse_key(text, file).map(|_| ()))
         });
     FuncRegistration::new("encrypt_text")
-        .with_comments(["/// Seals every string value of the YAML `plain` text; values unchanged since `previous` (the old encrypted text, or \"\") keep their ciphertext."])
-        .set_into_module(&mut m, |key: &str, plain: &str, plain_file: &str, previous: &str| {
+        .with_comments(["/// Seals every scalar value of the YAML `plain` text in place (comments and quoting kept) after checking it is a whole file of `kind` (\"bundle\", \"talosconfig\", \"kubeconfig\", \"values\"); values unchanged since `previous` (the old encrypted text, or \"\") keep their ciphertext."])
+        .set_into_module(&mut m, |key: &str, plain: &str, plain_file: &str, previous: &str, kind: &str| {
             native(|| {
+                twins::check(kind.parse()?, plain, plain_file)?;
                 let id = crypt::parse_key(key, "talm.key")?;
                 let prev = (!previous.is_empty()).then_some(previous);
                 crypt::encrypt_yaml(&id, plain, plain_file, prev)
             })
         });
     FuncRegistration::new("decrypt_text")
-        .with_comments(["/// Opens every `ENC[AGE,...]` value of an encrypted YAML text; `file` names it in errors."])
-        .set_into_module(&mut m, |key: &str, text: &str, file: &str| {
+        .with_comments(["/// Opens every `ENC[AGE,...]` value of an encrypted YAML text in place; every envelope must be whole and the result a whole file of `kind` (see encrypt_text); `file` names it in errors."])
+        .set_into_module(&mut m, |key: &str, text: &str, file: &str, kind: &str| {
             native(|| {
+                let kind = kind.parse()?;
                 let id = crypt::parse_key(key, "talm.key")?;
-                crypt::decrypt_yaml(&id, text, file)
+                let plain = crypt::decrypt_yaml(&id, text, file)?;
+                twins::check(kind, &plain, file)?;
+                Ok(plain)
             })
         });
+    FuncRegistration::new("losses")
+        .with_comments(["/// What replacing the plain text `old` with `new` would lose, one line per key path (`~ path` changed, `- path` dropped); values are never shown."])
+        .set_into_module(&mut m, |old: &str, new: &str| {
+            twins::losses(old, new)
+                .into_iter()
+                .map(|l| rhai::Dynamic::from(l.to_string()))
+                .collect::<Array>()
+        });
+    FuncRegistration::new("new_key_for")
+        .with_comments(["/// A new age identity for the project at `root`, refused while encrypted files exist there: they were sealed to the lost talm.key, and a new key would leave them unopenable next to files sealed to it."])
+        .set_into_module(&mut m, |root: &str| native(|| crate::secrets::crypt::new_key_for(std::path::Path::new(root))));
     FuncRegistration::new("key_hint")
         .with_comments(["/// The two ways out when talm.key is missing for `encrypted_file`."])
         .set_into_module(&mut m, |encrypted_file: &str| {

@@ -55,7 +55,9 @@ pub fn engine() -> Engine {
     set_limits(&mut engine);
     FuncRegistration::new("warn")
         .with_comments(["/// Prints `WARN: <msg>` on stderr."])
-        .register_into_engine(&mut engine, |msg: &str| eprintln!("WARN: {msg}"));
+        .register_into_engine(&mut engine, |msg: &str| {
+            eprintln!("WARN: {}", crate::mask::scrub(msg))
+        });
     FuncRegistration::new("fail")
         .with_comments(["/// Stops the script with an error message."])
         .register_into_engine(&mut engine, |msg: &str| fail(msg, Vec::new()));

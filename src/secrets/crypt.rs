@@ -1,19 +1,17 @@
-//! age encryption of project files: the `talm.key` identity (age-keygen format) and the per-leaf
-//! `ENC[AGE,data:<base64>]` envelope, with incremental re-encryption that keeps the ciphertext
-//! of unchanged values.
+//! age encryption of project files: the `talm.key` identity (age-keygen format), and sealing
+//! every value of a YAML file in its `ENC[AGE,...]` envelope (`envelope`) in place in the text,
+//! with incremental re-encryption that keeps the ciphertext of unchanged values.
 
 use std::str::FromStr;
 
 use age::secrecy::ExposeSecret;
-use age::x25519::{Identity, Recipient};
-use anyhow::{anyhow, Result};
-use base64::Engine as _;
+use age::x25519::Identity;
+use anyhow::Result;
 use serde_yaml_ng::{Mapping, Value};
 
+use super::envelope;
 use crate::error::{hinted, Hinted};
-
-const PREFIX: &str = "ENC[AGE,data:";
-const SUFFIX: &str = "]";
+use crate::yaml::located::{self, Scalar, Seg, Style};
 
 /// The key file text for a new identity, as age-keygen writes it.
 pub fn new_key_file() -> String {
@@ -53,6 +51,51 @@ pub fn parse_key(text: &str, file: &str) -> Result<Identity> {
     })
 }
 
+/// The encrypted files of the project at `root` (`*.encrypted`, `*.encrypted.yaml` at the top,
+/// and the encrypted value files Chart.yaml lists), sorted.
+pub fn sealed_files(root: &std::path::Path) -> Vec<String> {
+    let sealed = |n: &str| n.ends_with(".encrypted") || n.ends_with(".encrypted.yaml");
+    let mut out: Vec<String> = std::fs::read_dir(root)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| e.path().is_file())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| sealed(n))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Ok(chart) = crate::project::chart::Chart::load(root) {
+        for f in chart.template.value_files {
+            if sealed(&f) && root.join(&f).is_file() && !out.contains(&f) {
+                out.push(f);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A new key file for the project at `root`; refused while encrypted files exist there, since
+/// they were sealed to the missing talm.key and a new key could not open them.
+pub fn new_key_for(root: &std::path::Path) -> Result<String> {
+    let sealed = sealed_files(root);
+    if sealed.is_empty() {
+        return Ok(new_key_file());
+    }
+    Err(Hinted {
+        message: format!(
+            "talm.key is missing, but {} encrypted file(s) sealed to it exist: {}; refusing to generate a new key (it could not open them)",
+            sealed.len(),
+            sealed.join(", ")
+        ),
+        hints: vec![
+            format!("restore talm.key from your backup into {}", root.display()),
+            "if that key is lost for good, move the encrypted files out of the project first (they cannot be opened by anyone), then run the command again to seal the plain files to a new key".into(),
+        ],
+    }
+    .into())
+}
+
 /// The hint for a missing or unusable key: restore it, or start over with new secrets.
 pub fn key_recovery_hint(encrypted: &str) -> String {
     format!(
@@ -60,33 +103,219 @@ pub fn key_recovery_hint(encrypted: &str) -> String {
     )
 }
 
-/// One value in its envelope.
-pub fn seal(recipient: &Recipient, plain: &str) -> Result<String> {
-    let ct = age::encrypt(recipient, plain.as_bytes()).map_err(|e| anyhow!("age encrypt: {e}"))?;
-    Ok(format!(
-        "{PREFIX}{}{SUFFIX}",
-        base64::engine::general_purpose::STANDARD.encode(ct)
-    ))
+fn at_path<'v>(v: &'v Value, path: &[Seg]) -> Option<&'v Value> {
+    let mut cur = v;
+    for seg in path {
+        cur = match (seg, cur) {
+            (_, Value::Tagged(t)) => return at_path(&t.value, std::slice::from_ref(seg)),
+            (Seg::Key(k), Value::Mapping(m)) => m.get(k.as_str())?,
+            (Seg::Index(i), Value::Sequence(s)) => s.get(*i)?,
+            _ => return None,
+        };
+    }
+    Some(cur)
 }
 
-/// Whether a string is an envelope.
-pub fn is_sealed(s: &str) -> bool {
-    s.starts_with(PREFIX) && s.ends_with(SUFFIX)
+fn set_path(v: &mut Value, path: &[Seg], new: Value) {
+    let Some((first, rest)) = path.split_first() else {
+        *v = new;
+        return;
+    };
+    let next = match (first, v) {
+        (Seg::Key(k), Value::Mapping(m)) => m.get_mut(k.as_str()),
+        (Seg::Index(i), Value::Sequence(s)) => s.get_mut(*i),
+        _ => None,
+    };
+    if let Some(n) = next {
+        set_path(n, rest, new);
+    }
 }
 
-/// Opens an envelope; the error says what was wrong with it.
-pub fn open(identity: &Identity, sealed: &str) -> Result<String> {
-    let b64 = &sealed[PREFIX.len()..sealed.len() - SUFFIX.len()];
-    let ct = base64::engine::general_purpose::STANDARD
-        .decode(b64)
-        .map_err(|e| anyhow!("decode base64: {e}"))?;
-    let plain = age::decrypt(identity, &ct).map_err(|e| match e {
-        age::DecryptError::NoMatchingKeys => {
-            anyhow!("no matching key: it was encrypted to another talm.key")
+/// The envelope of `previous` at `path` when it still stands for `value`: the same value and
+/// type, and every list on the way of the same length (a list that changed length is sealed
+/// afresh, as the Go talm does).
+fn kept_envelope(
+    id: &Identity,
+    plain: &Value,
+    previous: &Value,
+    path: &[Seg],
+    value: &Value,
+) -> Option<String> {
+    for n in 0..path.len() {
+        if let (Some(Value::Sequence(a)), Some(Value::Sequence(b))) =
+            (at_path(plain, &path[..n]), at_path(previous, &path[..n]))
+        {
+            if a.len() != b.len() {
+                return None;
+            }
         }
-        other => anyhow!("create decrypt reader: {other}"),
-    })?;
-    String::from_utf8(plain).map_err(|_| anyhow!("decrypted value is not UTF-8 text"))
+    }
+    let prev = at_path(previous, path)?.as_str()?;
+    (envelope::claims(prev) && envelope::open(id, prev).ok().as_ref() == Some(value))
+        .then(|| prev.to_string())
+}
+
+/// Quotes an envelope as the value it replaces was quoted, so the quoting survives a round trip.
+fn quoted_like(style: Style, sealed: &str) -> String {
+    match style {
+        Style::Single => format!("'{sealed}'"),
+        Style::Double => format!("\"{sealed}\""),
+        _ => sealed.to_string(),
+    }
+}
+
+/// A decrypted value written where its envelope was, in the envelope's quoting where that
+/// can hold it.
+fn written_like(s: &Scalar, value: &Value) -> String {
+    let text = match value {
+        Value::String(t) => t,
+        other => return crate::yaml::to_string(other).trim_end().to_string(),
+    };
+    let single_ok = !text.contains(['\n', '\r']) && !text.chars().any(char::is_control);
+    match s.style {
+        Style::Double => crate::yaml::double_quoted(text),
+        Style::Single if single_ok => format!("'{}'", text.replace('\'', "''")),
+        Style::Single => crate::yaml::double_quoted(text),
+        _ if text.contains('\n') && !s.in_flow && crate::yaml::literal_block_ok(text) => {
+            crate::yaml::literal_block(text, s.indent)
+        }
+        _ if crate::yaml::plain_ok(text) => text.clone(),
+        _ => crate::yaml::double_quoted(text),
+    }
+}
+
+/// The replacement for a scalar's text, keeping the line break a block scalar's range ends with.
+fn keep_break(s: &Scalar, source: &str, with: String) -> String {
+    if source[s.start..s.end].ends_with('\n') {
+        with + "\n"
+    } else {
+        with
+    }
+}
+
+/// Seals every scalar value (text, numbers, booleans) of a YAML mapping, in place in the text:
+/// keys, comments, order and quoting stay. Where `previous` (the existing encrypted file) holds
+/// an envelope for the same value, that envelope is kept byte for byte.
+pub fn encrypt_yaml(
+    identity: &Identity,
+    plain_text: &str,
+    plain_file: &str,
+    previous: Option<&str>,
+) -> Result<String> {
+    let plain = Value::Mapping(crate::yaml::parse_map(plain_text, plain_file)?);
+    let prev = previous
+        .and_then(|p| serde_yaml_ng::from_str::<Value>(p).ok())
+        .filter(Value::is_mapping);
+    let recipient = identity.to_public();
+    let mut expected = plain.clone();
+    let mut sealed_at: Vec<(Vec<Seg>, String)> = Vec::new();
+    for (path, value) in leaves(&plain) {
+        let kept = prev
+            .as_ref()
+            .and_then(|p| kept_envelope(identity, &plain, p, &path, value));
+        let sealed = match kept {
+            Some(k) => Some(k),
+            None => envelope::seal(&recipient, value)?,
+        };
+        if let Some(sealed) = sealed {
+            set_path(&mut expected, &path, Value::String(sealed.clone()));
+            sealed_at.push((path, sealed));
+        }
+    }
+    let in_place = located::locate(plain_text).ok().and_then(|l| {
+        let [doc] = l.docs.as_slice() else {
+            return None;
+        };
+        let mut edits = Vec::new();
+        for (path, s) in located::value_scalars(doc) {
+            if s.tag.as_deref().is_some_and(|t| t != "str") {
+                return None;
+            }
+            if let Some((_, sealed)) = sealed_at.iter().find(|(p, _)| *p == path) {
+                let with = keep_break(s, plain_text, quoted_like(s.style, sealed));
+                edits.push((s.start, s.end, with));
+            }
+        }
+        Some(located::splice(plain_text, edits))
+    });
+    Ok(checked(in_place, &expected))
+}
+
+/// The text edited in place when it reads back as `expected`, else `expected` re-encoded.
+fn checked(in_place: Option<String>, expected: &Value) -> String {
+    match in_place {
+        Some(text) if serde_yaml_ng::from_str::<Value>(&text).ok().as_ref() == Some(expected) => {
+            text
+        }
+        _ => crate::yaml::to_string(expected),
+    }
+}
+
+/// Every scalar leaf of a value with its path (nulls left out).
+fn leaves(v: &Value) -> Vec<(Vec<Seg>, &Value)> {
+    fn walk<'v>(v: &'v Value, path: &mut Vec<Seg>, out: &mut Vec<(Vec<Seg>, &'v Value)>) {
+        match v {
+            Value::Mapping(m) => {
+                for (k, x) in m {
+                    path.push(Seg::Key(key_name(k)));
+                    walk(x, path, out);
+                    path.pop();
+                }
+            }
+            Value::Sequence(items) => {
+                for (i, x) in items.iter().enumerate() {
+                    path.push(Seg::Index(i));
+                    walk(x, path, out);
+                    path.pop();
+                }
+            }
+            Value::Tagged(t) => walk(&t.value, path, out),
+            Value::Null => {}
+            other => out.push((path.clone(), other)),
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, &mut Vec::new(), &mut out);
+    out
+}
+
+/// Decrypts every envelope of an encrypted YAML file in place in the text (comments, order
+/// and quoting stay). Every value that claims to be an envelope must open; an error names the
+/// file and the key path.
+pub fn decrypt_yaml(identity: &Identity, text: &str, file: &str) -> Result<String> {
+    let opened = decrypt_value(identity, text, file)?;
+    let in_place = located::locate(text).ok().and_then(|l| {
+        let [doc] = l.docs.as_slice() else {
+            return None;
+        };
+        let mut edits = Vec::new();
+        for (path, s) in located::value_scalars(doc) {
+            if !envelope::claims(&s.value) {
+                continue;
+            }
+            let value = at_path(&opened, &path)?;
+            edits.push((s.start, s.end, keep_break(s, text, written_like(s, value))));
+        }
+        Some(located::splice(text, edits))
+    });
+    Ok(checked(in_place, &opened))
+}
+
+/// Decrypts an encrypted YAML file into a value, for reading in memory only.
+pub fn decrypt_value(identity: &Identity, text: &str, file: &str) -> Result<Value> {
+    let value = Value::Mapping(crate::yaml::parse_map(text, file)?);
+    open_walk(identity, &value, "", file)
+}
+
+/// Counts the values that claim to be envelopes.
+pub fn count_sealed(v: &Value) -> usize {
+    match v {
+        Value::Mapping(m) => m.values().map(count_sealed).sum(),
+        Value::Sequence(s) => s.iter().map(count_sealed).sum(),
+        Value::String(s) => usize::from(envelope::claims(s)),
+        Value::Tagged(t) => count_sealed(&t.value),
+        _ => 0,
+    }
 }
 
 fn path_join(path: &str, key: &str) -> String {
@@ -107,89 +336,15 @@ fn key_name(k: &Value) -> String {
     }
 }
 
-/// Encrypts every string leaf of a YAML mapping. Where `previous` (the existing encrypted file)
-/// holds an envelope that opens to the same text, that envelope is kept byte for byte.
-pub fn encrypt_yaml(
-    identity: &Identity,
-    plain_text: &str,
-    plain_file: &str,
-    previous: Option<&str>,
-) -> Result<String> {
-    let plain = Value::Mapping(crate::yaml::parse_map(plain_text, plain_file)?);
-    let prev = previous
-        .and_then(|p| serde_yaml_ng::from_str::<Value>(p).ok())
-        .filter(Value::is_mapping);
-    let recipient = identity.to_public();
-    let sealed = seal_walk(&recipient, identity, &plain, prev.as_ref())?;
-    Ok(crate::yaml::to_string(&sealed))
-}
-
-fn seal_walk(r: &Recipient, id: &Identity, plain: &Value, prev: Option<&Value>) -> Result<Value> {
-    Ok(match plain {
-        Value::Mapping(m) => {
-            let prev_map = prev.and_then(Value::as_mapping);
-            let mut out = Mapping::new();
-            for (k, v) in m {
-                let p = prev_map.and_then(|pm| pm.get(k));
-                out.insert(k.clone(), seal_walk(r, id, v, p)?);
-            }
-            Value::Mapping(out)
-        }
-        Value::Sequence(items) => {
-            let prev_items = prev
-                .and_then(Value::as_sequence)
-                .filter(|p| p.len() == items.len());
-            let mut out = Vec::with_capacity(items.len());
-            for (i, v) in items.iter().enumerate() {
-                out.push(seal_walk(r, id, v, prev_items.map(|p| &p[i]))?);
-            }
-            Value::Sequence(out)
-        }
-        Value::String(s) => {
-            let kept = prev
-                .and_then(Value::as_str)
-                .filter(|p| is_sealed(p))
-                .filter(|p| open(id, p).ok().as_deref() == Some(s.as_str()));
-            match kept {
-                Some(p) => Value::String(p.to_string()),
-                None => Value::String(seal(r, s)?),
-            }
-        }
-        Value::Tagged(t) => seal_walk(r, id, &t.value, prev)?,
-        other => other.clone(),
-    })
-}
-
-/// Decrypts every envelope of an encrypted YAML file; an error names the file and the key path
-/// of the value that failed.
-pub fn decrypt_yaml(identity: &Identity, text: &str, file: &str) -> Result<String> {
-    let value = Value::Mapping(crate::yaml::parse_map(text, file)?);
-    let out = open_walk(identity, &value, "", file)?;
-    Ok(crate::yaml::to_string(&out))
-}
-
-/// Decrypts an encrypted YAML file into a value, for reading in memory only.
-pub fn decrypt_value(identity: &Identity, text: &str, file: &str) -> Result<Value> {
-    let value = Value::Mapping(crate::yaml::parse_map(text, file)?);
-    open_walk(identity, &value, "", file)
-}
-
-/// Counts the envelopes in a value.
-pub fn count_sealed(v: &Value) -> usize {
-    match v {
-        Value::Mapping(m) => m.values().map(count_sealed).sum(),
-        Value::Sequence(s) => s.iter().map(count_sealed).sum(),
-        Value::String(s) => usize::from(is_sealed(s)),
-        _ => 0,
-    }
-}
-
 fn open_walk(id: &Identity, v: &Value, path: &str, file: &str) -> Result<Value> {
     Ok(match v {
         Value::Mapping(m) => {
             let mut out = Mapping::new();
             for (k, val) in m {
-                out.insert(k.clone(), open_walk(id, val, &path_join(path, &key_name(k)), file)?);
+                out.insert(
+                    k.clone(),
+                    open_walk(id, val, &path_join(path, &key_name(k)), file)?,
+                );
             }
             Value::Mapping(out)
         }
@@ -200,18 +355,25 @@ fn open_walk(id: &Identity, v: &Value, path: &str, file: &str) -> Result<Value> 
             }
             Value::Sequence(out)
         }
-        Value::String(s) if is_sealed(s) => {
-            Value::String(open(id, s).map_err(|e| {
-                anyhow::Error::from(Hinted {
-                    message: format!("{file}: cannot decrypt the value at {path}: {e}"),
-                    hints: vec![
-                        format!("the value at {path} in {file} is damaged or was sealed with another key; restore {file} from git, or make sure talm.key is the key it was encrypted with"),
-                        key_recovery_hint(file),
-                    ],
-                })
-            })?)
-        }
+        Value::String(s) if envelope::claims(s) => open_one(id, s, path, file)?,
+        Value::Tagged(t) => open_walk(id, &t.value, path, file)?,
         other => other.clone(),
+    })
+}
+
+fn open_one(id: &Identity, sealed: &str, path: &str, file: &str) -> Result<Value> {
+    envelope::open(id, sealed).map_err(|e| {
+        let wrong_key = e.to_string().contains("another talm.key");
+        let mut hints = vec![format!(
+            "{file} is damaged or was cut short at {path}; nothing was written: restore it from git (`git checkout -- {file}`) or from a backup"
+        )];
+        if wrong_key {
+            hints = vec![key_recovery_hint(file)];
+        }
+        anyhow::Error::from(Hinted {
+            message: format!("{file}: cannot decrypt the value at {path}: {e}"),
+            hints,
+        })
     })
 }
 
@@ -241,21 +403,52 @@ mod tests {
     }
 
     #[test]
-    fn only_strings_are_sealed_and_roundtrip() {
+    fn every_scalar_is_sealed_and_roundtrips_with_types() {
         let id = key();
         let plain = "a: hello\nn: 5\nb: true\nz: null\nl:\n    - x\n    - 2\nm:\n    k: \"multi\\nline\\n\"\n";
         let enc = encrypt_yaml(&id, plain, "p.yaml", None).unwrap();
         let v: Value = serde_yaml_ng::from_str(&enc).unwrap();
-        assert!(is_sealed(v["a"].as_str().unwrap()));
-        assert_eq!(v["n"], Value::from(5));
-        assert_eq!(v["b"], Value::from(true));
-        assert!(is_sealed(v["l"][0].as_str().unwrap()));
-        assert_eq!(v["l"][1], Value::from(2));
-        assert_eq!(count_sealed(&v), 3);
+        assert!(envelope::claims(v["a"].as_str().unwrap()));
+        assert!(v["n"].as_str().unwrap().ends_with(",type:int]"));
+        assert!(v["b"].as_str().unwrap().ends_with(",type:bool]"));
+        assert_eq!(v["z"], Value::Null);
+        assert_eq!(count_sealed(&v), 6);
         let dec = decrypt_yaml(&id, &enc, "p.encrypted.yaml").unwrap();
-        let original: Value = serde_yaml_ng::from_str(plain).unwrap();
-        let back: Value = serde_yaml_ng::from_str(&dec).unwrap();
-        assert_eq!(original, back);
+        assert_eq!(dec, plain, "the text comes back as it was");
+    }
+
+    #[test]
+    fn comments_and_quoting_survive_a_round_trip() {
+        let id = key();
+        let plain = "# registry credentials\nregistry:\n  user: \"bot\"   # the CI account\n  password: 'p@ss: word'\n  token: abc\n  port: 5000\n  cert: |\n    line one\n    line two\n# trailing comment\n";
+        let enc = encrypt_yaml(&id, plain, "values-secret.yaml", None).unwrap();
+        assert!(
+            enc.starts_with("# registry credentials\nregistry:\n  user: \"ENC[AGE,data:"),
+            "{enc}"
+        );
+        assert!(
+            enc.contains("# the CI account") && enc.ends_with("# trailing comment\n"),
+            "{enc}"
+        );
+        assert!(
+            !enc.contains("p@ss") && !enc.contains("line one") && !enc.contains("5000"),
+            "{enc}"
+        );
+        assert_eq!(decrypt_yaml(&id, &enc, "v.encrypted.yaml").unwrap(), plain);
+    }
+
+    #[test]
+    fn damaged_envelopes_are_refused_naming_the_path() {
+        let id = key();
+        let enc = encrypt_yaml(&id, "a:\n  b: secret\n  c: x\n", "p", None).unwrap();
+        let cut = enc.replacen("]\n", "\n", 1);
+        let err = decrypt_yaml(&id, &cut, "s.encrypted.yaml").unwrap_err();
+        assert!(
+            err.to_string().contains(
+                "s.encrypted.yaml: cannot decrypt the value at a.b: it does not end with `]`"
+            ),
+            "{err}"
+        );
     }
 
     #[test]
@@ -294,6 +487,6 @@ mod tests {
         assert!(decrypt_yaml(&key(), &damaged, "x")
             .unwrap_err()
             .to_string()
-            .contains("decode base64"));
+            .contains("not base64"));
     }
 }

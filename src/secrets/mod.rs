@@ -4,5 +4,7 @@ pub mod bundle;
 pub mod contract;
 pub mod crypt;
 pub mod der;
+pub mod envelope;
 pub mod pki;
 pub mod talosconfig;
+pub mod twins;

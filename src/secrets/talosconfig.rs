@@ -23,6 +23,7 @@ pub fn generate(
     now: OffsetDateTime,
 ) -> Result<Value> {
     let (ca_pem, ca_key) = bundle.os_ca()?;
+    check_ca_valid(&ca_pem, now)?;
     let client = pki::client_cert(&ca_pem, &ca_key, &["os:admin"], now)?;
     let mut ctx = Mapping::new();
     ctx.insert(
@@ -38,6 +39,34 @@ pub fn generate(
     root.insert("context".into(), cluster.into());
     root.insert("contexts".into(), Value::Mapping(contexts));
     Ok(Value::Mapping(root))
+}
+
+/// Refuses a CA outside its validity window: a certificate issued from it would not be trusted.
+fn check_ca_valid(ca_pem: &str, now: OffsetDateTime) -> Result<()> {
+    let der = pki::pem_decode(ca_pem)
+        .map(|(_, der)| der)
+        .ok_or_else(|| anyhow::anyhow!("certs.os.crt is not PEM"))?;
+    let (_, cert) = x509_parser::parse_x509_certificate(&der)
+        .map_err(|e| anyhow::anyhow!("certs.os.crt cannot be parsed: {e}"))?;
+    let validity = cert.validity();
+    let (from, until) = (
+        validity.not_before.to_datetime(),
+        validity.not_after.to_datetime(),
+    );
+    let day = |t: OffsetDateTime| t.date().to_string();
+    if now < from {
+        return Err(hinted(
+            format!("the Talos API CA (certs.os) is not valid before {}: refusing to issue a client certificate from it", day(from)),
+            "check this machine's clock (`date`); a CA from the future means the clock is behind",
+        ));
+    }
+    if now > until {
+        return Err(hinted(
+            format!("the Talos API CA (certs.os) expired on {}: refusing to issue a client certificate from it, nodes would not trust it", day(until)),
+            "rotate the cluster's Talos CA first (talosctl rotate-ca), then run `talm talosconfig` again; or check this machine's clock",
+        ));
+    }
+    Ok(())
 }
 
 /// Parses a talosconfig and checks its shape: a current context that exists, and `ca`/`crt`/`key`

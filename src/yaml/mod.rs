@@ -2,6 +2,8 @@
 //! Talos/yaml.v3 layout (4-space indent, order kept) used for secrets, talosconfig and
 //! encrypted files.
 
+pub mod located;
+
 use anyhow::Result;
 use serde_yaml_ng::Value;
 
@@ -170,7 +172,7 @@ fn scalar_string(s: &str, block_indent: usize) -> String {
     }
 }
 
-fn literal_block_ok(s: &str) -> bool {
+pub(crate) fn literal_block_ok(s: &str) -> bool {
     s.contains('\n')
         && !s.starts_with([' ', '\n', '\t'])
         && !s.contains('\r')
@@ -178,7 +180,7 @@ fn literal_block_ok(s: &str) -> bool {
         && s.split('\n').all(|l| !l.ends_with([' ', '\t']))
 }
 
-fn literal_block(s: &str, indent: usize) -> String {
+pub(crate) fn literal_block(s: &str, indent: usize) -> String {
     let trimmed = s.trim_end_matches('\n');
     let trailing = s.len() - trimmed.len();
     let chomp = match trailing {
@@ -204,7 +206,7 @@ fn literal_block(s: &str, indent: usize) -> String {
 
 /// Whether a string can be written without quotes and still read back as the same string by
 /// YAML 1.1 and 1.2 readers (Go's yaml.v3 among them).
-fn plain_ok(s: &str) -> bool {
+pub(crate) fn plain_ok(s: &str) -> bool {
     let first = s.chars().next().unwrap_or(' ');
     if s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) {
         return false;
@@ -265,7 +267,7 @@ fn looks_like_non_string(s: &str) -> bool {
     false
 }
 
-fn double_quoted(s: &str) -> String {
+pub(crate) fn double_quoted(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

@@ -1,0 +1,82 @@
+//! Values no message may show: everything read from an encrypted file is registered here, and
+//! every error and warning talm prints passes through `scrub`. Process-wide on purpose: a secret
+//! must stay hidden whichever engine, thread or command path ends up printing the message.
+
+use std::borrow::Cow;
+use std::sync::RwLock;
+
+static MASKED: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Shorter values are too common to mask (`1`, `on`); up to `TOKEN_ONLY` characters a value is
+/// masked only where it stands alone, not inside longer words.
+const MIN_LEN: usize = 3;
+const TOKEN_ONLY: usize = 6;
+
+/// Registers values that must never be printed.
+pub fn register(values: impl IntoIterator<Item = String>) {
+    let mut m = MASKED.write().unwrap_or_else(|e| e.into_inner());
+    for v in values {
+        if v.chars().count() >= MIN_LEN && !m.contains(&v) {
+            m.push(v);
+        }
+    }
+    // Longest first, so a secret that contains another is masked whole.
+    m.sort_by_key(|v| std::cmp::Reverse(v.len()));
+}
+
+fn is_word(c: Option<char>) -> bool {
+    c.is_some_and(|c| c.is_alphanumeric() || c == '_')
+}
+
+fn mask_token(text: &str, secret: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(secret) {
+        let before = rest[..i].chars().next_back();
+        let after = rest[i + secret.len()..].chars().next();
+        out.push_str(&rest[..i]);
+        if is_word(before) || is_word(after) {
+            out.push_str(secret);
+        } else {
+            out.push_str("***");
+        }
+        rest = &rest[i + secret.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` with every registered value replaced by `***`.
+pub fn scrub(text: &str) -> Cow<'_, str> {
+    let m = MASKED.read().unwrap_or_else(|e| e.into_inner());
+    if m.iter().all(|s| !text.contains(s.as_str())) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = text.to_string();
+    for s in m.iter() {
+        if s.chars().count() >= TOKEN_ONLY {
+            out = out.replace(s.as_str(), "***");
+        } else {
+            out = mask_token(&out, s);
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registered_values_are_masked() {
+        register([
+            "hunter2-long".to_string(),
+            "9000".to_string(),
+            "x".to_string(),
+        ]);
+        assert_eq!(scrub("mtu=9000 (eth0)"), "mtu=*** (eth0)");
+        assert_eq!(scrub("line 19000 is fine"), "line 19000 is fine");
+        assert_eq!(scrub("pw \"hunter2-long\"!"), "pw \"***\"!");
+        assert_eq!(scrub("x marks"), "x marks");
+    }
+}

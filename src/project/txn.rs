@@ -1,0 +1,396 @@
+//! All-or-nothing writes of several files: every new content is staged in a hidden, git-ignored
+//! folder next to the targets, a journal is committed with one rename, then the staged files are
+//! renamed into place. A run killed before the journal leaves the old files (and a staging folder
+//! the next run removes); a run killed after it leaves a journal the next run completes.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::fsutil::Mode;
+
+/// Names of staging folders start with this; the process id follows.
+pub const STAGING_PREFIX: &str = ".talm-txn-";
+const JOURNAL: &str = "journal";
+/// Every staging folder holds this `.gitignore`, so nothing staged can be committed to git.
+const IGNORE_ALL: &str =
+    "# talm's staging folder for an all-or-nothing write; never commit it\n*\n";
+
+/// One change of a transaction, with paths relative to the transaction's folder.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub enum Op {
+    /// Move the staged file `staged` over `target`.
+    Write { target: String, staged: String },
+    /// Create the folder `target` (and its parents).
+    Mkdir { target: String },
+    /// Remove the file `target` and the folders it leaves empty.
+    Remove { target: String },
+}
+
+/// What a committed journal records: the changes and the command that made them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Journal {
+    label: String,
+    ops: Vec<Op>,
+}
+
+/// A transaction being prepared in `dir`.
+pub struct Txn {
+    dir: PathBuf,
+    staging: PathBuf,
+    label: String,
+    ops: Vec<Op>,
+}
+
+/// What `recover` found in a folder.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Recovered {
+    /// Labels of interrupted transactions that were completed.
+    pub completed: Vec<String>,
+    /// How many uncommitted staging folders were removed.
+    pub discarded: usize,
+}
+
+fn rel_ok(rel: &str) -> bool {
+    let p = Path::new(rel);
+    !rel.is_empty()
+        && p.components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = fs::File::open(dir) {
+        // Durability of the rename; a file system that cannot sync folders still renamed.
+        let _ = d.sync_all();
+    }
+}
+
+/// Writes `content` to a new file with `mode`, synced to disk.
+fn write_new(path: &Path, content: &[u8], mode: Mode) -> std::io::Result<()> {
+    let mut f = open_new(path, mode)?;
+    f.write_all(content)?;
+    f.sync_all()
+}
+
+#[cfg(unix)]
+fn open_new(path: &Path, mode: Mode) -> std::io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode.bits())
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_new(path: &Path, _mode: Mode) -> std::io::Result<fs::File> {
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_path: &Path, _mode: u32) -> std::io::Result<()> {
+    Ok(())
+}
+
+impl Txn {
+    /// Starts a transaction whose targets are given relative to `dir`; leftovers of killed runs
+    /// in `dir` are recovered first.
+    pub fn begin(dir: &Path, label: &str) -> Result<Txn> {
+        fs::create_dir_all(dir).with_context(|| format!("creating directory {}", dir.display()))?;
+        recover(dir)?;
+        let staging = dir.join(format!("{STAGING_PREFIX}{}", std::process::id()));
+        if staging.exists() {
+            fs::remove_dir_all(&staging)
+                .with_context(|| format!("removing stale {}", staging.display()))?;
+        }
+        fs::create_dir(&staging).with_context(|| format!("creating {}", staging.display()))?;
+        set_mode(&staging, 0o700)?;
+        write_new(
+            &staging.join(".gitignore"),
+            IGNORE_ALL.as_bytes(),
+            Mode::Public,
+        )?;
+        Ok(Txn {
+            dir: dir.to_path_buf(),
+            staging,
+            label: label.to_string(),
+            ops: Vec::new(),
+        })
+    }
+
+    fn rel(&self, path: &Path) -> Result<String> {
+        let rel = path.strip_prefix(&self.dir).unwrap_or(path);
+        let rel = rel.to_string_lossy().into_owned();
+        if !rel_ok(&rel) {
+            anyhow::bail!(
+                "{} is not inside {}: a write plan only writes below its folder",
+                path.display(),
+                self.dir.display()
+            );
+        }
+        Ok(rel)
+    }
+
+    /// Stages `content` for `path` (absolute, or relative to the transaction's folder).
+    pub fn write(&mut self, path: &Path, content: &[u8], mode: Mode) -> Result<()> {
+        let target = self.rel(path)?;
+        let full = self.dir.join(&target);
+        if full.is_dir() {
+            anyhow::bail!("cannot write {}: it is a directory", full.display());
+        }
+        let staged = format!("{}", self.ops.len());
+        let spath = self.staging.join(&staged);
+        write_new(&spath, content, mode)
+            .and_then(|_| set_mode(&spath, mode.bits()))
+            .with_context(|| format!("staging {}", full.display()))?;
+        self.ops.push(Op::Write { target, staged });
+        Ok(())
+    }
+
+    /// Plans creating a folder.
+    pub fn mkdir(&mut self, path: &Path) -> Result<()> {
+        let target = self.rel(path)?;
+        self.ops.push(Op::Mkdir { target });
+        Ok(())
+    }
+
+    /// Plans removing a file.
+    pub fn remove(&mut self, path: &Path) -> Result<()> {
+        let target = self.rel(path)?;
+        self.ops.push(Op::Remove { target });
+        Ok(())
+    }
+
+    /// Commits: the journal lands with one rename, then every change is carried out and the
+    /// staging folder removed. Until the journal lands nothing outside the staging folder changed.
+    pub fn commit(self) -> Result<()> {
+        let journal = Journal {
+            label: self.label.clone(),
+            ops: self.ops.clone(),
+        };
+        let text = serde_json::to_vec_pretty(&journal)?;
+        let tmp = self.staging.join("journal.tmp");
+        write_new(&tmp, &text, Mode::Secret)
+            .and_then(|_| fs::rename(&tmp, self.staging.join(JOURNAL)))
+            .with_context(|| format!("committing the writes in {}", self.staging.display()))?;
+        sync_dir(&self.staging);
+        apply(&self.dir, &self.staging, &journal.ops)
+    }
+
+    /// Drops the transaction: nothing is changed and the staging folder goes.
+    pub fn abort(self) {
+        let _ = fs::remove_dir_all(&self.staging);
+    }
+}
+
+/// Carries out a committed journal; safe to run again after an interruption.
+fn apply(dir: &Path, staging: &Path, ops: &[Op]) -> Result<()> {
+    let mut synced = Vec::new();
+    for op in ops {
+        match op {
+            Op::Write { target, staged } => {
+                let to = dir.join(target);
+                let from = staging.join(staged);
+                if !from.exists() {
+                    continue; // moved before an interruption
+                }
+                if let Some(parent) = to.parent() {
+                    fs::create_dir_all(parent)
+                        .with_context(|| format!("creating directory {}", parent.display()))?;
+                    if !synced.contains(&parent.to_path_buf()) {
+                        synced.push(parent.to_path_buf());
+                    }
+                }
+                fs::rename(&from, &to).with_context(|| format!("writing {}", to.display()))?;
+            }
+            Op::Mkdir { target } => {
+                let to = dir.join(target);
+                fs::create_dir_all(&to)
+                    .with_context(|| format!("creating directory {}", to.display()))?;
+            }
+            Op::Remove { target } => {
+                let to = dir.join(target);
+                match fs::remove_file(&to) {
+                    Ok(()) => remove_empty_parents(dir, &to),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e).with_context(|| format!("removing {}", to.display())),
+                }
+            }
+        }
+    }
+    for d in synced {
+        sync_dir(&d);
+    }
+    fs::remove_dir_all(staging).with_context(|| format!("removing {}", staging.display()))?;
+    sync_dir(dir);
+    Ok(())
+}
+
+fn remove_empty_parents(stop: &Path, path: &Path) {
+    let mut dir = path.parent();
+    while let Some(d) = dir {
+        if d == stop || fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+}
+
+/// Whether the process that owns a staging folder is still running.
+fn owner_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return false;
+    }
+    let proc_root = Path::new("/proc");
+    proc_root.is_dir() && proc_root.join(pid.to_string()).exists()
+}
+
+/// Finishes or discards what killed runs left in `dir`: a committed journal is carried out, an
+/// uncommitted staging folder removed. Folders of runs still going are left alone.
+pub fn recover(dir: &Path) -> Result<Recovered> {
+    let mut out = Recovered::default();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Ok(out);
+    };
+    let mut found: Vec<(PathBuf, u32)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name.strip_prefix(STAGING_PREFIX)?.parse::<u32>().ok()?;
+            Some((e.path(), pid))
+        })
+        .collect();
+    found.sort();
+    for (staging, pid) in found {
+        if owner_alive(pid) {
+            continue;
+        }
+        let journal = staging.join(JOURNAL);
+        if journal.is_file() {
+            let text = fs::read(&journal)
+                .with_context(|| format!("reading the interrupted write {}", journal.display()))?;
+            let j: Journal = serde_json::from_slice(&text).map_err(|e| {
+                crate::error::hinted(
+                    format!("{} is damaged: {e}", journal.display()),
+                    format!(
+                        "an earlier talm run was killed while writing; inspect {} and move its files into place by hand, then remove it",
+                        staging.display()
+                    ),
+                )
+            })?;
+            let bad = j.ops.iter().find(|op| {
+                let (Op::Write { target, .. } | Op::Mkdir { target } | Op::Remove { target }) = op;
+                !rel_ok(target)
+            });
+            if let Some(op) = bad {
+                anyhow::bail!(
+                    "{} names a path outside its folder: {op:?}",
+                    journal.display()
+                );
+            }
+            apply(dir, &staging, &j.ops)?;
+            out.completed.push(j.label);
+        } else {
+            fs::remove_dir_all(&staging)
+                .with_context(|| format!("removing leftovers {}", staging.display()))?;
+            out.discarded += 1;
+        }
+    }
+    for label in &out.completed {
+        eprintln!(
+            "talm: completed the interrupted write of an earlier `{label}` in {}",
+            dir.display()
+        );
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn commit_moves_everything_and_cleans_up() {
+        let d = tempfile::tempdir().unwrap();
+        fs::write(d.path().join("old"), "x").unwrap();
+        let mut t = Txn::begin(d.path(), "test").unwrap();
+        t.write(&d.path().join("a/b.yaml"), b"b", Mode::Secret)
+            .unwrap();
+        t.write(Path::new("c"), b"c", Mode::Public).unwrap();
+        t.mkdir(Path::new("nodes")).unwrap();
+        t.remove(Path::new("old")).unwrap();
+        // Nothing visible before the commit but the staging folder.
+        assert_eq!(listing(d.path()).len(), 2);
+        t.commit().unwrap();
+        assert_eq!(listing(d.path()), ["a", "c", "nodes"]);
+        assert_eq!(fs::read_to_string(d.path().join("a/b.yaml")).unwrap(), "b");
+    }
+
+    #[test]
+    fn uncommitted_staging_is_discarded_and_journal_completed() {
+        let d = tempfile::tempdir().unwrap();
+        fs::write(d.path().join("keep"), "old").unwrap();
+        // A run that died before its journal: a staging folder of a dead pid.
+        let dead = d.path().join(format!("{STAGING_PREFIX}{}", u32::MAX - 1));
+        fs::create_dir(&dead).unwrap();
+        fs::write(dead.join("0"), "new").unwrap();
+        let r = recover(d.path()).unwrap();
+        assert_eq!(r.discarded, 1);
+        assert_eq!(listing(d.path()), ["keep"]);
+        // A run that died after its journal, with one file already moved.
+        fs::create_dir(&dead).unwrap();
+        fs::write(dead.join("1"), "second").unwrap();
+        fs::write(d.path().join("first"), "first").unwrap();
+        let j = Journal {
+            label: "init".into(),
+            ops: vec![
+                Op::Write {
+                    target: "first".into(),
+                    staged: "0".into(),
+                },
+                Op::Write {
+                    target: "keep".into(),
+                    staged: "1".into(),
+                },
+            ],
+        };
+        fs::write(dead.join(JOURNAL), serde_json::to_vec(&j).unwrap()).unwrap();
+        let r = recover(d.path()).unwrap();
+        assert_eq!(r.completed, ["init"]);
+        assert_eq!(listing(d.path()), ["first", "keep"]);
+        assert_eq!(fs::read_to_string(d.path().join("keep")).unwrap(), "second");
+    }
+
+    #[test]
+    fn journals_cannot_escape_their_folder() {
+        assert!(!rel_ok("../x"));
+        assert!(!rel_ok("/etc/passwd"));
+        assert!(rel_ok("charts/talm/Chart.yaml"));
+        let d = tempfile::tempdir().unwrap();
+        let mut t = Txn::begin(d.path(), "t").unwrap();
+        assert!(t.write(Path::new("../x"), b"", Mode::Public).is_err());
+        t.abort();
+        assert!(listing(d.path()).is_empty());
+    }
+}

@@ -1,0 +1,204 @@
+//! A project's secret files and their encrypted twins: what each kind must hold to count as
+//! whole before it may replace the other, and what a plain file would lose if its twin's
+//! content replaced it (named by key path, never by value).
+
+use std::str::FromStr;
+
+use anyhow::Result;
+use serde_yaml_ng::Value;
+
+use super::{bundle::Bundle, talosconfig};
+use crate::error::hinted;
+
+/// What a secret file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `secrets.yaml`: the Talos secrets bundle.
+    Bundle,
+    Talosconfig,
+    Kubeconfig,
+    /// `values-secret.yaml` and other value files: any mapping.
+    Values,
+}
+
+impl FromStr for Kind {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> Result<Kind> {
+        Ok(match s {
+            "bundle" => Kind::Bundle,
+            "talosconfig" => Kind::Talosconfig,
+            "kubeconfig" => Kind::Kubeconfig,
+            "values" => Kind::Values,
+            other => anyhow::bail!(
+                "unknown secret file kind {other:?} (bundle, talosconfig, kubeconfig, values)"
+            ),
+        })
+    }
+}
+
+impl Kind {
+    /// The kind of a project file by its name, for callers that have nothing better.
+    pub fn of_file(file: &str) -> Kind {
+        let name = std::path::Path::new(file)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let name = name.trim_end_matches(".encrypted");
+        match name {
+            "secrets.yaml" | "secrets.encrypted.yaml" => Kind::Bundle,
+            "talosconfig" => Kind::Talosconfig,
+            n if n.contains("kubeconfig") => Kind::Kubeconfig,
+            _ => Kind::Values,
+        }
+    }
+}
+
+/// Fails unless `text` is a whole file of its kind; `file` names it.
+pub fn check(kind: Kind, text: &str, file: &str) -> Result<()> {
+    match kind {
+        Kind::Bundle => Bundle::load(text, file).map(|_| ()),
+        Kind::Talosconfig => talosconfig::load(text, file).map(|_| ()),
+        Kind::Kubeconfig => check_kubeconfig(text, file),
+        Kind::Values => crate::yaml::parse_map(text, file).map(|_| ()),
+    }
+}
+
+fn check_kubeconfig(text: &str, file: &str) -> Result<()> {
+    let m = crate::yaml::parse_map(text, file)?;
+    let missing: Vec<&str> = ["clusters", "users", "contexts"]
+        .into_iter()
+        .filter(|k| {
+            !m.get(*k)
+                .and_then(Value::as_sequence)
+                .is_some_and(|s| !s.is_empty())
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(hinted(
+        format!(
+            "{file} is not a whole kubeconfig: {} missing or empty",
+            missing.join(", ")
+        ),
+        format!("fetch it again with `talm kubeconfig`, or restore {file} from git"),
+    ))
+}
+
+/// One thing the old plain file holds that the new content does not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Loss {
+    /// A value at this path differs.
+    Changed(String),
+    /// This path exists only in the old file.
+    Dropped(String),
+}
+
+impl std::fmt::Display for Loss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Loss::Changed(p) => write!(f, "~ {p} (a different value)"),
+            Loss::Dropped(p) => write!(f, "- {p} (only in the plain file)"),
+        }
+    }
+}
+
+/// What replacing `old` with `new` would lose: every path where `old` holds a value `new` does
+/// not hold the same. Paths only in `new` lose nothing. Unparsable old text counts as a loss of
+/// the whole file.
+pub fn losses(old: &str, new: &str) -> Vec<Loss> {
+    let (Ok(o), Ok(n)) = (
+        serde_yaml_ng::from_str::<Value>(old),
+        serde_yaml_ng::from_str::<Value>(new),
+    ) else {
+        return if old.trim() == new.trim() {
+            Vec::new()
+        } else {
+            vec![Loss::Changed("(the whole file)".into())]
+        };
+    };
+    let mut out = Vec::new();
+    walk(&o, Some(&n), String::new(), &mut out);
+    out
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn walk(old: &Value, new: Option<&Value>, path: String, out: &mut Vec<Loss>) {
+    let Some(new) = new else {
+        if !old.is_null() {
+            out.push(Loss::Dropped(if path.is_empty() {
+                "(the whole file)".into()
+            } else {
+                path
+            }));
+        }
+        return;
+    };
+    match (old, new) {
+        (Value::Mapping(o), Value::Mapping(n)) => {
+            for (k, v) in o {
+                let key = k.as_str().map(str::to_string).unwrap_or_else(|| {
+                    serde_yaml_ng::to_string(k)
+                        .unwrap_or_default()
+                        .trim()
+                        .to_string()
+                });
+                walk(v, n.get(k), join(&path, &key), out);
+            }
+        }
+        (Value::Sequence(o), Value::Sequence(n)) => {
+            for (i, v) in o.iter().enumerate() {
+                walk(v, n.get(i), format!("{path}[{i}]"), out);
+            }
+        }
+        (o, n) if o == n => {}
+        _ => out.push(Loss::Changed(if path.is_empty() {
+            "(the whole file)".into()
+        } else {
+            path
+        })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn losses_name_paths_not_values() {
+        let old = "a: 1\nb: {c: secret, d: x}\nl: [1, 2]\n";
+        let new = "a: 1\nb: {c: other}\nl: [1]\nextra: fine\n";
+        let got: Vec<String> = losses(old, new).iter().map(|l| l.to_string()).collect();
+        assert_eq!(
+            got,
+            [
+                "~ b.c (a different value)",
+                "- b.d (only in the plain file)",
+                "- l[1] (only in the plain file)"
+            ]
+        );
+        assert!(losses("a: 1\n", "a: 1\nb: 2\n").is_empty());
+        assert!(!got.iter().any(|l| l.contains("secret")));
+    }
+
+    #[test]
+    fn kinds_check_wholeness() {
+        assert!(check(
+            Kind::Kubeconfig,
+            "apiVersion: v1\nclusters: []\n",
+            "kubeconfig"
+        )
+        .is_err());
+        assert!(check(Kind::Bundle, "cluster:\n  id: x\n", "secrets.yaml").is_err());
+        assert!(check(Kind::Values, "a: 1\n", "v.yaml").is_ok());
+        assert!("bundel".parse::<Kind>().is_err());
+    }
+}
