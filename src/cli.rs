@@ -35,7 +35,8 @@ pub struct Global {
         long,
         global = true,
         value_delimiter = ',',
-        value_name = "IP"
+        value_name = "IP",
+        value_parser = crate::talos::address::parse_flag
     )]
     pub nodes: Vec<String>,
     /// Deadline for connecting to a node and for each call (e.g. 30s, 2m)
@@ -55,7 +56,7 @@ pub struct Global {
 #[derive(Debug, Args)]
 pub struct Endpoints {
     /// Override the talosconfig endpoints (comma-separated or repeated)
-    #[arg(short = 'e', long, value_delimiter = ',', value_name = "IP")]
+    #[arg(short = 'e', long, value_delimiter = ',', value_name = "IP", value_parser = crate::talos::address::parse_flag)]
     pub endpoints: Vec<String>,
 }
 
@@ -132,7 +133,7 @@ pub struct InitArgs {
     #[arg(short = 'N', long, value_name = "NAME")]
     pub name: Option<String>,
     /// Endpoints of the talosconfig context; exactly one also sets values.yaml endpoint to https://E:6443
-    #[arg(long, value_delimiter = ',', value_name = "IP")]
+    #[arg(long, value_delimiter = ',', value_name = "IP", value_parser = crate::talos::address::parse_flag)]
     pub endpoints: Vec<String>,
     /// Cluster control-plane URL written to values.yaml endpoint (scheme, host and port)
     #[arg(long, value_name = "URL")]
@@ -232,6 +233,10 @@ pub struct TemplateArgs {
     /// Print the values of encrypted value files instead of `***`
     #[arg(long)]
     pub show_secrets: bool,
+    /// With --full and -I: write the cluster's private keys and tokens into the node files
+    /// (refused without it: node files are meant to be committed)
+    #[arg(long)]
+    pub allow_private_keys: bool,
 }
 
 #[derive(Debug, Subcommand)]

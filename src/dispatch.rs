@@ -257,6 +257,7 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             a.insert("facts".into(), opt(&t.facts));
             a.insert("insecure".into(), t.insecure.into());
             a.insert("show_secrets".into(), t.show_secrets.into());
+            a.insert("allow_private_keys".into(), t.allow_private_keys.into());
             bundled("template", a)?;
         }
         Command::Gen(GenCommand::Config(g)) => {

@@ -4,7 +4,7 @@
 mod common;
 use common::Dir;
 
-const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters:\n    - name: c\n      cluster:\n        server: https://10.0.0.1:6443\ncurrent-context: admin@c\n";
+const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters:\n    - name: c\n      cluster:\n        server: https://10.0.0.1:6443\ncontexts:\n    - name: admin@c\n      context:\n        cluster: c\n        user: admin@c\nusers:\n    - name: admin@c\n      user:\n        token: t0k3n\ncurrent-context: admin@c\n";
 const VALUES_SECRET: &str = "registryAuth:\n    password: hunter2\n    port: 5000\n    insecure: false\nnote: |\n    multi\n    line\n";
 
 fn envelope(text: &str, key: &str) -> String {
@@ -56,13 +56,17 @@ fn encrypt_delete_decrypt_gives_identical_files() {
     ] {
         assert_eq!(d.mode(enc), 0o600, "{enc}");
     }
-    // Keys stay readable, strings are sealed, other scalars stay plain.
+    // Keys stay readable, every scalar is sealed (numbers and booleans with their type).
     let vs = d.read("values-secret.encrypted.yaml");
     assert!(
         vs.contains("registryAuth:\n    password: ENC[AGE,data:"),
         "{vs}"
     );
-    assert!(vs.contains("    port: 5000\n    insecure: false\n"), "{vs}");
+    assert!(!vs.contains("5000") && !vs.contains("false"), "{vs}");
+    assert!(
+        vs.contains(",type:int]\n    insecure: ENC[AGE,data:"),
+        "{vs}"
+    );
     assert!(!vs.contains("hunter2"));
     for (f, _) in &originals {
         d.remove(f);
@@ -212,7 +216,7 @@ fn tampered_and_truncated_ciphertext_are_named() {
     d.write("talosconfig.encrypted", &enc.replace(body, "@@@"));
     d.refused(
         &["init", "-d"],
-        "talosconfig.encrypted: cannot decrypt the value at context: decode base64",
+        "talosconfig.encrypted: cannot decrypt the value at context: its data is not base64",
     );
     // A file cut in half is a YAML error with its position.
     d.write(

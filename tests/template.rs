@@ -15,7 +15,7 @@ fn project() -> Dir {
     d.write("values.yaml", &values);
     d.write(
         "templates/probe.yaml",
-        "{% set l = lookup(kind=\"links\", id=\"eth0\") %}machine:\n  type: {{ values.probeType | default(value=\"worker\") }}\n  mtu: \"{% if l.spec is defined %}{{ l.spec.mtu }}{% else %}0{% endif %}\"\n  domain: {{ values.clusterDomain }}\n",
+        "{% set l = lookup(kind=\"links\", id=\"eth0\") %}machine:\n  type: {{ values.probeType | default(value=\"worker\") }}\n  kubelet:\n    extraArgs:\n      mtu: \"{% if l.spec is defined %}{{ l.spec.mtu }}{% else %}0{% endif %}\"\n      domain: {{ values.clusterDomain }}\n",
     );
     d
 }

@@ -3,7 +3,7 @@
 
 pub mod assemble;
 pub mod declared;
-mod decode;
+pub mod decode;
 pub mod drift;
 pub mod encode;
 pub mod generate;

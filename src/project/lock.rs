@@ -60,17 +60,40 @@ pub fn render_base(files: &BTreeMap<String, String>) -> String {
     )
 }
 
-/// Reads the baseline file; unreadable content gives no baseline.
-pub fn parse_base(text: &str) -> BTreeMap<String, String> {
+/// Reads the baseline file (empty text: no baseline); a damaged one is an error that says how
+/// to rebuild it.
+pub fn parse_base(text: &str) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
-    if let Ok(Value::Mapping(m)) = serde_yaml_ng::from_str::<Value>(text) {
-        for (k, v) in m {
-            if let (Some(k), Some(v)) = (k.as_str(), v.as_str()) {
+    if text.trim().is_empty() {
+        return Ok(out);
+    }
+    let damaged = |why: String| {
+        crate::error::hinted(
+            format!("{BASE_FILE} is damaged: {why}"),
+            format!("it records the preset's Chart.yaml and values.yaml as talm last wrote them; restore it with `git checkout -- {BASE_FILE}`, or delete it and run `talm init --update --force` (without a baseline your Chart.yaml and values.yaml are kept as they are, and the next update records a new one)"),
+        )
+    };
+    let m = match serde_yaml_ng::from_str::<Value>(text) {
+        Ok(Value::Mapping(m)) => m,
+        Ok(_) => {
+            return Err(damaged(
+                "it is not a mapping of file names to their text".into(),
+            ))
+        }
+        Err(e) => return Err(damaged(format!("it is not YAML ({e})"))),
+    };
+    for (k, v) in m {
+        match (k.as_str(), v.as_str()) {
+            (Some(k), Some(v)) if MERGED_FILES.contains(&k) => {
                 out.insert(k.to_string(), v.to_string());
             }
+            (Some(k), Some(_)) => {
+                return Err(damaged(format!("it names {k:?}, which talm never records")))
+            }
+            _ => return Err(damaged("an entry is not file name: text".into())),
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -107,8 +130,18 @@ mod tests {
         );
         files.insert("Chart.yaml".to_string(), "name: x\n".to_string());
         files.insert("templates/a.yaml".to_string(), "ignored".to_string());
-        let back = parse_base(&render_base(&files));
+        let back = parse_base(&render_base(&files)).unwrap();
         assert_eq!(back.len(), 2);
         assert_eq!(back["values.yaml"], files["values.yaml"]);
+        assert!(parse_base("").unwrap().is_empty());
+        for bad in [
+            "values.yaml: [",
+            "- a\n",
+            "values.yaml: {a: 1}\n",
+            "other.yaml: x\n",
+        ] {
+            let err = parse_base(bad).unwrap_err().to_string();
+            assert!(err.contains(".talm-preset.base is damaged"), "{err}");
+        }
     }
 }

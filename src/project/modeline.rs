@@ -131,6 +131,19 @@ pub fn find(text: &str, file: &str) -> Result<NodeFile> {
                     "a modeline looks like: # talm: nodes=[\"10.0.0.1\"], endpoints=[\"10.0.0.1\"], templates=[\"templates/controlplane.yaml\"]",
                 )
             })?;
+            for (key, list) in [
+                ("nodes", &modeline.nodes),
+                ("endpoints", &modeline.endpoints),
+            ] {
+                for (n, addr) in list.iter().enumerate() {
+                    if let Err(e) = crate::talos::address::check(addr) {
+                        return Err(hinted(
+                            format!("{file}:{}: modeline {key}[{n}] {addr:?} is not a node address: {e}", i + 1),
+                            "nodes and endpoints are IP addresses or DNS names, with an optional port",
+                        ));
+                    }
+                }
+            }
             let body = lines[i + 1..].concat();
             check_body(&body, file, i + 1)?;
             return Ok(NodeFile {

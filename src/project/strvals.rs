@@ -123,6 +123,13 @@ impl Parser<'_> {
 
     fn key_into_map(&mut self, map: &mut Mapping) -> Result<()> {
         let (key, stop) = self.read_until(&['=', '.', '[', ',']);
+        if key.is_empty() && stop.is_some() {
+            let at = stop.map(|c| format!(" before {c:?}")).unwrap_or_default();
+            bail!(
+                "{}: empty key{at}: every segment of a path needs a name (e.g. a.b=1)",
+                self.source
+            );
+        }
         match stop {
             None => bail!("key {key:?} has no value"),
             Some(',') => bail!("key {key:?} has no value (cannot end with ,)"),

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::fsutil::Mode;
 
-/// Names of staging folders start with this; the process id follows.
+/// Names of staging folders start with this; the process id and a sequence number follow.
 pub const STAGING_PREFIX: &str = ".talm-txn-";
 const JOURNAL: &str = "journal";
 /// Every staging folder holds this `.gitignore`, so nothing staged can be committed to git.
@@ -110,11 +110,9 @@ impl Txn {
     pub fn begin(dir: &Path, label: &str) -> Result<Txn> {
         fs::create_dir_all(dir).with_context(|| format!("creating directory {}", dir.display()))?;
         recover(dir)?;
-        let staging = dir.join(format!("{STAGING_PREFIX}{}", std::process::id()));
-        if staging.exists() {
-            fs::remove_dir_all(&staging)
-                .with_context(|| format!("removing stale {}", staging.display()))?;
-        }
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let staging = dir.join(format!("{STAGING_PREFIX}{}-{n}", std::process::id()));
         fs::create_dir(&staging).with_context(|| format!("creating {}", staging.display()))?;
         set_mode(&staging, 0o700)?;
         write_new(
@@ -248,10 +246,11 @@ fn remove_empty_parents(stop: &Path, path: &Path) {
     }
 }
 
-/// Whether the process that owns a staging folder is still running.
+/// Whether the process that owns a staging folder is still running (this one included: its
+/// other threads may be writing).
 fn owner_alive(pid: u32) -> bool {
     if pid == std::process::id() {
-        return false;
+        return true;
     }
     let proc_root = Path::new("/proc");
     proc_root.is_dir() && proc_root.join(pid.to_string()).exists()
@@ -268,7 +267,8 @@ pub fn recover(dir: &Path) -> Result<Recovered> {
         .filter_map(|e| e.ok())
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let pid = name.strip_prefix(STAGING_PREFIX)?.parse::<u32>().ok()?;
+            let rest = name.strip_prefix(STAGING_PREFIX)?;
+            let pid = rest.split('-').next()?.parse::<u32>().ok()?;
             Some((e.path(), pid))
         })
         .collect();

@@ -32,6 +32,37 @@ pub struct Values {
     pub secrets: Vec<Value>,
     /// Each encrypted value file with the key paths of the values it set.
     pub sealed_origins: Vec<(String, Vec<String>)>,
+    /// Every source in the order applied (`values.yaml`, value files, `--set`...) with the key
+    /// paths of the values it set.
+    pub origins: Vec<(String, Vec<String>)>,
+}
+
+/// The shape of a value, as the preset's defaults fix it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Scalar,
+    List,
+    Map,
+}
+
+impl Shape {
+    fn of(v: &Value) -> Option<Shape> {
+        match v {
+            Value::Null => None,
+            Value::Sequence(_) => Some(Shape::List),
+            Value::Mapping(_) => Some(Shape::Map),
+            Value::Tagged(t) => Shape::of(&t.value),
+            _ => Some(Shape::Scalar),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Shape::Scalar => "a single value (text, number or boolean)",
+            Shape::List => "a list",
+            Shape::Map => "a mapping",
+        }
+    }
 }
 
 /// The key path of every scalar leaf of a value (`a.b[0].c`).
@@ -83,6 +114,51 @@ fn related(a: &str, b: &str) -> bool {
 }
 
 impl Values {
+    /// The source that set the value at `path` last.
+    pub fn origin(&self, path: &str) -> &str {
+        self.origins
+            .iter()
+            .rev()
+            .find(|(_, paths)| paths.iter().any(|p| related(p, path)))
+            .map(|(label, _)| label.as_str())
+            .unwrap_or("values.yaml")
+    }
+
+    /// Refuses a value whose shape (single value, list, mapping) differs from the preset's
+    /// default for the same key, naming the key and the source that set it.
+    pub fn check_shapes(&self, defaults: &Value) -> Result<()> {
+        fn walk(values: &Values, def: &Value, got: &Value, path: String) -> Result<()> {
+            let (Some(want), Some(have)) = (Shape::of(def), Shape::of(got)) else {
+                return Ok(());
+            };
+            if want != have {
+                let origin = values.origin(&path);
+                return Err(hinted(
+                    format!(
+                        "{origin}: {path} must be {} (as in the preset's values.yaml), but it is {}",
+                        want.name(),
+                        have.name()
+                    ),
+                    format!("fix {path} in {origin}; `talm init --update` shows the preset's values.yaml"),
+                ));
+            }
+            if let (Value::Mapping(d), Value::Mapping(g)) = (def, got) {
+                for (k, dv) in d {
+                    if let (Some(key), Some(gv)) = (k.as_str(), g.get(k)) {
+                        let p = if path.is_empty() {
+                            key.to_string()
+                        } else {
+                            format!("{path}.{key}")
+                        };
+                        walk(values, dv, gv, p)?;
+                    }
+                }
+            }
+            Ok(())
+        }
+        walk(self, defaults, &self.tree, String::new())
+    }
+
     /// The encrypted value file that set the value at `path`, if one did.
     pub fn sealed_origin(&self, path: &str) -> Option<&str> {
         self.sealed_origins
@@ -251,6 +327,14 @@ fn resolve(root: &Path, file: &str) -> PathBuf {
     }
 }
 
+impl Values {
+    fn record(&mut self, label: &str, v: &Value) {
+        let mut paths = Vec::new();
+        leaf_paths(v, String::new(), &mut paths);
+        self.origins.push((label.to_string(), paths));
+    }
+}
+
 /// Loads the values: `preset` is the project's values.yaml text, `chart_files` the Chart.yaml
 /// value files (relative to the root), `flags` the command line (Chart.yaml lists prepended).
 pub fn load(
@@ -263,6 +347,7 @@ pub fn load(
         tree: Value::Mapping(crate::yaml::parse_map(preset, "values.yaml")?),
         ..Values::default()
     };
+    out.record("values.yaml", &out.tree.clone());
     let files = chart_files
         .iter()
         .map(|f| (resolve(root, f), f.clone()))
@@ -282,7 +367,9 @@ pub fn load(
         } else {
             read_map(&path, &label)?
         };
-        deep_merge(&mut out.tree, Value::Mapping(map));
+        let map = Value::Mapping(map);
+        out.record(&label, &map);
+        deep_merge(&mut out.tree, map);
     }
     for (args, typing) in [
         (&flags.set, Typing::Typed),
@@ -305,6 +392,14 @@ pub fn load(
                     "use key=value pairs separated by commas, e.g. --set a.b=1,c[0]=x (escape literal commas and dots with \\)",
                 )
             })?;
+            let mut set = Mapping::new();
+            let _ = strvals::parse_into(arg, typing, &mut set);
+            let flag = if typing == Typing::Typed {
+                "--set"
+            } else {
+                "--set-string"
+            };
+            out.record(flag, &Value::Mapping(set));
         }
     }
     for arg in &flags.set_file {

@@ -1,6 +1,7 @@
 //! The Tera environment of one project: its templates (by path below `templates/`), the
 //! library's (as `talm/...`), and the functions and filters templates may use: `lookup` over the
-//! node's facts, `to_yaml`, `indent`, `required`, `fail`. Template errors keep Tera's
+//! node's facts, `to_yaml`, `to_json`, `scalar` (free text as a YAML scalar that cannot break
+//! out), `indent`, `required`, `fail`. Template errors keep Tera's
 //! file:line:column report.
 
 use std::sync::Arc;
@@ -41,6 +42,17 @@ fn to_yaml(value: &tera::Value, _: Kwargs, _: &State) -> tera::TeraResult<String
 fn to_json(value: &tera::Value, _: Kwargs, _: &State) -> tera::TeraResult<String> {
     let v: serde_json::Value = serde_json::to_value(value).map_err(msg)?;
     serde_json::to_string(&v).map_err(msg)
+}
+
+/// `value | scalar`: a string as a YAML scalar — as it is when plain YAML reads it back as the
+/// same string, double-quoted otherwise (so quotes, line breaks and `: ` cannot break out);
+/// numbers and booleans as they are.
+fn scalar(value: &tera::Value, _: Kwargs, _: &State) -> tera::TeraResult<String> {
+    match value.as_str() {
+        Some(s) if crate::yaml::plain_ok(s) => Ok(s.to_string()),
+        Some(s) => Ok(crate::yaml::double_quoted(s)),
+        None => Ok(value.to_string()),
+    }
 }
 
 /// `text | indent(width=N, first=false)`: indents every line but the first (or all when
@@ -84,6 +96,7 @@ impl Engine {
         tera.autoescape_on(Vec::<&'static str>::new());
         tera.register_filter("to_yaml", to_yaml);
         tera.register_filter("to_json", to_json);
+        tera.register_filter("scalar", scalar);
         tera.register_filter("indent", indent);
         tera.register_filter("required", required);
         tera.register_function(

@@ -46,6 +46,18 @@ pub fn register(engine: &mut Engine) {
         .set_into_module(&mut m, || {
             Dynamic::from(generate::DEFAULT_KUBERNETES_VERSION)
         });
+    FuncRegistration::new("check_documents")
+        .with_comments(["/// Fails unless `text` parses as YAML and decodes as Talos config documents (strictly: known kinds, known keys); `file` names where it was going."])
+        .set_into_module(&mut m, |text: &str, file: &str| {
+            native(|| {
+                crate::config::decode::decode(text, true).map(|_| ()).map_err(|e| {
+                    crate::error::hinted(
+                        format!("{file}: the render does not decode as Talos config documents: {e}"),
+                        format!("{file} was left as it was; fix the template or the values behind the line shown (run without -I to see the render)"),
+                    )
+                })
+            })
+        });
     FuncRegistration::new("merge_body")
         .with_comments(["/// Merges a node file's (or side-patch's) body onto a rendered config (`file` names it in errors); what the render already says is pruned first."])
         .set_into_module(&mut m, |rendered: &str, body: &str, file: &str| {

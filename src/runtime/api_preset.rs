@@ -78,7 +78,9 @@ pub fn register(engine: &mut Engine) {
         .set_into_module(&mut m, |files: Map| lock::render_base(&from_map(&files)));
     FuncRegistration::new("parse_base")
         .with_comments(["/// The files recorded in a `.talm-preset.base` text."])
-        .set_into_module(&mut m, |text: &str| to_map(lock::parse_base(text)));
+        .set_into_module(&mut m, |text: &str| {
+            native(|| Ok(to_map(lock::parse_base(text)?)))
+        });
     FuncRegistration::new("merged_files")
         .with_comments(["/// The files merged three-way on update (Chart.yaml, values.yaml)."])
         .set_into_module(&mut m, || {

@@ -75,7 +75,16 @@ pub(super) fn template(opts: Map) -> Result<Map> {
     // Checked before values and facts are read, so a bad version fails fast.
     pipeline::multidoc(&talos_version)?;
     let preset_values = fsutil::read_text(&root_path.join("values.yaml"))?;
+    if crate::yaml::parse_map(&preset_values, "values.yaml")?.is_empty() {
+        return Err(hinted(
+            "values.yaml is empty: the templates read the cluster's settings (endpoint, image, subnets...) from it",
+            "restore it with `git checkout -- values.yaml`, or see the preset's own in a scratch folder: `talm init -p <preset> -N x`",
+        ));
+    }
     let vals = values::load(root_path, &preset_values, &t.value_files, &value_flags)?;
+    if let Some(defaults) = preset_defaults(root_path) {
+        vals.check_shapes(&defaults)?;
+    }
     let facts = facts(&opts, &chart)?;
     let req = pipeline::Request {
         root: root_path,
@@ -88,7 +97,8 @@ pub(super) fn template(opts: Map) -> Result<Map> {
         kubernetes_version: kubernetes_version.trim_start_matches('v').to_string(),
     };
     let mut out = pipeline::render(&req).map_err(|e| vals.attribute(e))?;
-    if flag(&opts, "full") || t.full {
+    let full = flag(&opts, "full") || t.full;
+    if full {
         out = full_config(
             &out,
             &opts,
@@ -99,6 +109,7 @@ pub(super) fn template(opts: Map) -> Result<Map> {
     }
     let mut m = Map::new();
     m.insert("text".into(), out.into());
+    m.insert("full".into(), full.into());
     let secrets: Array = seal::secret_strings(&vals.secrets)
         .into_iter()
         .map(Dynamic::from)
@@ -107,6 +118,15 @@ pub(super) fn template(opts: Map) -> Result<Map> {
     let warnings: Array = vals.warnings.into_iter().map(Dynamic::from).collect();
     m.insert("warnings".into(), warnings.into());
     Ok(m)
+}
+
+/// The values.yaml of the preset the project was made from (by its lock), for the shapes of
+/// the values.
+fn preset_defaults(root: &Path) -> Option<serde_yaml_ng::Value> {
+    let lock = std::fs::read_to_string(root.join(crate::project::lock::LOCK_FILE)).ok()?;
+    let name = crate::project::lock::parse(&lock).ok()?.preset;
+    let files = crate::project::presets::preset_files(&name);
+    serde_yaml_ng::from_str(files.get("values.yaml")?).ok()
 }
 
 /// The whole machine config for a render (`--full`).
@@ -149,7 +169,7 @@ pub fn register(engine: &mut Engine) {
     let mut m = Module::new();
     FuncRegistration::new("template")
         .with_comments([
-            "/// Renders templates: `opts` has `root`, `templates`, `values` (#{values, set, set_string, set_file, set_json, set_literal}), `talos_version`/`kubernetes_version` (with `*_set` flags; Chart.yaml otherwise), `offline`, `facts` (a facts file). Returns #{text, secrets, warnings}.",
+            "/// Renders templates: `opts` has `root`, `templates`, `values` (#{values, set, set_string, set_file, set_json, set_literal}), `talos_version`/`kubernetes_version` (with `*_set` flags; Chart.yaml otherwise), `offline`, `facts` (a facts file). Returns #{text, full (whether it is the whole machine config, private keys included), secrets, warnings}.",
         ])
         .set_into_module(&mut m, |opts: Map| native(|| template(opts)));
     FuncRegistration::new("full")

@@ -66,6 +66,14 @@ pub fn engine() -> Engine {
         .register_into_engine(&mut engine, |msg: &str, hint: &str| {
             fail(msg, vec![hint.to_string()])
         });
+    FuncRegistration::new("address_problem")
+        .with_comments(["/// \"\" when `addr` is an IP address or DNS name with an optional port, else what is wrong with it."])
+        .register_into_engine(&mut engine, |addr: &str| {
+            crate::talos::address::check(addr)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        });
     ip::register(&mut engine);
     text::register(&mut engine);
     engine.set_module_resolver(stdlib::resolver());

@@ -164,9 +164,20 @@ fn quoted_like(style: Style, sealed: &str) -> String {
     }
 }
 
+/// The indentation step of a YAML text: the smallest indentation of a nested line (2 when
+/// nothing is nested).
+fn indent_step(text: &str) -> usize {
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .map(|l| l.len() - l.trim_start_matches(' ').len())
+        .filter(|n| *n > 0)
+        .min()
+        .unwrap_or(2)
+}
+
 /// A decrypted value written where its envelope was, in the envelope's quoting where that
-/// can hold it.
-fn written_like(s: &Scalar, value: &Value) -> String {
+/// can hold it; block text is indented by the file's own step.
+fn written_like(s: &Scalar, value: &Value, step: usize) -> String {
     let text = match value {
         Value::String(t) => t,
         other => return crate::yaml::to_string(other).trim_end().to_string(),
@@ -177,7 +188,7 @@ fn written_like(s: &Scalar, value: &Value) -> String {
         Style::Single if single_ok => format!("'{}'", text.replace('\'', "''")),
         Style::Single => crate::yaml::double_quoted(text),
         _ if text.contains('\n') && !s.in_flow && crate::yaml::literal_block_ok(text) => {
-            crate::yaml::literal_block(text, s.indent)
+            crate::yaml::literal_block(text, s.indent + step.max(2) - 2)
         }
         _ if crate::yaml::plain_ok(text) => text.clone(),
         _ => crate::yaml::double_quoted(text),
@@ -288,13 +299,18 @@ pub fn decrypt_yaml(identity: &Identity, text: &str, file: &str) -> Result<Strin
         let [doc] = l.docs.as_slice() else {
             return None;
         };
+        let step = indent_step(text);
         let mut edits = Vec::new();
         for (path, s) in located::value_scalars(doc) {
             if !envelope::claims(&s.value) {
                 continue;
             }
             let value = at_path(&opened, &path)?;
-            edits.push((s.start, s.end, keep_break(s, text, written_like(s, value))));
+            edits.push((
+                s.start,
+                s.end,
+                keep_break(s, text, written_like(s, value, step)),
+            ));
         }
         Some(located::splice(text, edits))
     });

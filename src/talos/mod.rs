@@ -1,6 +1,7 @@
 //! Talking to Talos nodes: credentials and TLS, node targeting, machine and COSI calls, the
 //! kubeconfig archive and the discovery snapshot. Nothing here knows about projects.
 
+pub mod address;
 pub mod archive;
 pub mod client;
 pub mod creds;

@@ -1,0 +1,304 @@
+//! Secrets are never lost or silently replaced (issue 9 §1).
+
+use crate::common::{Dir, STABILITY_SECRETS};
+
+/// A project over the stability secrets, encrypted, with `values-secret.yaml` sealed too.
+fn sealed_project(values_secret: &str) -> Dir {
+    let d = Dir::project("cozystack");
+    d.write("values-secret.yaml", values_secret);
+    d.talm(["init", "--encrypt"]).ok();
+    d
+}
+
+/// Replaces the first occurrence of `from` in a project file.
+fn edit(d: &Dir, rel: &str, from: &str, to: &str) {
+    let text = d.read(rel);
+    assert!(text.contains(from), "{rel} holds no {from:?}");
+    d.write(rel, &text.replacen(from, to, 1));
+}
+
+#[test]
+fn decrypt_refuses_a_cut_envelope_naming_file_and_key() {
+    let d = sealed_project("password: hunter2\n");
+    // The envelope of the first value loses its closing `]`.
+    let enc = d.read("secrets.encrypted.yaml");
+    let first_close = enc.find("]\n").unwrap();
+    d.write(
+        "secrets.encrypted.yaml",
+        &format!("{}{}", &enc[..first_close], &enc[first_close + 1..]),
+    );
+    let err = d.refused(
+        &["init", "--decrypt", "--force"],
+        "secrets.encrypted.yaml: cannot decrypt the value at cluster.id",
+    );
+    assert!(err.contains("it does not end with `]`"), "{err}");
+    assert!(
+        err.contains("git checkout -- secrets.encrypted.yaml"),
+        "{err}"
+    );
+}
+
+#[test]
+fn decrypt_refuses_truncated_and_tampered_files() {
+    let d = sealed_project("password: hunter2\n");
+    let good = d.read("secrets.encrypted.yaml");
+    // Cut at a line boundary: valid YAML, but not a whole bundle.
+    let lines: Vec<&str> = good.lines().collect();
+    d.write(
+        "secrets.encrypted.yaml",
+        &(lines[..lines.len() / 2].join("\n") + "\n"),
+    );
+    d.remove("secrets.yaml");
+    let err = d.refused(
+        &["init", "--decrypt"],
+        "secrets.encrypted.yaml is not a valid secrets bundle",
+    );
+    assert!(!err.contains("BEGIN"), "no key material in messages: {err}");
+    // One base64 character flipped inside a ciphertext: authenticated decryption refuses it.
+    let at = good.find("data:").unwrap() + 80;
+    let flipped = if &good[at..at + 1] == "A" { "B" } else { "A" };
+    d.write(
+        "secrets.encrypted.yaml",
+        &format!("{}{flipped}{}", &good[..at], &good[at + 1..]),
+    );
+    d.refused(
+        &["init", "--decrypt"],
+        "secrets.encrypted.yaml: cannot decrypt the value at cluster.id",
+    );
+    // A decrypted bundle missing a section.
+    let mut cut = String::new();
+    let mut skipping = false;
+    for l in good.lines() {
+        if l.starts_with("    os:") {
+            skipping = true;
+            continue;
+        }
+        if skipping && l.starts_with("        ") {
+            continue;
+        }
+        skipping = false;
+        cut.push_str(l);
+        cut.push('\n');
+    }
+    d.write("secrets.encrypted.yaml", &cut);
+    d.refused(&["init", "--decrypt"], "certs.os is required");
+}
+
+#[test]
+fn decrypt_keeps_plain_edits_unless_forced() {
+    let d = sealed_project("registry:\n  password: hunter2\n");
+    // A local edit never encrypted, and a newer talosconfig.
+    edit(&d, "values-secret.yaml", "hunter2", "changed-locally");
+    edit(&d, "talosconfig", "- 127.0.0.11", "- 127.0.0.99");
+    let err = d.refused(&["init", "--decrypt"], "refusing to overwrite plain files");
+    assert!(err.contains("values-secret.yaml holds 1 value(s) its encrypted twin does not:\n  ~ registry.password (a different value)"), "{err}");
+    assert!(err.contains("talosconfig holds 1 value(s) its encrypted twin does not:\n  ~ contexts.mycluster.endpoints[0] (a different value)"), "{err}");
+    assert!(
+        !err.contains("hunter2") && !err.contains("changed-locally"),
+        "values never shown: {err}"
+    );
+    assert!(err.contains("--force"), "{err}");
+    let o = d.talm(["init", "--decrypt", "--force"]).ok();
+    assert!(o.stderr.contains("~ registry.password"), "{}", o.stderr);
+    assert!(d.read("values-secret.yaml").contains("hunter2"));
+    assert!(d.read("talosconfig").contains("127.0.0.11"));
+    // Nothing to lose: a plain file missing keys the twin has is simply completed.
+    d.write("values-secret.yaml", "{}\n");
+    d.talm(["init", "--decrypt"]).ok();
+    assert!(d.read("values-secret.yaml").contains("hunter2"));
+}
+
+#[test]
+fn encrypt_refuses_a_broken_bundle_and_a_lost_key() {
+    let d = sealed_project("password: hunter2\n");
+    let good = d.read("secrets.encrypted.yaml");
+    edit(&d, "secrets.yaml", "trustdinfo:", "trustdinfo_broken:");
+    d.refused(
+        &["init", "--encrypt"],
+        "secrets.yaml is not a valid secrets bundle",
+    );
+    assert_eq!(d.read("secrets.encrypted.yaml"), good);
+    d.write("secrets.yaml", STABILITY_SECRETS);
+    // talm.key gone while files sealed to it exist: no new key.
+    d.remove("talm.key");
+    let err = d.refused(
+        &["init", "--encrypt"],
+        "talm.key is missing, but 3 encrypted file(s) sealed to it exist",
+    );
+    assert!(
+        err.contains("secrets.encrypted.yaml, talosconfig.encrypted, values-secret.encrypted.yaml"),
+        "{err}"
+    );
+    assert!(err.contains("restore talm.key from your backup"), "{err}");
+    d.refused(&["talosconfig"], "refusing to generate a new key");
+}
+
+#[test]
+fn typed_values_are_sealed_and_come_back_typed() {
+    let plain = "db:\n  port: 5432\n  tls: true\n  ratio: 0.5\n  name: \"5432\"\n";
+    let d = sealed_project(plain);
+    let enc = d.read("values-secret.encrypted.yaml");
+    for clear in ["5432", "true", "0.5"] {
+        assert!(
+            !enc.contains(&format!(": {clear}")),
+            "{clear} left in clear:\n{enc}"
+        );
+    }
+    assert!(
+        enc.contains(",type:int]") && enc.contains(",type:bool]") && enc.contains(",type:float]"),
+        "{enc}"
+    );
+    d.remove("values-secret.yaml");
+    d.talm(["init", "--decrypt"]).ok();
+    assert_eq!(d.read("values-secret.yaml"), plain);
+    // The age CLI still opens a typed envelope (its data is plain age ciphertext).
+}
+
+#[test]
+fn comments_and_quoting_survive_a_round_trip() {
+    let plain = "# Registry credentials for the private mirror.\nregistry:\n  user: \"ci-bot\"   # the CI account\n  password: 'p@ss: word'\n  token: abc123\n  # the CA below is the mirror's\n  ca: |\n    -----BEGIN CERTIFICATE-----\n    MIIB\n    -----END CERTIFICATE-----\n";
+    let d = sealed_project(plain);
+    let enc = d.read("values-secret.encrypted.yaml");
+    assert!(
+        enc.starts_with(
+            "# Registry credentials for the private mirror.\nregistry:\n  user: \"ENC[AGE,data:"
+        ),
+        "{enc}"
+    );
+    assert!(
+        enc.contains("   # the CI account\n  password: 'ENC[AGE,data:")
+            && enc.contains("  # the CA below is the mirror's\n"),
+        "{enc}"
+    );
+    d.remove("values-secret.yaml");
+    d.talm(["init", "--decrypt"]).ok();
+    assert_eq!(d.read("values-secret.yaml"), plain);
+}
+
+#[test]
+fn node_files_keep_comments_when_encrypted_values_are_in_scope() {
+    let d = sealed_project("registryPassword: hunter2\n");
+    edit(
+        &d,
+        "Chart.yaml",
+        "valueFiles: []",
+        "valueFiles: [values-secret.encrypted.yaml]",
+    );
+    d.write("facts.yaml", crate::common::GOLDEN_FACTS);
+    d.write(
+        "templates/probe.yaml",
+        "# probe template\nmachine:\n  # the registry\n  registries:\n    config:\n      mirror.example:\n        auth:\n          password: {{ values.registryPassword }}\n          username: bot\n  type: worker\n",
+    );
+    d.write(
+        "nodes/n.yaml",
+        "# talm: nodes=[\"127.9.3.1\"], templates=[\"templates/probe.yaml\"]\n",
+    );
+    d.talm([
+        "template",
+        "--facts",
+        "facts.yaml",
+        "-f",
+        "nodes/n.yaml",
+        "-I",
+    ])
+    .ok();
+    let node = d.read("nodes/n.yaml");
+    assert!(
+        node.contains("# probe template\nmachine:\n  # the registry\n"),
+        "{node}"
+    );
+    assert!(
+        !node.contains("hunter2") && !node.contains("password:"),
+        "{node}"
+    );
+    assert!(node.contains("username: bot"), "{node}");
+}
+
+#[test]
+fn values_from_encrypted_files_never_appear_in_messages() {
+    let d = sealed_project(
+        "network:\n  extraLinks:\n    - interface: eth0\n      mtu: topsecret-mtu-value\n",
+    );
+    edit(
+        &d,
+        "Chart.yaml",
+        "valueFiles: []",
+        "valueFiles: [values-secret.encrypted.yaml]",
+    );
+    d.write("facts.yaml", crate::common::GOLDEN_FACTS);
+    let o = d
+        .talm([
+            "template",
+            "--facts",
+            "facts.yaml",
+            "-t",
+            "templates/controlplane.yaml",
+        ])
+        .fails_with("values-secret.encrypted.yaml: network.extraLinks[0].mtu");
+    assert!(!o.stderr.contains("topsecret-mtu-value"), "{}", o.stderr);
+    assert!(o.stderr.contains("***"), "{}", o.stderr);
+    assert!(!o.stderr.contains("values.yaml: network"), "{}", o.stderr);
+}
+
+#[test]
+fn talosconfig_refuses_a_ca_outside_its_validity() {
+    use talm::secrets::pki::{self, KeyKind};
+    let d = Dir::project("cozystack");
+    let bundle = d.read("secrets.yaml");
+    let b64 = |s: &str| {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(s)
+    };
+    let now = time::OffsetDateTime::now_utc();
+    for (when, needle) in [
+        (now - time::Duration::days(365 * 11), "expired on"),
+        (now + time::Duration::days(30), "is not valid before"),
+    ] {
+        let ca = pki::self_signed_ca(KeyKind::Ed25519, Some("talos"), when).unwrap();
+        let mut v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&bundle).unwrap();
+        v["certs"]["os"]["crt"] = b64(&ca.cert_pem).into();
+        v["certs"]["os"]["key"] = b64(&ca.key.to_talos_pem().unwrap()).into();
+        d.write("secrets.yaml", &talm::yaml::to_string(&v));
+        d.refused(&["talosconfig"], needle);
+    }
+}
+
+#[test]
+fn full_renders_are_not_written_into_node_files_without_consent() {
+    let d = Dir::project("cozystack");
+    d.write("facts.yaml", crate::common::GOLDEN_FACTS);
+    d.write(
+        "nodes/n.yaml",
+        "# talm: nodes=[\"127.9.3.2\"], templates=[\"templates/controlplane.yaml\"]\n",
+    );
+    d.refused(
+        &[
+            "template",
+            "--facts",
+            "facts.yaml",
+            "-f",
+            "nodes/n.yaml",
+            "-I",
+            "--full",
+        ],
+        "refusing to write the whole machine config into nodes/n.yaml",
+    );
+    let o = d
+        .talm([
+            "template",
+            "--facts",
+            "facts.yaml",
+            "-f",
+            "nodes/n.yaml",
+            "-I",
+            "--full",
+            "--allow-private-keys",
+        ])
+        .ok();
+    assert!(o.stderr.contains("do NOT commit it"), "{}", o.stderr);
+    assert_eq!(d.mode("nodes/n.yaml"), 0o600);
+    assert!(
+        d.read("nodes/n.yaml").contains("LS0tLS1CRUdJTi"),
+        "the keys are there"
+    );
+}
