@@ -206,7 +206,8 @@ fn string(s: &str, block_indent: usize) -> String {
     if s.is_empty() {
         return "\"\"".to_string();
     }
-    if s.contains('\n') && !s.starts_with(' ') && !s.contains('\r') {
+    let breaks_block = |c: char| c != '\n' && c != '\t' && crate::yaml::unprintable(c);
+    if s.contains('\n') && !s.starts_with(' ') && !s.chars().any(breaks_block) {
         let body = s.strip_suffix('\n').unwrap_or(s);
         let mut out = if s.ends_with('\n') {
             "|".to_string()
@@ -227,11 +228,17 @@ fn string(s: &str, block_indent: usize) -> String {
         || s.contains(": ")
         || s.contains(" #")
         || s.ends_with(':');
-    let printable = !s.chars().any(char::is_control);
+    let printable = !s.chars().any(crate::yaml::unprintable);
     if special && printable {
         format!("'{}'", s.replace('\'', "''"))
     } else if crate::yaml::to_string(&Value::String(s.to_string())).starts_with('"') {
-        serde_json::to_string(s).unwrap_or_default()
+        // JSON quoting, with yaml.v2's escapes for what YAML reads as a line break or a BOM.
+        serde_json::to_string(s)
+            .unwrap_or_default()
+            .replace('\u{85}', "\\N")
+            .replace('\u{2028}', "\\L")
+            .replace('\u{2029}', "\\P")
+            .replace('\u{feff}', "\\uFEFF")
     } else {
         s.to_string()
     }
@@ -361,6 +368,27 @@ mod tests {
         assert_eq!(
             err(r#"[{"op":"remove","path":"a"}]"#),
             "JSON pointer must be empty or start with a \"/\""
+        );
+    }
+
+    #[test]
+    fn line_separators_stay_in_their_strings() {
+        // Found by tests/trust/properties.rs: an unquoted U+2028 key broke the YAML.
+        for text in [
+            "\u{2028}",
+            "x\u{2029}",
+            "\u{85}y",
+            "\u{feff}",
+            "a\nb\u{2028}\n",
+            " a\u{2028}",
+        ] {
+            let doc = serde_json::json!({"a": {text: null}, "b": text});
+            let back: Json = serde_yaml_ng::from_str(&to_yaml(&doc)).unwrap();
+            assert_eq!(back, doc, "{}", to_yaml(&doc));
+        }
+        assert_eq!(
+            to_yaml(&serde_json::json!({"k": "\u{2028}"})),
+            "k: \"\\L\"\n"
         );
     }
 

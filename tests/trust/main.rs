@@ -6,3 +6,4 @@
 mod common;
 
 mod durations;
+mod properties;
