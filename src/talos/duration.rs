@@ -131,10 +131,12 @@ pub fn text(d: Duration) -> String {
         return "0s".into();
     }
     if n < NANOS_PER_SEC {
-        let (unit, prec) = match n {
-            ..1_000 => ("ns", 0),
-            ..1_000_000 => ("\u{b5}s", 3),
-            _ => ("ms", 6),
+        let (unit, prec) = if n < 1_000 {
+            ("ns", 0)
+        } else if n < 1_000_000 {
+            ("\u{b5}s", 3)
+        } else {
+            ("ms", 6)
         };
         let (frac, whole) = fraction(n, prec);
         return format!("{whole}{frac}{unit}");

@@ -333,7 +333,7 @@ proptest! {
     fn patch_text_never_panics(config in any::<String>(), patch in noisy("[]{}:-$\"/,op")) {
         for text in [&config, &patch] {
             if let Ok(p) = load_patch(text) {
-                let _ = apply(BASE, &[p.clone()]);
+                let _ = apply(BASE, std::slice::from_ref(&p));
                 let _ = apply(&config, &[p]);
             }
         }
