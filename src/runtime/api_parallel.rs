@@ -6,11 +6,12 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::talos::duration::{self, Zero};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rhai::{
     Array, Dynamic, Engine, EvalAltResult, FnPtr, FuncRegistration, Map, NativeCallContext,
 };
+
+use crate::talos::duration::{self, Zero};
 
 fn error_value(item: &Dynamic, message: String) -> Dynamic {
     let mut m = Map::new();
