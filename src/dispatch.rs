@@ -17,6 +17,7 @@ fn bundled(name: &str, args: Map) -> Result<()> {
 }
 use crate::error::hinted;
 use crate::project::{chart::Chart, drift, root};
+use crate::talos::duration::{self, Zero};
 
 fn strings(v: &[String]) -> Array {
     v.iter().map(|s| Dynamic::from(s.clone())).collect()
@@ -145,16 +146,11 @@ fn set_node_defaults(g: &Global, root: Option<&str>) -> Result<()> {
     };
     let timeout = match &g.call_timeout {
         None => None,
-        Some(t) => Some(
-            crate::talos::parse_duration(t)
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| {
-                    hinted(
-                        format!("--call-timeout {t:?} is not a duration"),
-                        "give Go duration text such as 30s, 2m or 1m30s",
-                    )
-                })?,
-        ),
+        Some(t) => Some(duration::flag(
+            "--call-timeout",
+            t,
+            Zero::Refused("every connection and call would give up at once; give e.g. 30s or 2m"),
+        )?),
     };
     crate::runtime::api_playbook::set_root(root.unwrap_or(""));
     crate::runtime::api_talos::set_defaults(crate::runtime::api_talos::Defaults {
@@ -301,6 +297,8 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             if t.files.is_empty() {
                 return Ok(0);
             }
+            let try_zero = "--timeout is how long a try-mode config stays before it is rolled back; give e.g. 1m";
+            duration::flag("--timeout", &t.timeout, Zero::Refused(try_zero))?;
             enter(&cli.global, root_explicit, &t.files, &mut a)?;
             a.insert("endpoints".into(), strings(&t.endpoints.endpoints).into());
             a.insert("files".into(), strings(&t.files).into());
@@ -328,6 +326,12 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             bundled("kubeconfig", a)?;
         }
         Command::Upgrade(u) => {
+            let zero = if u.no_wait || u.stage {
+                Zero::Allowed
+            } else {
+                Zero::Refused("the upgrade waits for the node up to --timeout; to not wait at all, pass --no-wait")
+            };
+            duration::flag("--timeout", &u.timeout, zero)?;
             enter(&cli.global, root_explicit, &u.files, &mut a)?;
             a.insert("endpoints".into(), strings(&u.endpoints.endpoints).into());
             a.insert("files".into(), strings(&u.files).into());
@@ -405,6 +409,11 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
         Command::Scan(sc) => {
             a.insert("cidr".into(), sc.cidr.clone().into());
             a.insert("port".into(), i64::from(sc.port).into());
+            duration::flag(
+                "--timeout",
+                &sc.timeout,
+                Zero::Refused("--timeout is how long each address gets to answer; give e.g. 500ms"),
+            )?;
             a.insert("timeout".into(), sc.timeout.clone().into());
             a.insert("concurrency".into(), (sc.concurrency as i64).into());
             bundled("scan", a)?;

@@ -1,9 +1,12 @@
-//! RFC 6902 JSON Patch on a single-document config, with ghodss/yaml-style output (yaml.v2:
-//! 2-space indent, sequences not indented under their key, every key sorted).
+//! RFC 6902 JSON Patch on a single-document config: the `json-patch` crate applies it, with Talos's
+//! op checks and error texts; the ghodss/yaml-style output (yaml.v2: 2-space indent, sequences not
+//! indented under their key, every key sorted) is ours, as no YAML crate writes that layout.
 
 use std::cmp::Ordering;
 
 use anyhow::{anyhow, bail, Result};
+use json_patch::jsonptr::Pointer;
+use json_patch::{PatchErrorKind, PatchOperation};
 use serde_json::Value as Json;
 use serde_yaml_ng::Value;
 
@@ -38,110 +41,89 @@ pub fn to_json(v: &Value) -> Json {
     }
 }
 
-/// Applies the operations in order.
+/// Applies the operations in order with the `json-patch` crate; a malformed operation fails
+/// when it is reached, as in Talos, and failures keep the texts of Go's `evanphx/json-patch`.
 pub fn apply(doc: &mut Json, ops: &[Json]) -> Result<()> {
     for op in ops {
-        let kind = op.get("op").and_then(Json::as_str).unwrap_or("unknown");
-        let path = || -> Result<Vec<String>> { pointer(op.get("path").and_then(Json::as_str)) };
-        let value = || {
-            op.get("value")
-                .cloned()
-                .ok_or_else(|| anyhow!("{kind} operation has no value"))
-        };
-        match kind {
-            "add" => add(doc, &path()?, value()?)?,
-            "remove" => {
-                remove(doc, &path()?)?;
-            }
-            "replace" => {
-                let p = path()?;
-                get_mut(doc, &p).ok_or_else(|| missing("replace", &p))?;
-                *get_mut(doc, &p).expect("checked") = value()?;
-            }
-            "move" => {
-                let from = pointer(op.get("from").and_then(Json::as_str))?;
-                let v = remove(doc, &from)?;
-                add(doc, &path()?, v)?;
-            }
-            "copy" => {
-                let from = pointer(op.get("from").and_then(Json::as_str))?;
-                let v = get_mut(doc, &from)
-                    .ok_or_else(|| missing("copy", &from))?
-                    .clone();
-                add(doc, &path()?, v)?;
-            }
-            "test" => {
-                let p = path()?;
-                let actual = get_mut(doc, &p).map(|v| v.clone()).unwrap_or(Json::Null);
-                if actual != value()? {
-                    bail!("testing value /{} failed: test failed", p.join("/"));
+        let op = operation(op)?;
+        // One operation at a time, without the crate's undo: on error the document is dropped.
+        json_patch::patch_unsafe(doc, std::slice::from_ref(&op))
+            .map_err(|e| failure(doc, &op, &e.kind))?;
+    }
+    Ok(())
+}
+
+/// One operation checked as Talos checks it, then read into the crate's type.
+fn operation(op: &Json) -> Result<PatchOperation> {
+    let kind = op.get("op").and_then(Json::as_str).unwrap_or("unknown");
+    if !matches!(
+        kind,
+        "add" | "remove" | "replace" | "move" | "copy" | "test"
+    ) {
+        bail!("Unexpected kind: {kind}");
+    }
+    let pointers: &[&str] = match kind {
+        "move" | "copy" => &["from", "path"],
+        _ => &["path"],
+    };
+    for key in pointers {
+        let p = op
+            .get(*key)
+            .and_then(Json::as_str)
+            .ok_or_else(|| anyhow!("operation missing {key}"))?;
+        if !p.is_empty() && !p.starts_with('/') {
+            bail!("JSON pointer must be empty or start with a \"/\"");
+        }
+    }
+    if matches!(kind, "add" | "replace" | "test") && op.get("value").is_none() {
+        bail!("{kind} operation has no value");
+    }
+    serde_json::from_value(op.clone()).map_err(|e| anyhow!("invalid {kind} operation: {e}"))
+}
+
+/// The error text Talos gives for an operation that does not apply.
+fn failure(doc: &Json, op: &PatchOperation, kind: &PatchErrorKind) -> anyhow::Error {
+    let path = op.path();
+    let name = match op {
+        PatchOperation::Add(_) => "add",
+        PatchOperation::Remove(_) => "remove",
+        PatchOperation::Replace(_) => "replace",
+        PatchOperation::Move(_) => "move",
+        PatchOperation::Copy(_) => "copy",
+        PatchOperation::Test(_) => "test",
+    };
+    match (kind, op) {
+        (PatchErrorKind::TestFailed, _) => anyhow!("testing value {path} failed: test failed"),
+        (PatchErrorKind::InvalidFromPointer, PatchOperation::Move(m)) => {
+            from_missing(name, &m.from)
+        }
+        (PatchErrorKind::InvalidFromPointer, PatchOperation::Copy(c)) => {
+            from_missing(name, &c.from)
+        }
+        (PatchErrorKind::InvalidPointer, PatchOperation::Add(_) | PatchOperation::Remove(_)) => {
+            match path.split_back() {
+                Some((parent, last))
+                    if doc.pointer(parent.as_str()).is_some_and(Json::is_array) =>
+                {
+                    anyhow!(
+                        "Unable to access invalid index: {}: invalid index referenced",
+                        last.decoded()
+                    )
                 }
+                _ => missing(name, path),
             }
-            other => bail!("Unexpected kind: {other}"),
         }
+        (PatchErrorKind::InvalidPointer, _) => missing(name, path),
+        (other, _) => anyhow!("{name} operation does not apply: {other}"),
     }
-    Ok(())
 }
 
-fn missing(op: &str, p: &[String]) -> anyhow::Error {
-    anyhow!(
-        "{op} operation does not apply: doc is missing path: \"/{}\": missing value",
-        p.join("/")
-    )
+fn missing(op: &str, path: &Pointer) -> anyhow::Error {
+    anyhow!("{op} operation does not apply: doc is missing path: \"{path}\": missing value")
 }
 
-fn pointer(p: Option<&str>) -> Result<Vec<String>> {
-    let p = p.ok_or_else(|| anyhow!("operation missing path"))?;
-    if p.is_empty() {
-        return Ok(Vec::new());
-    }
-    let Some(rest) = p.strip_prefix('/') else {
-        bail!("JSON pointer must be empty or start with a \"/\"")
-    };
-    Ok(rest
-        .split('/')
-        .map(|s| s.replace("~1", "/").replace("~0", "~"))
-        .collect())
-}
-
-fn get_mut<'a>(doc: &'a mut Json, path: &[String]) -> Option<&'a mut Json> {
-    path.iter().try_fold(doc, |cur, seg| match cur {
-        Json::Object(m) => m.get_mut(seg),
-        Json::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
-        _ => None,
-    })
-}
-
-fn add(doc: &mut Json, path: &[String], value: Json) -> Result<()> {
-    let Some((last, parent)) = path.split_last() else {
-        *doc = value;
-        return Ok(());
-    };
-    match get_mut(doc, parent).ok_or_else(|| missing("add", path))? {
-        Json::Object(m) => {
-            m.insert(last.clone(), value);
-        }
-        Json::Array(a) if last == "-" => a.push(value),
-        Json::Array(a) => match last.parse::<usize>() {
-            Ok(i) if i <= a.len() => a.insert(i, value),
-            _ => bail!("Unable to access invalid index: {last}: invalid index referenced"),
-        },
-        _ => return Err(missing("add", path)),
-    }
-    Ok(())
-}
-
-fn remove(doc: &mut Json, path: &[String]) -> Result<Json> {
-    let (last, parent) = path.split_last().ok_or_else(|| missing("remove", path))?;
-    let removed = match get_mut(doc, parent) {
-        Some(Json::Object(m)) => m.shift_remove(last),
-        Some(Json::Array(a)) => match last.parse::<usize>() {
-            Ok(i) if i < a.len() => Some(a.remove(i)),
-            _ => None,
-        },
-        _ => None,
-    };
-    removed.ok_or_else(|| missing("remove", path))
+fn from_missing(op: &str, from: &Pointer) -> anyhow::Error {
+    anyhow!("{op} operation does not apply: doc is missing from path: \"{from}\": missing value")
 }
 
 /// Writes JSON as ghodss `JSONToYAML` does.
@@ -224,7 +206,8 @@ fn string(s: &str, block_indent: usize) -> String {
     if s.is_empty() {
         return "\"\"".to_string();
     }
-    if s.contains('\n') && !s.starts_with(' ') && !s.contains('\r') {
+    let breaks_block = |c: char| c != '\n' && c != '\t' && crate::yaml::unprintable(c);
+    if s.contains('\n') && !s.starts_with(' ') && !s.chars().any(breaks_block) {
         let body = s.strip_suffix('\n').unwrap_or(s);
         let mut out = if s.ends_with('\n') {
             "|".to_string()
@@ -245,11 +228,17 @@ fn string(s: &str, block_indent: usize) -> String {
         || s.contains(": ")
         || s.contains(" #")
         || s.ends_with(':');
-    let printable = !s.chars().any(char::is_control);
+    let printable = !s.chars().any(crate::yaml::unprintable);
     if special && printable {
         format!("'{}'", s.replace('\'', "''"))
     } else if crate::yaml::to_string(&Value::String(s.to_string())).starts_with('"') {
-        serde_json::to_string(s).unwrap_or_default()
+        // JSON quoting, with yaml.v2's escapes for what YAML reads as a line break or a BOM.
+        serde_json::to_string(s)
+            .unwrap_or_default()
+            .replace('\u{85}', "\\N")
+            .replace('\u{2028}', "\\L")
+            .replace('\u{2029}', "\\P")
+            .replace('\u{feff}', "\\uFEFF")
     } else {
         s.to_string()
     }
@@ -338,6 +327,69 @@ mod tests {
         assert!(run("a: 1\n", r#"[{"op":"replace","path":"/x","value":1}]"#).is_err());
         assert!(run("a: 1\n", r#"[{"op":"remove","path":"/x"}]"#).is_err());
         assert!(run("a: 1\n", r#"[{"op":"add","path":"/x/y","value":1}]"#).is_err());
+    }
+
+    #[test]
+    fn talos_error_texts() {
+        let err = |ops: &str| run("a: [1]\nb: {c: 1}\n", ops).unwrap_err().to_string();
+        assert_eq!(
+            err(r#"[{"op":"replace","path":"/x","value":1}]"#),
+            "replace operation does not apply: doc is missing path: \"/x\": missing value"
+        );
+        assert_eq!(
+            err(r#"[{"op":"remove","path":"/b/x"}]"#),
+            "remove operation does not apply: doc is missing path: \"/b/x\": missing value"
+        );
+        assert_eq!(
+            err(r#"[{"op":"add","path":"/x/y","value":1}]"#),
+            "add operation does not apply: doc is missing path: \"/x/y\": missing value"
+        );
+        assert_eq!(
+            err(r#"[{"op":"add","path":"/a/5","value":1}]"#),
+            "Unable to access invalid index: 5: invalid index referenced"
+        );
+        assert_eq!(
+            err(r#"[{"op":"move","from":"/q","path":"/z"}]"#),
+            "move operation does not apply: doc is missing from path: \"/q\": missing value"
+        );
+        assert_eq!(
+            err(r#"[{"op":"test","path":"/b/c","value":2}]"#),
+            "testing value /b/c failed: test failed"
+        );
+        assert_eq!(
+            err(r#"[{"op":"frob","path":"/a"}]"#),
+            "Unexpected kind: frob"
+        );
+        assert_eq!(
+            err(r#"[{"op":"add","path":"/a"}]"#),
+            "add operation has no value"
+        );
+        assert_eq!(err(r#"[{"op":"remove"}]"#), "operation missing path");
+        assert_eq!(
+            err(r#"[{"op":"remove","path":"a"}]"#),
+            "JSON pointer must be empty or start with a \"/\""
+        );
+    }
+
+    #[test]
+    fn line_separators_stay_in_their_strings() {
+        // Found by tests/trust/properties.rs: an unquoted U+2028 key broke the YAML.
+        for text in [
+            "\u{2028}",
+            "x\u{2029}",
+            "\u{85}y",
+            "\u{feff}",
+            "a\nb\u{2028}\n",
+            " a\u{2028}",
+        ] {
+            let doc = serde_json::json!({"a": {text: null}, "b": text});
+            let back: Json = serde_yaml_ng::from_str(&to_yaml(&doc)).unwrap();
+            assert_eq!(back, doc, "{}", to_yaml(&doc));
+        }
+        assert_eq!(
+            to_yaml(&serde_json::json!({"k": "\u{2028}"})),
+            "k: \"\\L\"\n"
+        );
     }
 
     #[test]

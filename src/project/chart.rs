@@ -84,7 +84,9 @@ impl Chart {
                 )
             })?
         };
-        if !chart.apply.timeout.is_empty() && parse_duration(&chart.apply.timeout).is_none() {
+        if !chart.apply.timeout.is_empty()
+            && crate::talos::parse_duration(&chart.apply.timeout).is_err()
+        {
             return Err(hinted(
                 format!("parsing applyOptions.timeout {:?} from {file}", chart.apply.timeout),
                 "applyOptions.timeout in Chart.yaml must be a Go duration literal (e.g. \"30s\", \"2m\", \"1h\")",
@@ -118,56 +120,5 @@ impl Chart {
         } else {
             self.template.with_secrets.clone()
         }
-    }
-}
-
-/// Parses a Go duration literal (`1m`, `30s`, `1h30m`, `1.5s`, `300ms`) into seconds.
-pub fn parse_duration(s: &str) -> Option<f64> {
-    let mut rest = s.trim();
-    if rest == "0" {
-        return Some(0.0);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total = 0.0;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if num_len == 0 {
-            return None;
-        }
-        let n: f64 = rest[..num_len].parse().ok()?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let factor = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        total += n * factor;
-        rest = &rest[unit_len..];
-    }
-    Some(total)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn go_durations() {
-        assert_eq!(parse_duration("1m"), Some(60.0));
-        assert_eq!(parse_duration("1h30m"), Some(5400.0));
-        assert_eq!(parse_duration("300ms"), Some(0.3));
-        assert_eq!(parse_duration("5"), None);
-        assert_eq!(parse_duration("soon"), None);
     }
 }

@@ -11,6 +11,8 @@ use rhai::{
     Array, Dynamic, Engine, EvalAltResult, FnPtr, FuncRegistration, Map, NativeCallContext,
 };
 
+use crate::talos::duration::{self, Zero};
+
 fn error_value(item: &Dynamic, message: String) -> Dynamic {
     let mut m = Map::new();
     m.insert("is_error".into(), true.into());
@@ -150,24 +152,30 @@ pub fn register(engine: &mut Engine) {
         ])
         .register_into_engine(engine, |text: &str| {
             crate::sandbox::native(|| {
-                crate::talos::parse_duration(text)
-                    .map(|d| d.as_secs() as i64)
-                    .ok_or_else(|| {
-                        crate::error::hinted(
-                            format!("{text:?} is not a duration"),
-                            "use Go duration text such as 30s, 5m or 1h",
-                        )
-                    })
+                let d = duration::flag("parse_duration_seconds", text, Zero::Allowed)?;
+                // Within Go's range: at most 9223372036 seconds.
+                Ok(d.as_secs() as i64)
             })
         });
     FuncRegistration::new("sleep")
         .with_comments(["/// Pauses the script for `seconds` (fractions allowed)."])
         .register_into_engine(engine, |seconds: f64| {
-            std::thread::sleep(std::time::Duration::from_secs_f64(seconds.max(0.0)))
+            crate::sandbox::native(|| sleep(seconds.to_string(), duration::from_seconds(seconds)))
         });
     FuncRegistration::new("sleep")
         .with_comments(["/// Pauses the script for whole `seconds`."])
         .register_into_engine(engine, |seconds: i64| {
-            std::thread::sleep(std::time::Duration::from_secs(seconds.max(0) as u64))
+            crate::sandbox::native(|| {
+                sleep(seconds.to_string(), duration::from_seconds(seconds as f64))
+            })
         });
+}
+
+/// `sleep(seconds)`: a negative, NaN or too long pause is an error, not a panic.
+fn sleep(
+    given: String,
+    d: Result<std::time::Duration, duration::DurationError>,
+) -> anyhow::Result<()> {
+    std::thread::sleep(duration::checked("sleep", &given, d, Zero::Allowed)?);
+    Ok(())
 }

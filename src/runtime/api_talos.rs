@@ -15,6 +15,7 @@ use crate::error::hinted;
 use crate::proto::machine;
 use crate::talos::client::{self, Client};
 use crate::talos::creds::{self, Auth};
+use crate::talos::duration::{self, Zero};
 use crate::talos::{block_on, discovery, resources};
 
 /// What `node(addr)` uses unless told otherwise: set by the command line.
@@ -246,24 +247,33 @@ fn mode_name(m: i32) -> &'static str {
     }
 }
 
-/// A duration option: whole or fractional seconds, or Go duration text (`30s`, `2m`).
+/// A duration option: whole or fractional seconds, or Go duration text (`30s`, `2m`), checked as
+/// a flag is: every such option is a deadline, so zero is refused.
 fn seconds(opts: &Map, key: &str, default: Duration) -> Result<Duration> {
     let Some(v) = opts.get(key) else {
         return Ok(default);
     };
+    let zero = Zero::Refused(
+        "a deadline of zero leaves no time at all; give seconds, or text such as 30s or 2m",
+    );
     if let Ok(i) = v.as_int() {
-        return Ok(Duration::from_secs(i.max(0) as u64));
+        return duration::checked(key, &i.to_string(), duration::from_seconds(i as f64), zero);
     }
     if let Ok(f) = v.as_float() {
-        return Ok(Duration::from_secs_f64(f.max(0.0)));
+        return duration::checked(key, &f.to_string(), duration::from_seconds(f), zero);
     }
     let t = v.clone().into_string().unwrap_or_default();
-    crate::talos::parse_duration(&t).ok_or_else(|| {
-        hinted(
-            format!("{key} {t:?} is not a duration"),
-            "give seconds, or Go duration text such as 30s or 2m",
-        )
-    })
+    duration::flag(key, &t, zero)
+}
+
+/// Whole seconds a script waits for (`wait_ready(300)`), within Go's range.
+fn wait_limit(secs: i64) -> Result<Duration> {
+    duration::checked(
+        "seconds",
+        &secs.to_string(),
+        duration::from_seconds(secs as f64),
+        Zero::Allowed,
+    )
 }
 
 /// `n.apply(config, #{mode, dry_run, timeout})`: sends a machine config.
@@ -305,12 +315,13 @@ fn answers(n: &Node) -> bool {
 
 /// Polls `ready` every 250 ms until it holds or `limit` passes.
 fn poll(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
-    let deadline = std::time::Instant::now() + limit;
+    // Within Go's range the deadline fits an Instant; past it there is none.
+    let deadline = std::time::Instant::now().checked_add(limit);
     loop {
         if ready() {
             return true;
         }
-        if std::time::Instant::now() >= deadline {
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             return false;
         }
         std::thread::sleep(Duration::from_millis(250));
@@ -480,10 +491,10 @@ pub fn register(engine: &mut Engine) {
         });
     FuncRegistration::new("wait_ready")
         .with_comments(["/// Waits up to `seconds` until the node's API answers again (after an apply or reboot); false on timeout."])
-        .register_into_engine(engine, |n: &mut Node, seconds: i64| wait_ready(n, Duration::from_secs(seconds.max(0) as u64)));
+        .register_into_engine(engine, |n: &mut Node, seconds: i64| native(|| Ok(wait_ready(n, wait_limit(seconds)?))));
     FuncRegistration::new("wait_reboot")
         .with_comments(["/// Waits up to `seconds` for a reboot: the node goes away, then answers again; false on timeout."])
-        .register_into_engine(engine, |n: &mut Node, seconds: i64| wait_reboot(n, Duration::from_secs(seconds.max(0) as u64)));
+        .register_into_engine(engine, |n: &mut Node, seconds: i64| native(|| Ok(wait_reboot(n, wait_limit(seconds)?))));
     FuncRegistration::new("discover")
         .with_comments(["/// Everything presets read from the node: #{node, version, resources: #{disks, links, addresses, routes, ...}}, the `--facts` file format."])
         .register_into_engine(engine, |n: &mut Node| native(|| discover(n)));

@@ -5,11 +5,14 @@
 //! has a global `to_json` for maps (its own layout), and a global Dynamic overload would lose to
 //! it for maps only. So scripts call `ip::to_json(v)`, `ip::sha256_hex(s)`,
 //! `ip::cidr_prefix_len(c)`, `ip::cidr_contains(c, a)`, `ip::cidr_network(c)`,
-//! `ip::ip_is_valid(a)` and `ip::canonical_ip(t)`. Only `std::net` parses addresses.
+//! `ip::ip_is_valid(a)` and `ip::canonical_ip(t)`. `std::net` parses addresses, `ipnet` does
+//! the prefix arithmetic; the prefix syntax check is ours, as `ipnet`'s parser accepts what
+//! `netip` refuses (leading zeros in IPv4 octets and in the bits).
 
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use ipnet::IpNet;
 use rhai::{Dynamic, Engine, FuncRegistration, Module};
 use sha2::{Digest, Sha256};
 
@@ -48,7 +51,7 @@ fn parse_addr(text: &str) -> Option<Addr> {
 
 /// A prefix as `netip.ParsePrefix` reads it: `addr/bits`, no zone, bits in plain decimal
 /// (no sign, no leading zero) and within the family's width.
-fn parse_prefix(text: &str) -> Option<(IpAddr, u8)> {
+fn parse_prefix(text: &str) -> Option<IpNet> {
     let (host, bits) = text.rsplit_once('/')?;
     let addr = parse_addr(host)?;
     if addr.zone.is_some() {
@@ -58,45 +61,26 @@ fn parse_prefix(text: &str) -> Option<(IpAddr, u8)> {
     if !digits_only || (bits.len() > 1 && bits.starts_with('0')) || bits.len() > 3 {
         return None;
     }
-    let bits: u8 = bits.parse().ok()?;
-    let width = if addr.ip.is_ipv4() { 32 } else { 128 };
-    (bits <= width).then_some((addr.ip, bits))
-}
-
-/// The address with every bit past `bits` cleared.
-fn mask(ip: IpAddr, bits: u8) -> IpAddr {
-    match ip {
-        IpAddr::V4(v4) => {
-            let m = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
-            IpAddr::V4(Ipv4Addr::from(u32::from(v4) & m))
-        }
-        IpAddr::V6(v6) => {
-            let m = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
-            IpAddr::V6(Ipv6Addr::from(u128::from(v6) & m))
-        }
-    }
+    IpNet::new(addr.ip, bits.parse().ok()?).ok()
 }
 
 /// Prefix bits of `cidr`, or -1 when it does not parse.
 pub fn cidr_prefix_len(cidr: &str) -> i64 {
-    parse_prefix(cidr).map_or(-1, |(_, bits)| i64::from(bits))
+    parse_prefix(cidr).map_or(-1, |net| i64::from(net.prefix_len()))
 }
 
 /// Whether `ip` lies inside `cidr`; false when either fails to parse, when the families differ
 /// (an IPv4-mapped IPv6 address is not in an IPv4 prefix) or when `ip` has a zone.
 pub fn cidr_contains(cidr: &str, ip: &str) -> bool {
-    let (Some((net, bits)), Some(addr)) = (parse_prefix(cidr), parse_addr(ip)) else {
+    let (Some(net), Some(addr)) = (parse_prefix(cidr), parse_addr(ip)) else {
         return false;
     };
-    if addr.zone.is_some() || net.is_ipv4() != addr.ip.is_ipv4() {
-        return false;
-    }
-    mask(net, bits) == mask(addr.ip, bits)
+    addr.zone.is_none() && net.contains(&addr.ip)
 }
 
 /// The masked prefix of `cidr` (`192.168.201.10/24` gives `192.168.201.0/24`).
 pub fn cidr_network(cidr: &str) -> Option<String> {
-    parse_prefix(cidr).map(|(ip, bits)| format!("{}/{bits}", mask(ip, bits)))
+    parse_prefix(cidr).map(|net| net.trunc().to_string())
 }
 
 /// Whether `text` is an IPv4 or IPv6 literal (IPv6 may carry a `%zone`).
@@ -108,7 +92,7 @@ pub fn ip_is_valid(text: &str) -> bool {
 /// `std::net` prints), a zone and a `/prefix` kept as they are. "" when it does not parse.
 pub fn canonical_ip(text: &str) -> String {
     if text.contains('/') {
-        return parse_prefix(text).map_or_else(String::new, |(ip, bits)| format!("{ip}/{bits}"));
+        return parse_prefix(text).map_or_else(String::new, |net| net.to_string());
     }
     match parse_addr(text) {
         Some(Addr { ip, zone: Some(z) }) => format!("{ip}%{z}"),

@@ -46,7 +46,7 @@ pub fn random_bytes<const N: usize>() -> [u8; N] {
 impl PrivateKey {
     pub fn generate(kind: KeyKind) -> Result<Self> {
         let pkcs8 = match kind {
-            KeyKind::Ed25519 => der::ed25519_pkcs8(&random_bytes::<32>()),
+            KeyKind::Ed25519 => der::ed25519_pkcs8(&random_bytes::<32>())?,
             KeyKind::EcdsaP256 => {
                 KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?.serialize_der()
             }
@@ -81,19 +81,18 @@ impl PrivateKey {
 
     /// PEM text with the label and inner form Talos uses for this key type.
     pub fn to_talos_pem(&self) -> Result<String> {
-        let (_, _, inner) = der::pkcs8_parts(&self.pkcs8)?;
+        let inner = der::pkcs8_parts(&self.pkcs8)?.inner;
         Ok(match self.kind {
             KeyKind::Ed25519 => {
-                let (_, seed, _) = der::read(&inner)?;
-                let seed: [u8; 32] = seed.try_into().context("Ed25519 seed is not 32 bytes")?;
-                pem_encode("ED25519 PRIVATE KEY", &der::ed25519_pkcs8(&seed))
+                let seed = der::ed25519_seed(&inner)?;
+                pem_encode("ED25519 PRIVATE KEY", &der::ed25519_pkcs8(&seed)?)
             }
             KeyKind::EcdsaP256 => {
                 let private = der::sec1_private(&inner)?;
                 let kp = self.key_pair()?;
                 pem_encode(
                     "EC PRIVATE KEY",
-                    &der::sec1_p256(&private, kp.public_key_raw()),
+                    &der::sec1_p256(&private, kp.public_key_raw())?,
                 )
             }
             KeyKind::Rsa => pem_encode("RSA PRIVATE KEY", &inner),
@@ -105,12 +104,16 @@ impl PrivateKey {
     pub fn from_pem(text: &str) -> Result<Self> {
         let (label, body) = pem_decode(text).ok_or_else(|| anyhow!("failed to parse PEM block"))?;
         let pkcs8 = match label.as_str() {
-            "EC PRIVATE KEY" => der::wrap_pkcs8(der::OID_EC_PUBLIC_KEY, Some(der::OID_P256), &body),
-            "RSA PRIVATE KEY" => der::wrap_pkcs8(der::OID_RSA, None, &body),
+            "EC PRIVATE KEY" => {
+                der::wrap_pkcs8(der::OID_EC_PUBLIC_KEY, Some(der::OID_P256), &body)?
+            }
+            "RSA PRIVATE KEY" => der::wrap_pkcs8(der::OID_RSA, None, &body)?,
             "ED25519 PRIVATE KEY" | "PRIVATE KEY" => body,
             other => bail!("unsupported key type: {other:?}"),
         };
-        let (oid, _, _) = der::pkcs8_parts(&pkcs8).context("failed to parse private key")?;
+        let oid = der::pkcs8_parts(&pkcs8)
+            .context("failed to parse private key")?
+            .algorithm;
         let kind = if oid == der::OID_ED25519 {
             KeyKind::Ed25519
         } else if oid == der::OID_EC_PUBLIC_KEY {

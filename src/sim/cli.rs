@@ -9,15 +9,11 @@ use anyhow::Result;
 use super::{check_loopback, parse_file, NodeSpec, Sim};
 use crate::cli::SimArgs;
 use crate::error::hinted;
+use crate::talos::duration::{self, Zero};
 
 /// The node specs the flags describe.
 pub fn specs(args: &SimArgs) -> Result<Vec<NodeSpec>> {
-    let delay = crate::talos::parse_duration(&args.reboot_delay).ok_or_else(|| {
-        hinted(
-            format!("--reboot-delay {:?} is not a duration", args.reboot_delay),
-            "for example --reboot-delay 2s",
-        )
-    })?;
+    let delay = duration::flag("--reboot-delay", &args.reboot_delay, Zero::Allowed)?;
     let mut out = Vec::new();
     if let Some(file) = &args.config {
         let text = crate::project::fsutil::read_text(Path::new(file))?;

@@ -56,11 +56,12 @@ fn named(list: &[String], call: &str) -> bool {
 impl Faults {
     /// Checks the texts (durations, codes) so a bad fault file fails when it is loaded.
     pub fn check(&self) -> Result<()> {
-        if !self.delay.is_empty() && crate::talos::parse_duration(&self.delay).is_none() {
-            bail!(
-                "faults.delay: {:?} is not a duration (e.g. 2s, 500ms)",
-                self.delay
-            );
+        if !self.delay.is_empty() {
+            crate::talos::duration::flag(
+                "faults.delay",
+                &self.delay,
+                crate::talos::duration::Zero::Allowed,
+            )?;
         }
         for (call, spec) in &self.fail {
             let (c, _) = spec.split_once(':').unwrap_or((spec, ""));

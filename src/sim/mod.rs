@@ -147,12 +147,11 @@ pub fn parse_file(
     let delay = if f.reboot_delay.is_empty() {
         reboot_delay
     } else {
-        crate::talos::parse_duration(&f.reboot_delay).with_context(|| {
-            format!(
-                "{file}: reboot_delay {:?} is not a duration",
-                f.reboot_delay
-            )
-        })?
+        crate::talos::duration::flag(
+            &format!("{file}: reboot_delay"),
+            &f.reboot_delay,
+            crate::talos::duration::Zero::Allowed,
+        )?
     };
     let mut out = Vec::new();
     for (i, n) in f.nodes.into_iter().enumerate() {

@@ -95,7 +95,7 @@ fn transport(site: Site, text: &str) -> Option<anyhow::Error> {
     {
         return e(
             "no answer in time".into(),
-            "the node is slow or unreachable; raise --timeout, or check the network",
+            "the node is slow or unreachable; raise --call-timeout, or check the network",
         );
     }
     if lower.contains("connection reset")
@@ -159,7 +159,7 @@ pub fn timeout(site: Site, after: Duration) -> anyhow::Error {
             site.call,
             crate::talos::duration_text(after)
         ),
-        "the node is slow or unreachable; raise --timeout, or check the network",
+        "the node is slow or unreachable; raise --call-timeout, or check the network",
     )
 }
 
@@ -195,7 +195,7 @@ pub fn status(site: Site, st: &Status) -> anyhow::Error {
         ),
         Code::DeadlineExceeded => hinted(
             format!("node {node}: {call}: no answer in time ({msg})"),
-            "the node is slow or unreachable; raise --timeout, or check the network",
+            "the node is slow or unreachable; raise --call-timeout, or check the network",
         ),
         Code::Unavailable | Code::Unknown | Code::Internal | Code::Cancelled => {
             let text = match st.source() {

@@ -176,7 +176,7 @@ pub(crate) fn literal_block_ok(s: &str) -> bool {
     s.contains('\n')
         && !s.starts_with([' ', '\n', '\t'])
         && !s.contains('\r')
-        && s.chars().all(|c| c == '\n' || c == '\t' || !c.is_control())
+        && s.chars().all(|c| c == '\n' || c == '\t' || !unprintable(c))
         && s.split('\n').all(|l| !l.ends_with([' ', '\t']))
 }
 
@@ -217,10 +217,21 @@ pub(crate) fn plain_ok(s: &str) -> bool {
     if s.contains(": ") || s.contains(" #") || s.ends_with(':') {
         return false;
     }
-    if s.chars().any(|c| c.is_control()) {
+    if s.chars().any(unprintable) {
         return false;
     }
     !looks_like_non_string(s)
+}
+
+/// Characters a YAML reader does not take as they are in a plain or block scalar: controls, the
+/// Unicode line and paragraph separators (line breaks to YAML), the byte-order mark and the
+/// non-characters U+FFFE/U+FFFF.
+pub fn unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+        )
 }
 
 fn looks_like_non_string(s: &str) -> bool {
@@ -277,7 +288,7 @@ pub(crate) fn double_quoted(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
             '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c if unprintable(c) => out.push_str(&format!("\\u{:04X}", c as u32)),
             c => out.push(c),
         }
     }
@@ -304,6 +315,26 @@ mod tests {
             out,
             "context: a\ncontexts:\n    a:\n        endpoints:\n            - 127.0.0.1\n        nodes: []\n        ca: QUJD\n"
         );
+    }
+
+    #[test]
+    fn line_separators_and_bom_are_escaped() {
+        // Found by tests/trust/properties.rs: YAML reads U+2028/U+2029 as line breaks.
+        for text in [
+            "\u{2028}",
+            "a\u{2029}b",
+            "\u{feff}x",
+            "l1\nl\u{2028}2\n",
+            "\u{85}",
+        ] {
+            let mut m = serde_yaml_ng::Mapping::new();
+            m.insert(text.into(), Value::Mapping(serde_yaml_ng::Mapping::new()));
+            m.insert("k".into(), text.into());
+            let v = Value::Mapping(m);
+            let out = to_string(&v);
+            assert_eq!(serde_yaml_ng::from_str::<Value>(&out).unwrap(), v, "{out}");
+        }
+        assert_eq!(to_string(&"\u{2028}".into()), "\"\\u2028\"\n");
     }
 
     #[test]

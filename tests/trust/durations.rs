@@ -1,0 +1,228 @@
+//! Duration flags and script options through the real binary: zero where it makes no sense,
+//! negative and huge values get an error naming the flag (never a panic, which tonic's
+//! grpc-timeout, `Instant + d` and `Duration::from_secs_f64` all did past Go's range), and the
+//! hints name flags the command has.
+
+use std::time::{Duration, Instant};
+
+use talm::sim::faults::Faults;
+
+use crate::common::sim::Nodes;
+use crate::common::{Dir, Out};
+
+/// The longest duration Go (and so talm) takes.
+const GO_MAX: &str = "2562047h47m16.854775807s";
+
+fn no_panic(o: &Out) {
+    assert!(
+        !o.stderr.contains("panicked") && o.code != 101,
+        "talm panicked:\n{}",
+        o.stderr
+    );
+}
+
+/// Fails with `needle` and without a panic.
+fn refused(d: &Dir, args: &[&str], needle: &str) -> Out {
+    let o = d.talm(args).fails_with(needle);
+    no_panic(&o);
+    o
+}
+
+#[test]
+fn call_timeout_zero_huge_and_negative_are_named() {
+    let d = Dir::new();
+    fn version(t: &str) -> Vec<&str> {
+        vec!["version", "-n", "127.9.4.1", "-i", "--call-timeout", t]
+    }
+    let o = refused(&d, &version("0s"), "--call-timeout \"0s\" is zero");
+    assert!(o.stderr.contains("hint: "), "{}", o.stderr);
+    // Each of these panicked: tonic's grpc-timeout header (over 99999999 hours) and
+    // Duration::from_secs_f64 (over u64 seconds).
+    for huge in ["999999999h", "99999999999999999999s", "2562048h"] {
+        let o = refused(&d, &version(huge), "is too long");
+        assert!(
+            o.stderr.contains(&format!("--call-timeout {huge:?}")),
+            "{}",
+            o.stderr
+        );
+        assert!(o.stderr.contains(GO_MAX), "{}", o.stderr);
+    }
+    refused(
+        &d,
+        &["version", "-n", "127.9.4.1", "-i", "--call-timeout=-5s"],
+        "--call-timeout \"-5s\" is negative",
+    );
+    refused(
+        &d,
+        &version("1e30s"),
+        "time: unknown unit \"e\" in duration \"1e30s\"",
+    );
+    // The environment variable behind the flag goes through the same check.
+    let o = d
+        .talm(["version", "-n", "127.9.4.1", "-i"])
+        .env("TALM_CALL_TIMEOUT", "99999999999h")
+        .fails_with("--call-timeout \"99999999999h\" is too long");
+    no_panic(&o);
+}
+
+#[test]
+fn command_timeouts_refuse_zero_and_huge() {
+    let d = Dir::new();
+    refused(
+        &d,
+        &["apply", "-f", "nodes/n.yaml", "--timeout", "0s"],
+        "--timeout \"0s\" is zero",
+    );
+    refused(
+        &d,
+        &["apply", "-f", "nodes/n.yaml", "--timeout", "99999999h"],
+        "--timeout \"99999999h\" is too long",
+    );
+    let o = refused(
+        &d,
+        &[
+            "upgrade",
+            "-n",
+            "127.9.4.1",
+            "--image",
+            "x",
+            "--timeout",
+            "0s",
+        ],
+        "--timeout \"0s\" is zero",
+    );
+    assert!(o.stderr.contains("--no-wait"), "{}", o.stderr);
+    // Without waiting, a zero --timeout is no error (the command fails later, elsewhere).
+    let o = d
+        .talm([
+            "upgrade",
+            "-n",
+            "127.9.4.250",
+            "--image",
+            "x",
+            "--timeout",
+            "0s",
+            "--no-wait",
+        ])
+        .run();
+    assert!(!o.stderr.contains("--timeout"), "{}", o.stderr);
+    no_panic(&o);
+    refused(
+        &d,
+        &["scan", "127.9.4.0/30", "--timeout", "0s"],
+        "--timeout \"0s\" is zero",
+    );
+    refused(
+        &d,
+        &["scan", "127.9.4.0/30", "--timeout", "99999999999999999999s"],
+        "is too long",
+    );
+    refused(
+        &d,
+        &["sim", "--node", "127.9.4.9", "--reboot-delay", "99999999h"],
+        "--reboot-delay \"99999999h\" is too long",
+    );
+    // Zero is a fine reboot delay: the command gets past it to the next check.
+    refused(
+        &d,
+        &["sim", "--node", "10.9.4.9", "--reboot-delay", "0s"],
+        "is not a loopback address",
+    );
+}
+
+#[test]
+fn script_durations_are_checked_not_panicking() {
+    let d = Dir::new();
+    let run = |body: &str| {
+        d.write("s.rhai", body);
+        d.talm(["run", "s.rhai"])
+    };
+    for (body, needle) in [
+        (
+            "sleep(1.0e30);",
+            "sleep \"1000000000000000000000000000000\" is too long",
+        ),
+        ("sleep(-1);", "sleep \"-1\" is negative"),
+        (
+            "let s = parse_duration_seconds(\"99999999999h\");",
+            "parse_duration_seconds \"99999999999h\" is too long",
+        ),
+        (
+            // Instant + 2^63 s overflowed before the first poll.
+            "node(\"127.9.4.9\", #{insecure: true}).wait_ready(9223372036854775807);",
+            "seconds \"9223372036854775807\" is too long",
+        ),
+        (
+            "node(\"127.9.4.9\", #{insecure: true}).wait_reboot(-1);",
+            "seconds \"-1\" is negative",
+        ),
+        (
+            "node(\"127.9.4.9\", #{insecure: true, timeout: 1.0e30}).version();",
+            "timeout \"1000000000000000000000000000000\" is too long",
+        ),
+        (
+            "node(\"127.9.4.9\", #{insecure: true, timeout: 0}).version();",
+            "timeout \"0\" is zero",
+        ),
+        (
+            "node(\"127.9.4.9\", #{insecure: true, timeout: \"soon\"}).version();",
+            "timeout \"soon\" is not a duration",
+        ),
+        (
+            "talos::scan(\"127.9.4.0/30\", #{timeout: \"0s\"});",
+            "timeout \"0s\" is zero",
+        ),
+    ] {
+        let o = run(body).fails_with(needle);
+        no_panic(&o);
+    }
+}
+
+/// The flags a command's `--help` lists.
+fn has_flag(d: &Dir, command: &str, flag: &str) -> bool {
+    let help = d.talm([command, "--help"]).ok().stdout;
+    help.split(|c: char| c.is_whitespace() || c == ',' || c == '=')
+        .any(|w| w == flag)
+}
+
+#[test]
+fn deadline_hints_name_flags_the_command_has() {
+    let nodes = Nodes::start(&["127.9.4.1"], |_| {});
+    let d = Dir::new();
+    // The longest duration Go has is taken and carried to the node as a grpc-timeout.
+    let o = d
+        .talm(["version", "-n", "127.9.4.1", "-i", "--call-timeout", GO_MAX])
+        .ok();
+    assert!(o.stdout.contains("NODE:        127.9.4.1"), "{}", o.stdout);
+
+    nodes.node("127.9.4.1").set_faults(Faults {
+        delay: "4s".into(),
+        ..Faults::default()
+    });
+    let started = Instant::now();
+    for command in ["version", "get"] {
+        let mut args = vec![command];
+        if command == "get" {
+            args.push("links");
+        }
+        args.extend(["-n", "127.9.4.1", "-i", "--call-timeout", "500ms"]);
+        let o = refused(&d, &args, "no answer within 500ms");
+        let hint = o
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("hint: "))
+            .unwrap_or_default();
+        assert!(hint.contains("--call-timeout"), "{}", o.stderr);
+        for word in hint.split_whitespace().filter(|w| w.starts_with("--")) {
+            let flag = word.trim_end_matches([',', '.', ';']);
+            assert!(
+                has_flag(&d, command, flag),
+                "`talm {command}` has no {flag}: {hint}"
+            );
+        }
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "the deadlines held"
+    );
+}
