@@ -101,8 +101,10 @@ fn root_from_file(first: &str, g: &Global, root_explicit: bool) -> Result<String
     Ok(found.display().to_string())
 }
 
-/// Loads Chart.yaml of a known root and runs the drift checks.
+/// Completes or discards what a killed run left in a known root, loads Chart.yaml and runs the
+/// drift checks.
 fn check_project(root: &str, g: &Global) -> Result<()> {
+    crate::project::txn::recover(Path::new(root))?;
     let chart = Chart::load(Path::new(root))?;
     drift::check(Path::new(root), chart.strict_charts || g.strict_charts)
 }

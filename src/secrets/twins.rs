@@ -69,9 +69,9 @@ fn check_kubeconfig(text: &str, file: &str) -> Result<()> {
     let missing: Vec<&str> = ["clusters", "users", "contexts"]
         .into_iter()
         .filter(|k| {
-            !m.get(*k)
+            m.get(*k)
                 .and_then(Value::as_sequence)
-                .is_some_and(|s| !s.is_empty())
+                .is_none_or(|s| s.is_empty())
         })
         .collect();
     if missing.is_empty() {

@@ -299,10 +299,7 @@ fn quoted_end(text: &str, start: usize, style: Style) -> Option<usize> {
 pub fn locate(text: &str) -> Result<Located, Unlocatable> {
     let mut w = Walker::new(text)?;
     let mut docs = Vec::new();
-    loop {
-        let Some((ev, ..)) = w.events.get(w.pos).cloned() else {
-            break;
-        };
+    while let Some((ev, ..)) = w.events.get(w.pos).cloned() {
         match ev {
             Event::StreamStart | Event::DocumentEnd | Event::Nothing => w.pos += 1,
             Event::StreamEnd => break,

@@ -5,5 +5,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod durations;
+mod kills;
 mod properties;
 mod secrets;

@@ -46,8 +46,28 @@ fn strings(max: usize) -> impl Strategy<Value = Vec<String>> {
 
 // ---- modeline -------------------------------------------------------------------------------
 
+/// A node address: IPv4 or IPv6 (optionally with a port) or a DNS name.
+fn address() -> impl Strategy<Value = String> {
+    prop_oneof![
+        (any::<[u8; 4]>(), prop::option::of(1u16..)).prop_map(|(o, p)| {
+            let ip = std::net::Ipv4Addr::from(o).to_string();
+            p.map(|p| format!("{ip}:{p}")).unwrap_or(ip)
+        }),
+        any::<[u16; 8]>().prop_map(|s| std::net::Ipv6Addr::from(s).to_string()),
+        "[a-z][a-z0-9-]{0,10}[a-z0-9](\\.[a-z][a-z0-9]{0,8}){0,3}",
+    ]
+}
+
 proptest! {
     #![proptest_config(config(CASES))]
+
+    #[test]
+    fn modeline_addresses_are_checked(nodes in strings(3)) {
+        let m = Modeline { nodes: nodes.clone(), endpoints: vec![], templates: vec![] };
+        let found = find(&format!("{}\n", m.render()), "n.yaml");
+        let all_ok = nodes.iter().all(|n| talm::talos::address::check(n).is_ok());
+        prop_assert_eq!(found.is_ok(), all_ok, "{:?}", nodes);
+    }
 
     #[test]
     fn modeline_text_never_panics(body in noisy("#talm:nodes=[],\"\\{}"), any_text in any::<String>()) {
@@ -59,8 +79,8 @@ proptest! {
 
     #[test]
     fn modeline_render_then_find_round_trips(
-        nodes in strings(4),
-        endpoints in strings(4),
+        nodes in prop::collection::vec(address(), 0..4),
+        endpoints in prop::collection::vec(address(), 0..4),
         templates in strings(4),
         // Comment lines above the modeline; a CR before the LF is dropped (CRLF files).
         leading in prop::collection::vec("(# [^\r\n]{0,12})?", 0..3),
@@ -126,7 +146,7 @@ fn set_tree(rest: &[Step], leaf: Value) -> Value {
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        "\\PC{0,6}".prop_map(Step::Key),
+        "\\PC{1,6}".prop_map(Step::Key),
         (0usize..5).prop_map(Step::Index),
     ]
 }
