@@ -8,3 +8,4 @@ mod durations;
 mod kills;
 mod properties;
 mod secrets;
+mod inputs;
