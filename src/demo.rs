@@ -32,6 +32,7 @@ pub fn run(dir: Option<&str>) -> Result<i32> {
     let specs: Vec<NodeSpec> = NODES
         .iter()
         .map(|ip| {
+            // Cannot fail: the demo addresses are IPv4 literals in this file.
             let mut s = NodeSpec::new(ip.parse().expect("loopback literal"), 50000);
             s.reboot_delay = Duration::from_millis(500);
             s

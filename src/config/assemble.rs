@@ -28,6 +28,7 @@ pub fn split(text: &str) -> Result<Split> {
             docs.push(String::new());
         } else {
             docs.last_mut()
+                // Cannot fail: split() never returns an empty list of documents.
                 .expect("one document at least")
                 .push_str(line);
         }

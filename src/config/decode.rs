@@ -361,6 +361,7 @@ fn process(
                 path.push(key_string(&k));
                 let del = process(
                     Parent::Mapping,
+                    // Cannot fail: the key comes from iterating this mapping.
                     m.get_mut(&k).expect("key present"),
                     path,
                     found,

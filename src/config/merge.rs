@@ -111,6 +111,7 @@ fn merge_field(lm: &mut Mapping, k: &Value, rv: &Value, f: &Field) -> Result<()>
             if !slot.is_sequence() {
                 *slot = Value::Sequence(Vec::new());
             }
+            // Cannot fail: the slot was made a sequence just above.
             let ls = slot.as_sequence_mut().expect("sequence");
             for r in rs {
                 match ls.iter().position(|l| keyed_match(l, r, key)) {
@@ -260,6 +261,7 @@ fn delete_path(v: &mut Value, ty: &Ty, path: &[String], key: &str, value: &str) 
                 return Ok(());
             }
             delete_path(
+                // Cannot fail: the key comes from iterating this mapping.
                 m.get_mut(&k).expect("key present"),
                 &inner,
                 rest,

@@ -129,6 +129,7 @@ fn prune(body: &mut Value, rendered: &Value, path: &mut Vec<String>) -> bool {
         let keep = if is_replace(path) {
             true
         } else {
+            // Cannot fail: the key was taken from this mapping just above.
             let bv = b.get_mut(&k).expect("key listed above");
             match (&mut *bv, rv) {
                 (x, y) if *x == *y => false,

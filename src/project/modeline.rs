@@ -20,6 +20,7 @@ fn json_list(items: &[String]) -> String {
         .iter()
         .map(|s| {
             serde_json::to_string(s)
+                // Cannot fail: serialising strings to JSON cannot fail.
                 .expect("strings serialise")
                 .replace('<', "\\u003c")
                 .replace('>', "\\u003e")

@@ -146,6 +146,7 @@ pub fn declares_image(values: &str) -> bool {
 /// Rewrites every top-level `key:` line of values.yaml to `key: "<value>"`, keeping all else.
 pub fn override_value(values: &str, key: &str, value: &str) -> String {
     let prefix = format!("{key}:");
+    // Cannot fail: serialising a string to JSON cannot fail.
     let quoted = serde_json::to_string(value).expect("string serialises");
     let mut out = String::with_capacity(values.len());
     for line in values.split_inclusive('\n') {

@@ -100,6 +100,7 @@ pub fn token() -> String {
             }
         }
     }
+    // Cannot fail: the characters come from an ASCII alphabet.
     let s = String::from_utf8(chars).expect("ASCII alphabet");
     format!("{}.{}", &s[..6], &s[6..])
 }

@@ -39,6 +39,7 @@ impl std::fmt::Debug for PrivateKey {
 
 pub fn random_bytes<const N: usize>() -> [u8; N] {
     let mut b = [0u8; N];
+    // Cannot fail: aws-lc's random source fails only when the OS has none, and then no key can be made at all.
     aws_lc_rs::rand::fill(&mut b).expect("system random source");
     b
 }
@@ -134,6 +135,7 @@ pub fn pem_encode(label: &str, der: &[u8]) -> String {
     let b64 = base64::engine::general_purpose::STANDARD.encode(der);
     let mut out = format!("-----BEGIN {label}-----\n");
     for chunk in b64.as_bytes().chunks(64) {
+        // Cannot fail: base64 output is ASCII, so every chunk is UTF-8.
         out.push_str(std::str::from_utf8(chunk).expect("base64 is ASCII"));
         out.push('\n');
     }

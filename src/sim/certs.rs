@@ -83,7 +83,9 @@ pub fn maintenance(ips: &[IpAddr], hostname: Option<&str>) -> Result<ServerIdent
     let ca_kp = ca_key.key_pair()?;
     let ca_cert = ca.self_signed(&ca_kp)?;
     let mut all: Vec<IpAddr> = ips.to_vec();
+    // Cannot fail: a literal loopback address.
     all.push("127.0.0.1".parse().expect("ip"));
+    // Cannot fail: a literal loopback address.
     all.push("::1".parse().expect("ip"));
     let dns: Vec<String> = hostname.into_iter().map(str::to_string).collect();
     let leaf_key = PrivateKey::generate(KeyKind::Ed25519)?;
@@ -121,6 +123,7 @@ pub fn issued(
             Err(_) => dns.push(san.clone()),
         }
     }
+    // Cannot fail: a literal loopback address.
     all.push("127.0.0.1".parse().expect("ip"));
     all.dedup();
     let leaf_key = PrivateKey::generate(KeyKind::Ed25519)?;

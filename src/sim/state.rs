@@ -251,6 +251,7 @@ impl State {
 pub fn stable_hostname(node_id: &str) -> String {
     use sha2::Digest;
     let sum = sha2::Sha256::digest(node_id.as_bytes());
+    // Cannot fail: a SHA-256 digest is 32 bytes.
     let mut n = u64::from_be_bytes(sum[..8].try_into().expect("8 bytes"));
     let mut digits = Vec::new();
     while n > 0 {
@@ -258,6 +259,7 @@ pub fn stable_hostname(node_id: &str) -> String {
         n /= 36;
     }
     digits.reverse();
+    // Cannot fail: the digits are ASCII by construction.
     let s = String::from_utf8(digits).expect("ascii");
     let part = |r: std::ops::Range<usize>| s.get(r).unwrap_or("000").to_string();
     format!("talos-{}-{}", part(1..4), part(4..7))

@@ -30,7 +30,11 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
             .thread_name("talm-io")
             .enable_all()
             .build()
-            .expect("the async runtime starts")
+            .unwrap_or_else(|e| {
+                // No threads for node I/O (a process or memory limit): nothing can go on.
+                eprintln!("Error: cannot start talm's I/O threads: {e}\nhint: the system refused new threads (ulimit -u, cgroup pids.max, memory); free some and retry");
+                std::process::exit(1)
+            })
     })
 }
 

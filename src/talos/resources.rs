@@ -124,6 +124,7 @@ pub async fn resolve(
         .filter_map(|d| matches_definition(&d, kind))
         .collect();
     match hits.len() {
+        // Cannot fail: this arm matches exactly one hit.
         1 => Ok(hits.into_iter().next().expect("one hit")),
         0 => Err(crate::error::hinted(
             format!("node {}: resource {kind:?} is not registered", client.node),

@@ -5,7 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod durations;
+mod inputs;
 mod kills;
 mod properties;
 mod secrets;
-mod inputs;
