@@ -220,32 +220,10 @@ fn update_finds_the_preset_in_the_lock_and_refuses_unknown_ones() {
         .fails_with("preset not found in Chart.yaml dependencies or .talm-preset.lock");
 }
 
-/// Runs `talm` under a pseudo-terminal (util-linux `script`), answering prompts from `input`.
 fn talm_in_tty(d: &Dir, args: &str, input: &str) -> String {
-    use std::io::Write;
-    let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_talm"));
-    let mut child = std::process::Command::new("script")
-        .args(["-qec", &cmd, "/dev/null"])
-        .current_dir(d.path())
-        .env_remove("TALM_PRESETS_DIR")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("util-linux `script` runs talm under a terminal");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let (ok, screen) = d.talm_in_tty(args, input);
+    assert!(ok, "{screen}");
+    screen
 }
 
 #[test]

@@ -129,6 +129,33 @@ impl Dir {
         Run { cmd }
     }
 
+    /// Runs `talm` under a pseudo-terminal (util-linux `script`), answering prompts from
+    /// `input`; returns whether it succeeded and what the terminal showed.
+    pub fn talm_in_tty(&self, args: &str, input: &str) -> (bool, String) {
+        use std::io::Write;
+        let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_talm"));
+        let mut child = std::process::Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .current_dir(self.path())
+            .env_remove("TALM_PRESETS_DIR")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("util-linux `script` runs talm under a terminal");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    }
+
     /// The text of a fresh age key file, made by `talm init --encrypt` in a scratch project.
     pub fn new_key() -> String {
         talm::secrets::crypt::new_key_file()

@@ -102,6 +102,22 @@ fn decrypt_keeps_plain_edits_unless_forced() {
     assert!(o.stderr.contains("~ registry.password"), "{}", o.stderr);
     assert!(d.read("values-secret.yaml").contains("hunter2"));
     assert!(d.read("talosconfig").contains("127.0.0.11"));
+    // On a terminal the user is shown the same and asked; "n" changes nothing.
+    edit(&d, "values-secret.yaml", "hunter2", "changed-again");
+    let before = d.snapshot();
+    let (ok, screen) = d.talm_in_tty("init --decrypt", "n\n");
+    assert!(
+        !ok && screen.contains("Replace these plain files with the decrypted ones? [y/N]:"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("~ registry.password") && !screen.contains("hunter2"),
+        "{screen}"
+    );
+    assert_eq!(d.snapshot(), before);
+    let (ok, screen) = d.talm_in_tty("init --decrypt", "y\n");
+    assert!(ok, "{screen}");
+    assert!(d.read("values-secret.yaml").contains("hunter2"));
     // Nothing to lose: a plain file missing keys the twin has is simply completed.
     d.write("values-secret.yaml", "{}\n");
     d.talm(["init", "--decrypt"]).ok();
@@ -212,6 +228,25 @@ fn node_files_keep_comments_when_encrypted_values_are_in_scope() {
         "{node}"
     );
     assert!(node.contains("username: bot"), "{node}");
+    // The preset's own node file: its discovered disks and interfaces stay as comments.
+    d.write(
+        "nodes/cp.yaml",
+        "# talm: nodes=[\"127.9.3.1\"], templates=[\"templates/controlplane.yaml\"]\n",
+    );
+    d.talm([
+        "template",
+        "--facts",
+        "facts.yaml",
+        "-f",
+        "nodes/cp.yaml",
+        "-I",
+    ])
+    .ok();
+    let cp = d.read("nodes/cp.yaml");
+    assert!(
+        cp.contains("# -- Discovered disks:") && cp.contains("# -- Discovered interfaces:"),
+        "{cp}"
+    );
 }
 
 #[test]
