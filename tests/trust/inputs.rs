@@ -172,24 +172,11 @@ fn wrong_value_shapes_are_refused_naming_key_and_file() {
 fn empty_values_and_facts_without_resources_say_so() {
     let d = project();
     d.write("values.yaml", "# nothing here\n");
-    d.talm([
-        "template",
-        "--facts",
-        "facts.yaml",
-        "-t",
-        "templates/controlplane.yaml",
-    ])
-    .fails_with("values.yaml is empty");
+    d.talm(crate::RENDER_CP).fails_with("values.yaml is empty");
     let d = project();
     d.write("facts.yaml", "node: 10.0.0.1\nlinks: []\n");
-    d.talm([
-        "template",
-        "--facts",
-        "facts.yaml",
-        "-t",
-        "templates/controlplane.yaml",
-    ])
-    .fails_with("facts.yaml has no `resources:` key: it is not a talm facts file");
+    d.talm(crate::RENDER_CP)
+        .fails_with("facts.yaml has no `resources:` key: it is not a talm facts file");
 }
 
 #[test]
@@ -214,27 +201,13 @@ fn in_place_never_replaces_a_good_node_file_with_a_bad_render() {
         "machine:\n  type: worker\n  notAKey: 1\n",
     );
     d.refused(
-        &[
-            "template",
-            "--facts",
-            "facts.yaml",
-            "-f",
-            "nodes/n.yaml",
-            "-I",
-        ],
+        crate::IN_PLACE,
         "nodes/n.yaml: the render does not decode as Talos config documents",
     );
     // A render that is not YAML at all.
     d.write("templates/probe.yaml", "machine:\n  type: [worker\n");
     d.refused(
-        &[
-            "template",
-            "--facts",
-            "facts.yaml",
-            "-f",
-            "nodes/n.yaml",
-            "-I",
-        ],
+        crate::IN_PLACE,
         "templates/probe.yaml rendered text that is not valid YAML",
     );
     assert_eq!(d.read("nodes/n.yaml"), good);

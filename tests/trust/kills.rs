@@ -314,18 +314,9 @@ fn node_project() -> Dir {
 
 #[test]
 fn template_in_place_killed_anywhere_leaves_old_or_new() {
-    let args = [
-        "template",
-        "--facts",
-        "facts.yaml",
-        "-f",
-        "nodes/n.yaml",
-        "-I",
-        "--set",
-        "image=ghcr.io/x/talos:v1.13.1",
-    ];
+    let args = crate::args(crate::IN_PLACE, &["--set", "image=ghcr.io/x/talos:v1.13.1"]);
     let probe = node_project();
-    probe.talm(args).ok();
+    probe.talm(&args).ok();
     let rendered = probe.read("nodes/n.yaml");
     kill_runs(
         "template -I",
@@ -333,7 +324,7 @@ fn template_in_place_killed_anywhere_leaves_old_or_new() {
         &args,
         |d, _, _| d.read("nodes/n.yaml") == rendered,
         |d| {
-            d.talm(args).ok();
+            d.talm(&args).ok();
             let node = d.read("nodes/n.yaml");
             assert!(
                 node.starts_with("# my notes on this node\n# talm: "),

@@ -4,6 +4,29 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+
+/// `talm template` rewriting `nodes/n.yaml` in place from the golden facts.
+const IN_PLACE: &[&str] = &[
+    "template",
+    "--facts",
+    "facts.yaml",
+    "-f",
+    "nodes/n.yaml",
+    "-I",
+];
+/// `talm template` of the control-plane template from the golden facts.
+const RENDER_CP: &[&str] = &[
+    "template",
+    "--facts",
+    "facts.yaml",
+    "-t",
+    "templates/controlplane.yaml",
+];
+
+/// A command line: `base` followed by `extra`.
+fn args<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    base.iter().chain(extra).copied().collect()
+}
 mod durations;
 mod inputs;
 mod kills;

@@ -307,28 +307,14 @@ fn full_renders_are_not_written_into_node_files_without_consent() {
         "# talm: nodes=[\"127.9.3.2\"], templates=[\"templates/controlplane.yaml\"]\n",
     );
     d.refused(
-        &[
-            "template",
-            "--facts",
-            "facts.yaml",
-            "-f",
-            "nodes/n.yaml",
-            "-I",
-            "--full",
-        ],
+        &crate::args(crate::IN_PLACE, &["--full"]),
         "refusing to write the whole machine config into nodes/n.yaml",
     );
     let o = d
-        .talm([
-            "template",
-            "--facts",
-            "facts.yaml",
-            "-f",
-            "nodes/n.yaml",
-            "-I",
-            "--full",
-            "--allow-private-keys",
-        ])
+        .talm(crate::args(
+            crate::IN_PLACE,
+            &["--full", "--allow-private-keys"],
+        ))
         .ok();
     assert!(o.stderr.contains("do NOT commit it"), "{}", o.stderr);
     assert_eq!(d.mode("nodes/n.yaml"), 0o600);
