@@ -4,11 +4,13 @@
 pub mod archive;
 pub mod client;
 pub mod creds;
+pub mod diagnose;
 pub mod discovery;
 pub mod errors;
 pub mod resources;
 pub mod scan;
 pub mod verify;
+pub mod wire;
 
 use std::future::Future;
 use std::sync::OnceLock;
