@@ -16,7 +16,7 @@ use tonic::{Code, Request, Status, Streaming};
 use super::creds::{Auth, Identity};
 use super::diagnose;
 use super::errors::{self, Site, MACHINE, STATE};
-use super::wire::{Checked, Dialer, Wire};
+use super::wire::{Checked, Dialer, Facts, Wire};
 use crate::proto::common;
 use crate::proto::cosi::resource as cosi;
 use crate::proto::machine;
@@ -82,6 +82,19 @@ fn certified(id: &Identity) -> Result<Arc<CertifiedKey>> {
     .map_err(|e| unusable(e.to_string()))
 }
 
+/// Longest second look at a node whose authenticated connection ended silently.
+const SECOND_LOOK: Duration = Duration::from_secs(2);
+
+/// What the dialer's latest connection showed; when an authenticated one ended before the node
+/// said anything, with a second look (a node refusing the client certificate says so then).
+async fn facts_of(dialer: &Dialer, insecure: bool, timeout: Duration) -> Facts {
+    let mut facts = dialer.wire.facts();
+    if !insecure && facts.silent_end() && facts.second_look.is_none() {
+        facts.second_look = Some(dialer.second_look(SECOND_LOOK.min(timeout)).await);
+    }
+    facts
+}
+
 /// A live connection to one endpoint.
 #[derive(Clone)]
 pub struct Client {
@@ -136,20 +149,22 @@ impl Client {
             .rsplit_once(':')
             .and_then(|(_, p)| p.parse().ok())
             .unwrap_or(DEFAULT_PORT);
-        let wire = Wire::default();
         let dialer = Dialer {
             host: host(endpoint),
             port,
             ca,
             identity,
-            wire: wire.clone(),
+            wire: Wire::default(),
         };
-        let channel =
-            match tokio::time::timeout(opts.timeout, ep.connect_with_connector(dialer)).await {
-                Err(_) => return Err(errors::timeout(site, opts.timeout)),
-                Ok(Err(e)) => return Err(diagnose::connect(site, &wire.facts(), &e)),
-                Ok(Ok(c)) => c,
-            };
+        let connecting = ep.connect_with_connector(dialer.clone());
+        let channel = match tokio::time::timeout(opts.timeout, connecting).await {
+            Err(_) => return Err(errors::timeout(site, opts.timeout)),
+            Ok(Err(e)) => {
+                let facts = facts_of(&dialer, insecure, opts.timeout).await;
+                return Err(diagnose::connect(site, &facts, &e));
+            }
+            Ok(Ok(c)) => c,
+        };
         Ok(Client {
             target: target.map(str::to_string),
             node,
@@ -157,7 +172,7 @@ impl Client {
             endpoint: addr,
             insecure,
             timeout: opts.timeout,
-            channel: Checked { channel, wire },
+            channel: Checked { channel, dialer },
         })
     }
 
@@ -177,7 +192,7 @@ impl Client {
 
     /// A call's failure, named from what the connection showed; one that ends when the deadline
     /// has passed is the deadline (tonic reports its own as a bare `Cancelled`).
-    fn failed(
+    async fn failed(
         &self,
         call: &str,
         service: &'static str,
@@ -188,7 +203,8 @@ impl Client {
         if errors::is_deadline(st) || started.elapsed() >= self.timeout {
             return errors::timeout(site, self.timeout);
         }
-        diagnose::status(site, &self.channel.wire.facts(), st)
+        let facts = facts_of(&self.channel.dialer, self.insecure, self.timeout).await;
+        diagnose::status(site, &facts, st)
     }
 
     fn machine(&self) -> machine::machine_service_client::MachineServiceClient<Checked> {
@@ -226,7 +242,7 @@ impl Client {
         let started = std::time::Instant::now();
         match tokio::time::timeout(self.timeout, fut).await {
             Err(_) => Err(errors::timeout(self.site(call, service), self.timeout)),
-            Ok(Err(st)) => Err(self.failed(call, service, &st, started)),
+            Ok(Err(st)) => Err(self.failed(call, service, &st, started).await),
             Ok(Ok(v)) => Ok(v),
         }
     }

@@ -11,7 +11,7 @@ use tonic::Status;
 use super::errors::{
     answered, chain, Kind, NotTalos, Site, CONNECT, REGEN_HINT, RETRY_HINT, UNREACHABLE_HINT,
 };
-use super::wire::{Dial, End, Facts, Presented, H2};
+use super::wire::{Dial, End, Facts, Presented, SecondLook, H2};
 
 /// TLS alerts with which a server refuses a client certificate.
 fn cert_alert(a: AlertDescription) -> bool {
@@ -201,14 +201,23 @@ fn explain(site: Site, f: &Facts) -> Option<anyhow::Error> {
         });
     }
     let end = f.ended.as_ref()?;
-    Some(match end {
-        End::Alert(a) if !site.insecure && cert_alert(*a) => site.error(
+    Some(match (end, f.second_look) {
+        (End::Alert(a), _) if !site.insecure && cert_alert(*a) => site.error(
             Kind::ClientCertRejected,
             format!("the node rejected the client certificate (TLS alert {a:?})"),
             REGEN_HINT,
         ),
-        End::Alert(AlertDescription::CertificateRequired) if site.insecure => not_maintenance(site),
-        end => cut(site, f, &end_text(end)),
+        (End::Alert(AlertDescription::CertificateRequired), _) if site.insecure => {
+            not_maintenance(site)
+        }
+        (_, Some(SecondLook::Alert(a))) if !site.insecure && cert_alert(a) => site.error(
+            Kind::ClientCertRejected,
+            format!(
+                "the node rejected the client certificate (it closed the connection, and answered a second one with TLS alert {a:?})"
+            ),
+            REGEN_HINT,
+        ),
+        (end, _) => cut(site, f, &end_text(end)),
     })
 }
 
@@ -223,7 +232,11 @@ fn cut(site: Site, f: &Facts, how: &str) -> anyhow::Error {
     } else {
         ", before the node sent anything"
     };
-    let hint = if f.received || site.insecure {
+    // Only a silent end that a second look could not explain leaves the certificate in doubt.
+    let in_doubt = !f.received
+        && !site.insecure
+        && !matches!(f.second_look, Some(SecondLook::Spoke | SecondLook::Closed));
+    let hint = if !in_doubt {
         RETRY_HINT
     } else {
         "the node may be rebooting: retry once it answers again; if this persists, it may be refusing the client certificate without saying so: regenerate the talosconfig with `talm talosconfig`"
@@ -352,6 +365,39 @@ mod tests {
                     assert!(!text.contains("talosconfig"), "{text}");
                 }
             }
+        }
+
+        // An authenticated connection that ended before the node said anything: the second
+        // look decides between a refused certificate and a cut.
+        let silent = Facts {
+            ended: Some(End::Reset),
+            received: false,
+            ..up()
+        };
+        let with = |look| Facts {
+            second_look: Some(look),
+            ..silent.clone()
+        };
+        let refused = explain(
+            site(false),
+            &with(SecondLook::Alert(AlertDescription::UnknownCA)),
+        )
+        .unwrap();
+        assert_eq!(kind(&refused), Some(Kind::ClientCertRejected));
+        assert!(crate::error::render(&refused).contains("talm talosconfig"));
+        for (look, doubt) in [
+            (SecondLook::Spoke, false),
+            (SecondLook::Closed, false),
+            (SecondLook::Nothing, true),
+        ] {
+            let e = explain(site(false), &with(look)).unwrap();
+            assert_eq!(kind(&e), Some(Kind::Cut));
+            let text = crate::error::render(&e);
+            assert_eq!(
+                text.contains("client certificate"),
+                doubt,
+                "{look:?}: {text}"
+            );
         }
 
         let web = Facts {

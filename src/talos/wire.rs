@@ -76,6 +76,19 @@ pub enum End {
     Io(String),
 }
 
+/// What a second connection showed when the first ended before the server said anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecondLook {
+    /// The server refused the client certificate with this alert.
+    Alert(AlertDescription),
+    /// The server accepted the handshake and spoke.
+    Spoke,
+    /// The server accepted the handshake and closed the connection without a word.
+    Closed,
+    /// Nothing in time, or no second connection.
+    Nothing,
+}
+
 /// An HTTP reply that is not gRPC.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reply {
@@ -100,6 +113,8 @@ pub struct Facts {
     pub ended: Option<End>,
     /// The first reply that was not gRPC.
     pub reply: Option<Reply>,
+    /// What a second connection showed, when one was made (see `Dialer::second_look`).
+    pub second_look: Option<SecondLook>,
 }
 
 impl Facts {
@@ -111,6 +126,13 @@ impl Facts {
             Presented::Cluster
         };
         self.alpn.as_deref() == Some(H2) && self.presented.as_ref() == Some(&cert)
+    }
+
+    /// The connection ended after the handshake before the server said anything: a node that
+    /// refuses the client certificate does that (TLS 1.3 refuses after the handshake), and its
+    /// alert is lost when the client's first write meets the reset its close causes.
+    pub fn silent_end(&self) -> bool {
+        self.handshake && !self.received && !matches!(self.ended, None | Some(End::Alert(_)))
     }
 }
 
@@ -233,23 +255,29 @@ impl Dialer {
         Ok(cfg)
     }
 
-    async fn dial(self) -> io::Result<TokioIo<Watched>> {
-        let record = self.wire.begin();
-        let fail = |d: Dial, e: io::Error| {
-            note(&record, |f| f.failed = Some(d));
-            e
-        };
+    /// TCP, then the TLS handshake under `record`; a failure says which step and how.
+    async fn handshake(&self, record: &Record) -> Result<TlsStream<TcpStream>, (Dial, io::Error)> {
         let tcp = TcpStream::connect((self.host.as_str(), self.port))
             .await
-            .map_err(|e| fail(tcp_failure(&e), e))?;
-        tcp.set_nodelay(true)?;
+            .map_err(|e| (tcp_failure(&e), e))?;
+        tcp.set_nodelay(true)
+            .map_err(|e| (Dial::Tcp(e.to_string()), e))?;
+        let tls_step = |e: io::Error| (Dial::Tls(e.to_string()), e);
         let name = ServerName::try_from(self.host.clone())
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let cfg = self.config(&record)?;
-        let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
+            .map_err(|e| tls_step(io::Error::new(io::ErrorKind::InvalidInput, e)))?;
+        let cfg = self.config(record).map_err(tls_step)?;
+        tokio_rustls::TlsConnector::from(Arc::new(cfg))
             .connect(name, tcp)
             .await
-            .map_err(|e| fail(handshake_failure(&e), e))?;
+            .map_err(|e| (handshake_failure(&e), e))
+    }
+
+    async fn dial(self) -> io::Result<TokioIo<Watched>> {
+        let record = self.wire.begin();
+        let tls = self.handshake(&record).await.map_err(|(d, e)| {
+            note(&record, |f| f.failed = Some(d));
+            e
+        })?;
         let alpn = tls.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
         let usable = {
             let mut f = record.lock().unwrap_or_else(|e| e.into_inner());
@@ -261,8 +289,34 @@ impl Dialer {
             // Nothing is sent: what is wrong is told from the record.
             return Err(io::Error::other("the server is not the Talos API expected"));
         }
-        let mutual = self.identity.is_some();
-        Ok(TokioIo::new(Watched::new(tls, record, mutual)))
+        Ok(TokioIo::new(Watched { io: tls, record }))
+    }
+
+    /// After an authenticated connection ended silently: connects again, writes nothing, and
+    /// listens up to `wait` for the node to refuse the client certificate (an alert), speak, or
+    /// close. Notes the result in the current record and returns it.
+    pub async fn second_look(&self, wait: Duration) -> SecondLook {
+        let look = async {
+            let mut tls = match self.handshake(&Record::default()).await {
+                Ok(tls) => tls,
+                Err((Dial::Alert(a), _)) => return SecondLook::Alert(a),
+                Err(_) => return SecondLook::Nothing,
+            };
+            let mut byte = [0u8; 1];
+            match tokio::io::AsyncReadExt::read(&mut tls, &mut byte).await {
+                Ok(0) => SecondLook::Closed,
+                Ok(_) => SecondLook::Spoke,
+                Err(e) => match end_of(&e) {
+                    End::Alert(a) => SecondLook::Alert(a),
+                    _ => SecondLook::Closed,
+                },
+            }
+        };
+        let seen = tokio::time::timeout(wait, look)
+            .await
+            .unwrap_or(SecondLook::Nothing);
+        note(&self.wire.current(), |f| f.second_look = Some(seen));
+        seen
     }
 }
 
@@ -280,35 +334,13 @@ impl Service<http::Uri> for Dialer {
     }
 }
 
-/// How long an authenticated connection waits for the server to speak first (the HTTP/2
-/// SETTINGS every gRPC server sends at once) before the client writes anyway.
-const FIRST_WORD: Duration = Duration::from_secs(3);
-
 /// A TLS connection that records what arrives and how it ends.
-///
-/// On an authenticated connection the client's first write waits until the server has spoken:
-/// a node refusing the client certificate answers the handshake with a TLS alert and closes,
-/// and writing into that close would make the reset overtake the alert. Waiting makes the
-/// alert (or the close) the first thing seen, so the refusal is named for what it is.
 pub struct Watched {
     io: TlsStream<TcpStream>,
     record: Record,
-    /// What the server sent while the first write waited, handed to the reader first.
-    early: Vec<u8>,
-    /// Until the server has spoken (or `FIRST_WORD` has passed), writes wait.
-    gate: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl Watched {
-    fn new(io: TlsStream<TcpStream>, record: Record, wait_first_word: bool) -> Watched {
-        Watched {
-            io,
-            record,
-            early: Vec::new(),
-            gate: wait_first_word.then(|| Box::pin(tokio::time::sleep(FIRST_WORD))),
-        }
-    }
-
     fn ended(&self, e: &io::Error) {
         let end = end_of(e);
         note(&self.record, |f| {
@@ -325,16 +357,18 @@ impl Watched {
         }
         r
     }
+}
 
-    /// Reads from the connection, noting what arrives and how it ends.
-    fn read_io(&mut self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let r = Pin::new(&mut self.io).poll_read(cx, buf);
         if let Poll::Ready(Ok(())) = r {
             let got = buf.filled().len() > before;
-            if got {
-                self.gate = None;
-            }
             note(&self.record, |f| {
                 if got {
                     f.received = true;
@@ -345,54 +379,6 @@ impl Watched {
         }
         self.watch(r)
     }
-
-    /// Ready once writes may go: the server has spoken, or waited for long enough.
-    fn poll_gate(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        while self.gate.is_some() {
-            let mut scratch = [0u8; 4096];
-            let mut buf = ReadBuf::new(&mut scratch);
-            match self.read_io(cx, &mut buf) {
-                Poll::Ready(Ok(())) if buf.filled().is_empty() => {
-                    self.gate = None;
-                    return Poll::Ready(Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "the node closed the connection before it sent anything",
-                    )));
-                }
-                Poll::Ready(Ok(())) => self.early.extend_from_slice(buf.filled()),
-                Poll::Ready(Err(e)) => {
-                    self.gate = None;
-                    return Poll::Ready(Err(e));
-                }
-                Poll::Pending => {
-                    if let Some(sleep) = self.gate.as_mut() {
-                        if sleep.as_mut().poll(cx).is_ready() {
-                            self.gate = None;
-                        } else {
-                            return Poll::Pending;
-                        }
-                    }
-                }
-            }
-        }
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl AsyncRead for Watched {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        if !self.early.is_empty() {
-            let n = self.early.len().min(buf.remaining());
-            buf.put_slice(&self.early[..n]);
-            self.early.drain(..n);
-            return Poll::Ready(Ok(()));
-        }
-        self.read_io(cx, buf)
-    }
 }
 
 impl AsyncWrite for Watched {
@@ -401,13 +387,11 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        std::task::ready!(self.poll_gate(cx))?;
         let r = Pin::new(&mut self.io).poll_write(cx, buf);
         self.watch(r)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        std::task::ready!(self.poll_gate(cx))?;
         let r = Pin::new(&mut self.io).poll_flush(cx);
         self.watch(r)
     }
@@ -422,7 +406,8 @@ impl AsyncWrite for Watched {
 #[derive(Clone)]
 pub struct Checked {
     pub channel: Channel,
-    pub wire: Wire,
+    /// How the channel dials (its `wire` holds the record).
+    pub dialer: Dialer,
 }
 
 /// The non-gRPC facts of a reply's head, if any.
@@ -453,7 +438,7 @@ impl Service<http::Request<Body>> for Checked {
 
     fn call(&mut self, req: http::Request<Body>) -> Self::Future {
         let fut = self.channel.call(req);
-        let wire = self.wire.clone();
+        let wire = self.dialer.wire.clone();
         Box::pin(async move {
             let r = fut.await?;
             if let Some(reply) = not_grpc(r.status(), r.headers().get(http::header::CONTENT_TYPE)) {

@@ -289,14 +289,58 @@ fn a_server_that_closes_after_the_handshake_cut_the_call() {
     drop(fake);
 
     // The cluster's TLS, client certificate accepted, then closed at once: a cut, not a
-    // handshake failure (the handshake succeeded). An authenticated connection waits for the
-    // server to speak before writing, so the cut is seen while connecting.
+    // handshake failure (the handshake succeeded), nor a refused certificate (a second look
+    // sees the node accept it and close without an alert). Whether the close lands while
+    // connecting or during the call is a race; either is named.
     let fake = tls_fake("127.9.1.7", cluster_tls(&d, "127.9.1.7"), Then::Close);
     let o = d
         .talm(["version", "-n", "127.9.1.7", "-e", "127.9.1.7"])
-        .fails_with("node 127.9.1.7: connect: the connection was cut right after the TLS handshake, before the node sent anything");
+        .fails_with("before the node sent anything");
+    assert!(o.stderr.contains("node 127.9.1.7: "), "{}", o.stderr);
+    assert!(
+        !o.stderr.contains("refusing the client certificate"),
+        "{}",
+        o.stderr
+    );
     reported_as_cut(&o.stderr, false);
     drop(fake);
+}
+
+#[test]
+fn a_node_refusing_the_client_certificate_is_named_so() {
+    // A node of another cluster's CA for clients: TLS 1.3 refuses the certificate after the
+    // handshake with an alert, which must win over the reset the client's first write meets.
+    let d = Dir::project("generic");
+    let other = Bundle::generate(
+        talm::secrets::contract::Contract::parse("v1.6").unwrap(),
+        time::OffsetDateTime::now_utc(),
+    )
+    .unwrap();
+    let (other_ca, _) = other.os_ca().unwrap();
+    let bundle = Bundle::load(&d.read("secrets.yaml"), "secrets.yaml").unwrap();
+    let (ca, key) = bundle.os_ca().unwrap();
+    let id = certs::issued(
+        &b64(&ca),
+        &b64(&key.to_talos_pem().unwrap()),
+        &[ip("127.9.1.14")],
+        "fake",
+        &[],
+    )
+    .unwrap();
+    let cfg = certs::mutual_config(&id, &[b64(&other_ca)]).unwrap();
+    let _fake = tls_fake("127.9.1.14", cfg, Then::CloseAfterRead);
+    for _ in 0..3 {
+        let o = d
+            .talm(["version", "-n", "127.9.1.14", "-e", "127.9.1.14"])
+            .fails_with("node 127.9.1.14: ");
+        assert!(
+            o.stderr
+                .contains("the node rejected the client certificate"),
+            "{}",
+            o.stderr
+        );
+        assert!(o.stderr.contains("hint: ") && o.stderr.contains("talm talosconfig"));
+    }
 }
 
 #[test]
