@@ -35,6 +35,17 @@ pub fn plain(message: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
+/// The hints an error in a chain carries: a `Hinted`'s, or a node failure's.
+pub fn hints_of<'a>(cause: &'a (dyn std::error::Error + 'static)) -> &'a [String] {
+    if let Some(h) = cause.downcast_ref::<Hinted>() {
+        return &h.hints;
+    }
+    if let Some(n) = cause.downcast_ref::<crate::talos::errors::NodeError>() {
+        return &n.hints;
+    }
+    &[]
+}
+
 /// Renders an error as the binary prints it: the context chain on one line, then every hint
 /// found anywhere in the chain on its own `hint:` line.
 pub fn render(err: &anyhow::Error) -> String {
@@ -51,12 +62,10 @@ pub fn render(err: &anyhow::Error) -> String {
     out.push_str(&line);
     out.push('\n');
     for cause in err.chain() {
-        if let Some(h) = cause.downcast_ref::<Hinted>() {
-            for hint in &h.hints {
-                out.push_str("hint: ");
-                out.push_str(hint);
-                out.push('\n');
-            }
+        for hint in hints_of(cause) {
+            out.push_str("hint: ");
+            out.push_str(hint);
+            out.push('\n');
         }
     }
     crate::mask::scrub(&out).into_owned()

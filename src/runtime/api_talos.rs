@@ -16,7 +16,7 @@ use crate::proto::machine;
 use crate::talos::client::{self, Client};
 use crate::talos::creds::{self, Auth};
 use crate::talos::duration::{self, Zero};
-use crate::talos::{block_on, discovery, resources};
+use crate::talos::{block_on, discovery, errors, resources};
 
 /// What `node(addr)` uses unless told otherwise: set by the command line.
 #[derive(Clone, Debug, Default)]
@@ -309,7 +309,9 @@ fn answers(n: &Node) -> bool {
     *n.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;
     match n.with(|c| block_on(c.version())) {
         Ok(_) => true,
-        Err(e) => n.opts.auth.is_insecure() && e.to_string().contains("not in maintenance mode"),
+        Err(e) => {
+            n.opts.auth.is_insecure() && errors::kind(&e) == Some(errors::Kind::NotMaintenance)
+        }
     }
 }
 

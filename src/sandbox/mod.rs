@@ -19,9 +19,7 @@ pub struct ScriptError(pub Hinted);
 pub fn to_rhai(err: anyhow::Error) -> Box<EvalAltResult> {
     let mut hints = Vec::new();
     for cause in err.chain() {
-        if let Some(h) = cause.downcast_ref::<Hinted>() {
-            hints.extend(h.hints.iter().cloned());
-        }
+        hints.extend(crate::error::hints_of(cause).iter().cloned());
     }
     let message = err
         .chain()

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::{check_loopback, parse_file, NodeSpec, Sim};
+use super::{check_loopback, check_unique, parse_file, NodeSpec, Sim};
 use crate::cli::SimArgs;
 use crate::error::hinted;
 use crate::talos::duration::{self, Zero};
@@ -15,11 +15,15 @@ use crate::talos::duration::{self, Zero};
 pub fn specs(args: &SimArgs) -> Result<Vec<NodeSpec>> {
     let delay = duration::flag("--reboot-delay", &args.reboot_delay, Zero::Allowed)?;
     let mut out = Vec::new();
+    let mut given = Vec::new();
     if let Some(file) = &args.config {
         let text = crate::project::fsutil::read_text(Path::new(file))?;
         out = parse_file(&text, file, args.port, delay)?;
+        for (i, spec) in out.iter().enumerate() {
+            given.push((spec.addr, format!("{file}: nodes[{i}].address")));
+        }
     }
-    for n in &args.node {
+    for (i, n) in args.node.iter().enumerate() {
         let ip: IpAddr = n.parse().map_err(|_| {
             hinted(
                 format!("--node {n:?} is not an IP address"),
@@ -27,10 +31,12 @@ pub fn specs(args: &SimArgs) -> Result<Vec<NodeSpec>> {
             )
         })?;
         check_loopback(ip)?;
+        given.push((ip, format!("--node #{}", i + 1)));
         let mut spec = NodeSpec::new(ip, args.port);
         spec.reboot_delay = delay;
         out.push(spec);
     }
+    check_unique(&given)?;
     if out.is_empty() {
         return Err(hinted(
             "no nodes to simulate",

@@ -38,6 +38,12 @@ impl Sim {
     /// Starts every node on the current runtime and waits until each listens (or, with the
     /// refuse fault, is "up" without a listener).
     pub async fn start(specs: Vec<NodeSpec>) -> Result<Sim> {
+        let given: Vec<(IpAddr, String)> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.addr, format!("node #{}", i + 1)))
+            .collect();
+        check_unique(&given)?;
         let stop = CancellationToken::new();
         let registry: Arc<service::Registry> = Arc::new(RwLock::new(HashMap::new()));
         let mut nodes = Vec::new();
@@ -55,7 +61,14 @@ impl Sim {
             .collect();
         let sim = Sim { nodes, stop, tasks };
         for n in &sim.nodes {
-            sim.wait_up(n, Duration::from_secs(10)).await?;
+            if let Err(e) = sim.wait_up(n, Duration::from_secs(10)).await {
+                // One node that cannot listen stops them all: name it, whichever was awaited.
+                return Err(sim
+                    .nodes
+                    .iter()
+                    .find_map(|n| n.listen_failure())
+                    .unwrap_or(e));
+            }
         }
         Ok(sim)
     }
@@ -63,9 +76,14 @@ impl Sim {
     /// Waits until `node` serves (after a boot).
     pub async fn wait_up(&self, node: &Node, timeout: Duration) -> Result<()> {
         let mut rx = node.up.subscribe();
-        let ok = tokio::time::timeout(timeout, rx.wait_for(|b| *b > 0)).await;
-        match ok {
-            Ok(Ok(_)) => Ok(()),
+        let up = async {
+            tokio::select! {
+                r = rx.wait_for(|b| *b > 0) => r.is_ok(),
+                _ = node.stop.cancelled() => false,
+            }
+        };
+        match tokio::time::timeout(timeout, up).await {
+            Ok(true) => Ok(()),
             _ if node.stop.is_cancelled() => bail!(
                 "simulated node {}:{} could not start",
                 node.spec.addr,
@@ -118,6 +136,20 @@ pub struct NodeEntry {
     pub hardware: Option<hardware::Hardware>,
     #[serde(default)]
     pub faults: faults::Faults,
+}
+
+/// Checks that no address is given twice (a node is known by its address); `given` pairs each
+/// address with where it came from, for the message.
+pub fn check_unique(given: &[(IpAddr, String)]) -> Result<()> {
+    for (i, (addr, origin)) in given.iter().enumerate() {
+        if let Some((_, first)) = given[..i].iter().find(|(a, _)| a == addr) {
+            return Err(hinted(
+                format!("{addr} is given twice: {first} and {origin}"),
+                "each simulated node needs an address of its own: drop one, or give it another loopback address",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Checks that a simulated node binds only to loopback.

@@ -78,6 +78,8 @@ pub struct Node {
     pub stop: CancellationToken,
     /// Boot count at which the API last came up (0 = down).
     pub up: tokio::sync::watch::Sender<u64>,
+    /// Why the node could not listen, when it could not.
+    listen_failure: Mutex<Option<std::io::Error>>,
 }
 
 impl Node {
@@ -88,9 +90,46 @@ impl Node {
             state: Mutex::new(state),
             boot: Mutex::new(stop.child_token()),
             up: tokio::sync::watch::channel(0).0,
+            listen_failure: Mutex::new(None),
             stop,
             spec,
         }
+    }
+
+    pub(super) fn set_listen_failure(&self, e: std::io::Error) {
+        *self
+            .listen_failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(e);
+    }
+
+    /// Why the node could not listen on its address, as a user-facing error.
+    pub fn listen_failure(&self) -> Option<anyhow::Error> {
+        let guard = self
+            .listen_failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let e = guard.as_ref()?;
+        let at = format!("{}:{}", self.spec.addr, self.spec.port);
+        let (what, hint) = match e.kind() {
+            std::io::ErrorKind::AddrInUse => (
+                "the address is already in use".to_string(),
+                "another process listens there (another `talm sim`?): stop it, or simulate the node at another loopback address",
+            ),
+            std::io::ErrorKind::AddrNotAvailable => (
+                "the address is not available on this machine".to_string(),
+                "use a loopback address in 127.0.0.0/8 (or ::1)",
+            ),
+            std::io::ErrorKind::PermissionDenied => (
+                "permission denied".to_string(),
+                "ports below 1024 need privileges: pick another with --port",
+            ),
+            _ => (e.to_string(), "pick another address or port"),
+        };
+        Some(crate::error::hinted(
+            format!("cannot listen on {at}: {what}"),
+            hint,
+        ))
     }
 
     pub fn state(&self) -> MutexGuard<'_, State> {

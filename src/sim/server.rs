@@ -98,13 +98,14 @@ impl Connected for Conn {
 
 use std::future::Future;
 
-/// Binds `addr`, retrying briefly while the previous boot's socket is released.
-async fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
+/// Binds `addr`; after a reboot (`again`), retries briefly while the previous boot's socket is
+/// released. On the first boot an address in use is someone else's: no retry.
+async fn bind(addr: SocketAddr, again: bool) -> io::Result<TcpListener> {
     let mut tries = 0;
     loop {
         match TcpListener::bind(addr).await {
             Ok(l) => return Ok(l),
-            Err(e) if e.kind() == io::ErrorKind::AddrInUse && tries < 50 => {
+            Err(e) if again && e.kind() == io::ErrorKind::AddrInUse && tries < 50 => {
                 tries += 1;
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -216,6 +217,7 @@ async fn certificates(
 /// and boot again, until the simulator stops.
 pub async fn run(node: Arc<Node>, registry: Arc<Registry>) {
     let addr = SocketAddr::new(node.spec.addr, node.spec.port);
+    let mut first = true;
     loop {
         let boot = node.new_boot();
         if node.faults().refuse {
@@ -223,7 +225,7 @@ pub async fn run(node: Arc<Node>, registry: Arc<Registry>) {
             boot.cancelled().await;
         } else {
             if let Some(tls) = certificates(&node, &registry, &boot).await {
-                match bind(addr).await {
+                match bind(addr, !first).await {
                     Ok(listener) => {
                         if let Err(e) = serve_boot(&node, &registry, listener, tls, &boot).await {
                             eprintln!("sim {addr}: {e:#}");
@@ -231,12 +233,16 @@ pub async fn run(node: Arc<Node>, registry: Arc<Registry>) {
                         }
                     }
                     Err(e) => {
-                        eprintln!("sim {addr}: cannot listen: {e}");
+                        if !first {
+                            eprintln!("sim {addr}: cannot listen: {e}");
+                        }
+                        node.set_listen_failure(e);
                         node.stop.cancel();
                     }
                 }
             }
         }
+        first = false;
         node.up.send_replace(0);
         if node.stop.is_cancelled() {
             break;

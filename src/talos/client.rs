@@ -7,13 +7,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::sign::CertifiedKey;
 use tokio_stream::StreamExt;
-use tonic::transport::{Channel, ClientTlsConfig, Endpoint, Identity};
+use tonic::transport::Endpoint;
 use tonic::{Code, Request, Status, Streaming};
 
-use super::creds::Auth;
-use super::errors::{self, Site};
-use super::verify::NodeVerifier;
+use super::creds::{Auth, Identity};
+use super::diagnose;
+use super::errors::{self, Site, MACHINE, STATE};
+use super::wire::{Checked, Dialer, Facts, Wire};
 use crate::proto::common;
 use crate::proto::cosi::resource as cosi;
 use crate::proto::machine;
@@ -55,7 +58,42 @@ pub fn host(endpoint: &str) -> String {
     h.trim_start_matches('[').trim_end_matches(']').to_string()
 }
 
-pub use super::verify::{IN_MAINTENANCE, MAINTENANCE_CN, NOT_MAINTENANCE};
+pub use super::verify::MAINTENANCE_CN;
+
+/// The client certificate and key as rustls signs with them.
+fn certified(id: &Identity) -> Result<Arc<CertifiedKey>> {
+    let unusable = |e: String| {
+        crate::error::hinted(
+            format!("the talosconfig's client certificate is unusable: {e}"),
+            "regenerate the talosconfig with `talm talosconfig`",
+        )
+    };
+    let (_, cert) =
+        crate::secrets::pki::pem_decode(&id.cert_pem).ok_or_else(|| unusable("not PEM".into()))?;
+    let (_, key) = crate::secrets::pki::pem_decode(&id.key_pem)
+        .ok_or_else(|| unusable("key not PEM".into()))?;
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key));
+    CertifiedKey::from_der(
+        vec![CertificateDer::from(cert)],
+        key,
+        &rustls::crypto::aws_lc_rs::default_provider(),
+    )
+    .map(Arc::new)
+    .map_err(|e| unusable(e.to_string()))
+}
+
+/// Longest second look at a node whose authenticated connection ended silently.
+const SECOND_LOOK: Duration = Duration::from_secs(2);
+
+/// What the dialer's latest connection showed; when an authenticated one ended before the node
+/// said anything, with a second look (a node refusing the client certificate says so then).
+async fn facts_of(dialer: &Dialer, insecure: bool, timeout: Duration) -> Facts {
+    let mut facts = dialer.wire.facts();
+    if !insecure && facts.silent_end() && facts.second_look.is_none() {
+        facts.second_look = Some(dialer.second_look(SECOND_LOOK.min(timeout)).await);
+    }
+    facts
+}
 
 /// A live connection to one endpoint.
 #[derive(Clone)]
@@ -66,12 +104,10 @@ pub struct Client {
     pub endpoint: String,
     /// How errors name the node: `node`, or `node (via endpoint)` when proxied.
     label: String,
-    /// Set once a call on this connection has succeeded.
-    answered: Arc<std::sync::atomic::AtomicBool>,
     target: Option<String>,
     insecure: bool,
     timeout: Duration,
-    channel: Channel,
+    channel: Checked,
 }
 
 impl Client {
@@ -88,50 +124,55 @@ impl Client {
         };
         let site = Site {
             node: &label,
-            call: "connect",
+            endpoint: &addr,
+            call: errors::CONNECT,
+            service: MACHINE,
             insecure,
-            fresh: true,
         };
-        let uri = format!("https://{addr}");
+        let uri = format!("http://{addr}");
         let ep = Endpoint::from_shared(uri.clone())
             .map_err(|e| {
                 crate::error::hinted(
-                    format!("node {node}: {uri:?} is not a valid endpoint: {e}"),
+                    format!("node {node}: {addr:?} is not a valid endpoint: {e}"),
                     "give endpoints and nodes as IP, host or host:port",
                 )
             })?
-            .connect_timeout(opts.timeout)
-            .tcp_nodelay(true);
-        let tls_err = |e: tonic::transport::Error| errors::connect(site, &e);
-        let ep = match &opts.auth {
-            Auth::Insecure => ep
-                .tls_config_with_verifier(
-                    ClientTlsConfig::new(),
-                    Arc::new(NodeVerifier::maintenance()),
-                )
-                .map_err(tls_err)?,
-            Auth::Mutual { ca_pem, identity } => ep
-                .tls_config_with_verifier(
-                    ClientTlsConfig::new()
-                        .identity(Identity::from_pem(&identity.cert_pem, &identity.key_pem)),
-                    Arc::new(NodeVerifier::with_ca(ca_pem)?),
-                )
-                .map_err(tls_err)?,
+            .connect_timeout(opts.timeout);
+        let (ca, identity) = match &opts.auth {
+            Auth::Insecure => (None, None),
+            Auth::Mutual { ca_pem, identity } => (
+                Some(super::verify::ca_verifier(ca_pem)?),
+                Some(certified(identity)?),
+            ),
         };
-        let channel = match tokio::time::timeout(opts.timeout, ep.connect()).await {
+        let port = addr
+            .rsplit_once(':')
+            .and_then(|(_, p)| p.parse().ok())
+            .unwrap_or(DEFAULT_PORT);
+        let dialer = Dialer {
+            host: host(endpoint),
+            port,
+            ca,
+            identity,
+            wire: Wire::default(),
+        };
+        let connecting = ep.connect_with_connector(dialer.clone());
+        let channel = match tokio::time::timeout(opts.timeout, connecting).await {
             Err(_) => return Err(errors::timeout(site, opts.timeout)),
-            Ok(Err(e)) => return Err(errors::connect(site, &e)),
+            Ok(Err(e)) => {
+                let facts = facts_of(&dialer, insecure, opts.timeout).await;
+                return Err(diagnose::connect(site, &facts, &e));
+            }
             Ok(Ok(c)) => c,
         };
         Ok(Client {
             target: target.map(str::to_string),
             node,
             label,
-            answered: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             endpoint: addr,
             insecure,
             timeout: opts.timeout,
-            channel,
+            channel: Checked { channel, dialer },
         })
     }
 
@@ -139,22 +180,40 @@ impl Client {
         self.insecure
     }
 
-    fn site<'a>(&'a self, call: &'a str) -> Site<'a> {
+    fn site<'a>(&'a self, call: &'a str, service: &'static str) -> Site<'a> {
         Site {
             node: &self.label,
+            endpoint: &self.endpoint,
             call,
+            service,
             insecure: self.insecure,
-            fresh: !self.answered.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 
-    fn machine(&self) -> machine::machine_service_client::MachineServiceClient<Channel> {
+    /// A call's failure, named from what the connection showed; one that ends when the deadline
+    /// has passed is the deadline (tonic reports its own as a bare `Cancelled`).
+    async fn failed(
+        &self,
+        call: &str,
+        service: &'static str,
+        st: &Status,
+        started: std::time::Instant,
+    ) -> anyhow::Error {
+        let site = self.site(call, service);
+        if errors::is_deadline(st) || started.elapsed() >= self.timeout {
+            return errors::timeout(site, self.timeout);
+        }
+        let facts = facts_of(&self.channel.dialer, self.insecure, self.timeout).await;
+        diagnose::status(site, &facts, st)
+    }
+
+    fn machine(&self) -> machine::machine_service_client::MachineServiceClient<Checked> {
         machine::machine_service_client::MachineServiceClient::new(self.channel.clone())
             .max_decoding_message_size(MAX_MESSAGE)
             .max_encoding_message_size(MAX_MESSAGE)
     }
 
-    fn state(&self) -> cosi::state_client::StateClient<Channel> {
+    fn state(&self) -> cosi::state_client::StateClient<Checked> {
         cosi::state_client::StateClient::new(self.channel.clone())
             .max_decoding_message_size(MAX_MESSAGE)
     }
@@ -174,18 +233,17 @@ impl Client {
     }
 
     /// Runs one call under the deadline and turns failures into node-named errors.
-    async fn call<T>(&self, call: &str, fut: impl Future<Output = Result<T, Status>>) -> Result<T> {
+    async fn call<T>(
+        &self,
+        call: &str,
+        service: &'static str,
+        fut: impl Future<Output = Result<T, Status>>,
+    ) -> Result<T> {
+        let started = std::time::Instant::now();
         match tokio::time::timeout(self.timeout, fut).await {
-            Err(_) => Err(errors::timeout(self.site(call), self.timeout)),
-            Ok(Err(st)) if errors::is_deadline(&st) => {
-                Err(errors::timeout(self.site(call), self.timeout))
-            }
-            Ok(Err(st)) => Err(errors::status(self.site(call), &st)),
-            Ok(Ok(v)) => {
-                self.answered
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
-                Ok(v)
-            }
+            Err(_) => Err(errors::timeout(self.site(call, service), self.timeout)),
+            Ok(Err(st)) => Err(self.failed(call, service, &st, started).await),
+            Ok(Ok(v)) => Ok(v),
         }
     }
 
@@ -199,7 +257,7 @@ impl Client {
             Some(s) => Status::new(Code::from(s.code), s.message.clone()),
             None => Status::unknown(md.error.clone()),
         };
-        Err(errors::status(self.site(call), &st))
+        Err(errors::answered(self.site(call, MACHINE), &st))
     }
 
     /// The first message of a one-to-many reply, after its in-band error check.
@@ -223,7 +281,7 @@ impl Client {
     pub async fn version(&self) -> Result<machine::Version> {
         let mut c = self.machine();
         let r = self
-            .call("Version", c.version(self.request((), true)))
+            .call("Version", MACHINE, c.version(self.request((), true)))
             .await?;
         self.first("Version", r.into_inner().messages, |m| m.metadata.as_ref())
     }
@@ -231,7 +289,7 @@ impl Client {
     pub async fn hostname(&self) -> Result<String> {
         let mut c = self.machine();
         let r = self
-            .call("Hostname", c.hostname(self.request((), true)))
+            .call("Hostname", MACHINE, c.hostname(self.request((), true)))
             .await?;
         Ok(self
             .first("Hostname", r.into_inner().messages, |m| m.metadata.as_ref())?
@@ -248,19 +306,14 @@ impl Client {
             options: Some(cosi::GetOptions {}),
         };
         let fut = c.get(self.request(req, false));
-        match tokio::time::timeout(self.timeout, fut).await {
-            Err(_) => Err(errors::timeout(self.site("Get"), self.timeout)),
-            Ok(Err(st)) if st.code() == Code::NotFound => Ok(None),
-            Ok(Err(st)) if errors::is_deadline(&st) => {
-                Err(errors::timeout(self.site("Get"), self.timeout))
+        let call = format!("get {ty}");
+        self.call(&call, STATE, async {
+            match fut.await {
+                Err(st) if st.code() == Code::NotFound => Ok(None),
+                r => r.map(|r| r.into_inner().resource),
             }
-            Ok(Err(st)) => Err(errors::status(self.site(&format!("get {ty}")), &st)),
-            Ok(Ok(r)) => {
-                self.answered
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
-                Ok(r.into_inner().resource)
-            }
-        }
+        })
+        .await
     }
 
     /// Every resource of a type in a namespace.
@@ -273,15 +326,20 @@ impl Client {
         };
         let call = format!("list {ty}");
         let stream = self
-            .call(&call, c.list(self.request(req, false)))
+            .call(&call, STATE, c.list(self.request(req, false)))
             .await?
             .into_inner();
-        let items = self.drain(&call, stream).await?;
+        let items = self.drain(&call, STATE, stream).await?;
         Ok(items.into_iter().filter_map(|r| r.resource).collect())
     }
 
     /// Reads a server stream to its end under the deadline.
-    async fn drain<M>(&self, call: &str, mut stream: Streaming<M>) -> Result<Vec<M>> {
+    async fn drain<M>(
+        &self,
+        call: &str,
+        service: &'static str,
+        mut stream: Streaming<M>,
+    ) -> Result<Vec<M>> {
         let collect = async {
             let mut out = Vec::new();
             while let Some(item) = stream.next().await {
@@ -289,7 +347,7 @@ impl Client {
             }
             Ok::<_, Status>(out)
         };
-        self.call(call, collect).await
+        self.call(call, service, collect).await
     }
 
     /// The first batch of a watch with bootstrap contents: the resources as they are now (the
@@ -308,7 +366,7 @@ impl Client {
         };
         let call = format!("watch {ty}");
         let mut stream = self
-            .call(&call, c.watch(self.request(req, false)))
+            .call(&call, STATE, c.watch(self.request(req, false)))
             .await?
             .into_inner();
         let read = async {
@@ -323,7 +381,7 @@ impl Client {
             }
             Ok::<_, Status>(out)
         };
-        self.call(&call, read).await
+        self.call(&call, STATE, read).await
     }
 
     pub async fn apply(
@@ -334,6 +392,7 @@ impl Client {
         let r = self
             .call(
                 "ApplyConfiguration",
+                MACHINE,
                 c.apply_configuration(self.request(req, true)),
             )
             .await?;
@@ -345,7 +404,7 @@ impl Client {
     pub async fn bootstrap(&self, req: machine::BootstrapRequest) -> Result<()> {
         let mut c = self.machine();
         let r = self
-            .call("Bootstrap", c.bootstrap(self.request(req, true)))
+            .call("Bootstrap", MACHINE, c.bootstrap(self.request(req, true)))
             .await?;
         self.first("Bootstrap", r.into_inner().messages, |m| {
             m.metadata.as_ref()
@@ -357,10 +416,10 @@ impl Client {
     pub async fn kubeconfig(&self) -> Result<Vec<u8>> {
         let mut c = self.machine();
         let stream = self
-            .call("Kubeconfig", c.kubeconfig(self.request((), true)))
+            .call("Kubeconfig", MACHINE, c.kubeconfig(self.request((), true)))
             .await?
             .into_inner();
-        let chunks = self.drain("Kubeconfig", stream).await?;
+        let chunks = self.drain("Kubeconfig", MACHINE, stream).await?;
         let mut archive = Vec::new();
         for d in &chunks {
             self.in_band("Kubeconfig", d.metadata.as_ref())?;
@@ -384,7 +443,7 @@ impl Client {
     pub async fn upgrade(&self, req: machine::UpgradeRequest) -> Result<machine::Upgrade> {
         let mut c = self.machine();
         let r = self
-            .call("Upgrade", c.upgrade(self.request(req, true)))
+            .call("Upgrade", MACHINE, c.upgrade(self.request(req, true)))
             .await?;
         self.first("Upgrade", r.into_inner().messages, |m| m.metadata.as_ref())
     }
@@ -392,21 +451,27 @@ impl Client {
     pub async fn reboot(&self, req: machine::RebootRequest) -> Result<machine::Reboot> {
         let mut c = self.machine();
         let r = self
-            .call("Reboot", c.reboot(self.request(req, true)))
+            .call("Reboot", MACHINE, c.reboot(self.request(req, true)))
             .await?;
         self.first("Reboot", r.into_inner().messages, |m| m.metadata.as_ref())
     }
 
     pub async fn reset(&self, req: machine::ResetRequest) -> Result<machine::Reset> {
         let mut c = self.machine();
-        let r = self.call("Reset", c.reset(self.request(req, true))).await?;
+        let r = self
+            .call("Reset", MACHINE, c.reset(self.request(req, true)))
+            .await?;
         self.first("Reset", r.into_inner().messages, |m| m.metadata.as_ref())
     }
 
     pub async fn services(&self) -> Result<Vec<machine::ServiceInfo>> {
         let mut c = self.machine();
         let r = self
-            .call("ServiceList", c.service_list(self.request((), true)))
+            .call(
+                "ServiceList",
+                MACHINE,
+                c.service_list(self.request((), true)),
+            )
             .await?;
         Ok(self
             .first("ServiceList", r.into_inner().messages, |m| {
@@ -419,7 +484,7 @@ impl Client {
     pub async fn logs(&self, req: machine::LogsRequest) -> Result<Vec<u8>> {
         let mut c = self.machine();
         let stream = self
-            .call("Logs", c.logs(self.request(req, true)))
+            .call("Logs", MACHINE, c.logs(self.request(req, true)))
             .await?
             .into_inner();
         self.data("Logs", stream).await
@@ -429,7 +494,7 @@ impl Client {
     pub async fn dmesg(&self, req: machine::DmesgRequest) -> Result<Vec<u8>> {
         let mut c = self.machine();
         let stream = self
-            .call("Dmesg", c.dmesg(self.request(req, true)))
+            .call("Dmesg", MACHINE, c.dmesg(self.request(req, true)))
             .await?
             .into_inner();
         self.data("Dmesg", stream).await
@@ -437,7 +502,7 @@ impl Client {
 
     async fn data(&self, call: &str, stream: Streaming<common::Data>) -> Result<Vec<u8>> {
         let mut out = Vec::new();
-        for d in self.drain(call, stream).await? {
+        for d in self.drain(call, MACHINE, stream).await? {
             self.in_band(call, d.metadata.as_ref())?;
             out.extend_from_slice(&d.bytes);
         }

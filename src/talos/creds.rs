@@ -116,6 +116,12 @@ pub fn parse_context(
         .map_err(|e| hinted(format!("{file}: contexts.{name}.key: {e}"), regen))?;
     check_validity(&cert_pem, now)
         .map_err(|what| hinted(format!("{file}: contexts.{name}.crt: {what}"), regen))?;
+    check_pair(&cert_pem, &key).map_err(|what| {
+        hinted(
+            format!("{file}: contexts.{name}: {what}"),
+            "the key must be the one issued with the certificate: regenerate the talosconfig with `talm talosconfig`, or restore it from talosconfig.encrypted with `talm init --decrypt`",
+        )
+    })?;
     Ok(Context {
         endpoints: strings(ctx.get("endpoints")),
         nodes: strings(ctx.get("nodes")),
@@ -128,6 +134,22 @@ pub fn parse_context(
             },
         },
     })
+}
+
+/// The key is the certificate's (its public half is the one the certificate carries).
+fn check_pair(cert_pem: &str, key: &pki::PrivateKey) -> Result<(), String> {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    let (_, der) = pki::pem_decode(cert_pem).ok_or("contexts.crt is not a PEM certificate")?;
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.pkcs8_der().to_vec()));
+    let provider = rustls::crypto::aws_lc_rs::default_provider();
+    match rustls::sign::CertifiedKey::from_der(vec![CertificateDer::from(der)], key, &provider) {
+        Ok(_) => Ok(()),
+        Err(rustls::Error::InconsistentKeys(_)) => Err(
+            "the client key does not match the client certificate (the key belongs to another certificate)"
+                .into(),
+        ),
+        Err(e) => Err(format!("the client key cannot be used with the certificate: {e}")),
+    }
 }
 
 /// The certificate parses and is valid at `now`; otherwise what is wrong with it.
@@ -184,6 +206,17 @@ mod tests {
         assert!(err
             .to_string()
             .contains("context not found in talosconfig: \"other\""));
+        let other = pki::PrivateKey::generate(pki::KeyKind::Ed25519).unwrap();
+        let mut v: Value = serde_yaml_ng::from_str(&text).unwrap();
+        v["contexts"]["demo"]["key"] =
+            crate::sandbox::text::base64_encode(&other.to_talos_pem().unwrap()).into();
+        let err = parse_context(&crate::yaml::to_string(&v), "tc", "", now).unwrap_err();
+        assert!(
+            crate::error::render(&err).contains(
+                "tc: contexts.demo: the client key does not match the client certificate"
+            ),
+            "{err}"
+        );
         let later = now + time::Duration::days(400);
         let err = parse_context(&text, "tc", "", later).unwrap_err();
         assert!(

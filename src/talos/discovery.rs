@@ -2,13 +2,12 @@
 //! routes, hostname, resolvers, machine type and config when authorized, version) into a
 //! snapshot, the same structure `talm discover` writes and `template --facts` reads.
 
-use anyhow::Result;
-use serde_yaml_ng::{Mapping, Value};
-use tonic::Code;
-
 use super::client::Client;
+use super::errors::{self, Kind};
 use super::resources;
 use crate::render::facts::Facts;
+use anyhow::Result;
+use serde_yaml_ng::{Mapping, Value};
 
 /// A fact a render may look up: its lookup kind, COSI type, namespace and, for singletons, ID.
 pub struct Fact {
@@ -105,9 +104,7 @@ async fn read(client: &Client, f: &Fact) -> Result<Vec<Value>> {
 }
 
 fn denied(e: &anyhow::Error) -> bool {
-    e.to_string().contains("not authorized")
-        || e.to_string()
-            .contains(super::errors::code_name(Code::PermissionDenied))
+    errors::kind(e) == Some(Kind::Denied)
 }
 
 /// The version map of a Version reply: tag, sha, built, go_version, os, arch, platform, mode.
@@ -155,12 +152,7 @@ pub async fn discover(client: &Client) -> Result<Facts> {
     // Talos before 1.13 answers Version with Unimplemented in maintenance mode.
     facts.version = match version {
         Ok(v) => Some(version_value(&v)),
-        Err(e)
-            if e.to_string()
-                .contains("not implemented in maintenance mode") =>
-        {
-            None
-        }
+        Err(e) if errors::kind(&e) == Some(Kind::MaintenanceUnimplemented) => None,
         Err(e) => return Err(e),
     };
     Ok(facts)

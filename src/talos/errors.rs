@@ -1,22 +1,141 @@
-//! Errors from talking to a node, turned into messages that say which node, which call and what
-//! to do: unreachable, certificate mismatches, missing roles, timeouts, cut streams.
+//! Errors from talking to a node: each carries a `Kind` that code matches on, and a message that
+//! says which node, which call and what to do. Statuses the node sent are named here; transport
+//! failures from the connection's record in `diagnose`.
 
 use std::error::Error as StdError;
+use std::fmt;
 use std::time::Duration;
 
 use tonic::{Code, Status};
 
-use crate::error::hinted;
+/// Why a server is not a Talos API, from what it showed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotTalos {
+    /// It does not answer TLS.
+    NoTls,
+    /// It speaks TLS but not HTTP/2 (ALPN).
+    NoHttp2,
+    /// In maintenance mode: its certificate is not a maintenance node's, and it does not ask
+    /// for a client certificate as a configured node does.
+    NeitherMode,
+    /// Its certificate is not from the talosconfig's CA, and it does not ask for a client
+    /// certificate as every configured node does.
+    ForeignNoClientAuth,
+    /// It answered HTTP that is not gRPC.
+    NotGrpc,
+    /// It answers gRPC without Talos's services.
+    NoService,
+}
 
-/// Where a failure happened: the node (as the user named it) and the call.
+/// What went wrong talking to a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Refused,
+    Unreachable,
+    Timeout,
+    /// An authenticated connection met a node in maintenance mode.
+    InMaintenance,
+    /// A maintenance-mode (`-i`) connection met a configured node.
+    NotMaintenance,
+    /// The node's certificate is not signed by the talosconfig's CA.
+    ForeignCa,
+    /// The node's certificate does not list the address.
+    WrongName,
+    /// The node's certificate is unusable otherwise.
+    BadServerCert,
+    /// The node refused the client certificate.
+    ClientCertRejected,
+    /// Another TLS handshake failure.
+    Handshake,
+    NotTalos(NotTalos),
+    /// The connection (or the call's stream) was cut after the handshake.
+    Cut,
+    /// The node refused the call for the client's role or mode.
+    Denied,
+    /// The node is in maintenance mode, where this call is not implemented.
+    MaintenanceUnimplemented,
+    /// Another status the node answered with.
+    Status(Code),
+}
+
+/// A failure talking to a node: its kind, the message and what to do.
+#[derive(Clone, Debug)]
+pub struct NodeError {
+    pub kind: Kind,
+    pub message: String,
+    pub hints: Vec<String>,
+}
+
+impl fmt::Display for NodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl StdError for NodeError {}
+
+/// The kind of a node failure anywhere in an error's chain.
+pub fn kind(err: &anyhow::Error) -> Option<Kind> {
+    err.chain()
+        .find_map(|c| c.downcast_ref::<NodeError>())
+        .map(|n| n.kind)
+}
+
+/// Where a failure happened: the node (as the user named it), the endpoint dialled, the call
+/// and the gRPC service it belongs to.
 #[derive(Clone, Copy)]
 pub struct Site<'a> {
     pub node: &'a str,
+    pub endpoint: &'a str,
     pub call: &'a str,
+    pub service: &'static str,
     pub insecure: bool,
-    /// No call has succeeded on this authenticated connection yet: a connection closed now is
-    /// most likely the node rejecting the client certificate (TLS 1.3 reports that late).
-    pub fresh: bool,
+}
+
+/// The call name of setting up a connection.
+pub const CONNECT: &str = "connect";
+/// The Talos machine service.
+pub const MACHINE: &str = "machine.MachineService";
+/// The COSI resource service.
+pub const STATE: &str = "cosi.resource.State";
+
+impl Site<'_> {
+    pub(super) fn error(
+        &self,
+        kind: Kind,
+        what: impl fmt::Display,
+        hint: impl Into<String>,
+    ) -> anyhow::Error {
+        NodeError {
+            kind,
+            message: format!("node {}: {}: {what}", self.node, self.call),
+            hints: vec![hint.into()],
+        }
+        .into()
+    }
+
+    pub(super) fn plain(&self, kind: Kind, what: impl fmt::Display) -> anyhow::Error {
+        NodeError {
+            kind,
+            message: format!("node {}: {}: {what}", self.node, self.call),
+            hints: Vec::new(),
+        }
+        .into()
+    }
+
+    pub(super) fn not_talos(&self, why: NotTalos, what: impl fmt::Display) -> anyhow::Error {
+        NodeError {
+            kind: Kind::NotTalos(why),
+            message: format!("node {} is not a Talos API: {what}", self.endpoint),
+            hints: vec![NOT_TALOS_HINT.into()],
+        }
+        .into()
+    }
+
+    /// Every Talos answers this call (maintenance mode before 1.13 says so in its status).
+    fn universal(&self) -> bool {
+        self.service == MACHINE && self.call == "Version"
+    }
 }
 
 /// The whole source chain of an error as one line of text.
@@ -34,151 +153,36 @@ pub fn chain(err: &(dyn StdError + 'static)) -> String {
     out
 }
 
-const UNREACHABLE_HINT: &str = "check the address and that the node is up with its Talos API on port 50000; a node that is rebooting comes back in a moment";
-const REGEN_HINT: &str = "the talosconfig must come from this cluster's secrets: regenerate it with `talm talosconfig`, or pick another with --talosconfig/--context";
-
-/// Recognises transport-level failures by their text; `None` when the text is not one of them.
-fn transport(site: Site, text: &str) -> Option<anyhow::Error> {
-    let lower = text.to_ascii_lowercase();
-    let node = site.node;
-    let call = site.call;
-    let e = |what: String, hint: &str| Some(hinted(format!("node {node}: {call}: {what}"), hint));
-    if lower.contains("connection refused") {
-        return e("connection refused".into(), UNREACHABLE_HINT);
-    }
-    if lower.contains("it is in maintenance mode") {
-        return e(
-            "the node is in maintenance mode (it has no config yet)".into(),
-            "use -i/--insecure for maintenance nodes (template, apply); calls such as bootstrap and kubeconfig need the node configured first: `talm apply -f nodes/<node>.yaml -i`",
-        );
-    }
-    if lower.contains("unknownissuer")
-        || lower.contains("unknown issuer")
-        || lower.contains("badsignature")
-    {
-        return e(
-            "the node's certificate is not signed by the talosconfig's CA".into(),
-            "the node belongs to another cluster, or the talosconfig to another project: check --talosconfig and --context",
-        );
-    }
-    if lower.contains("notvalidforname") || lower.contains("not valid for name") {
-        return e(
-            "the node's certificate does not list this address".into(),
-            "connect through an address among the node's IPs or machine.certSANs",
-        );
-    }
-    if lower.contains("certificaterequired")
-        || lower.contains("certificate required")
-        || lower.contains("not in maintenance mode")
-    {
-        return e(
-            "the node asks for a client certificate: it is not in maintenance mode".into(),
-            "drop -i/--insecure so talm authenticates with the talosconfig",
-        );
-    }
-    if lower.contains("badcertificate")
-        || lower.contains("certificateexpired")
-        || lower.contains("unknownca")
-        || lower.contains("unsupportedcertificate")
-        || lower.contains("certificateunknown")
-        || lower.contains("decrypterror")
-        || (!site.insecure && lower.contains("handshakefailure"))
-    {
-        return e(
-            "the node rejected the client certificate".into(),
-            REGEN_HINT,
-        );
-    }
-    if lower.contains("deadline has elapsed")
-        || lower.contains("timed out")
-        || lower.contains("timeout expired")
-    {
-        return e(
-            "no answer in time".into(),
-            "the node is slow or unreachable; raise --call-timeout, or check the network",
-        );
-    }
-    if lower.contains("connection reset")
-        || lower.contains("broken pipe")
-        || lower.contains("stream closed")
-        || lower.contains("stream no longer needed")
-        || lower.contains("protocol error")
-        || lower.contains("error reading a body")
-        || lower.contains("connection closed")
-        || lower.contains("unexpected end of file")
-        || lower.contains("unexpectedeof")
-        || lower.contains("goaway")
-    {
-        if site.fresh && !site.insecure {
-            return e(
-                "the node closed the connection right after the TLS handshake: it most likely rejected the client certificate (expired, from another cluster's CA, or not for client auth only)".into(),
-                REGEN_HINT,
-            );
-        }
-        return e(
-            format!("the connection was cut ({})", first_line(text)),
-            "the node may be rebooting or the network dropped; retry once it answers again",
-        );
-    }
-    if lower.contains("no route to host")
-        || lower.contains("network is unreachable")
-        || lower.contains("host is down")
-    {
-        return e("the node is unreachable".into(), UNREACHABLE_HINT);
-    }
-    if lower.contains("tls") || lower.contains("certificate") || lower.contains("handshake") {
-        return e(
-            format!("TLS handshake failed: {}", first_line(text)),
-            REGEN_HINT,
-        );
-    }
-    None
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or(text)
-}
-
-/// A failed connection attempt.
-pub fn connect(site: Site, err: &(dyn StdError + 'static)) -> anyhow::Error {
-    let text = chain(err);
-    transport(site, &text).unwrap_or_else(|| {
-        hinted(
-            format!("node {}: {}: cannot connect: {text}", site.node, site.call),
-            UNREACHABLE_HINT,
-        )
-    })
-}
+pub(super) const UNREACHABLE_HINT: &str = "check the address and that the node is up with its Talos API on port 50000; a node that is rebooting comes back in a moment";
+pub(super) const REGEN_HINT: &str = "the talosconfig must come from this cluster's secrets: regenerate it with `talm talosconfig`, or pick another with --talosconfig/--context";
+const NOT_TALOS_HINT: &str = "check the endpoint and node addresses and the port: the Talos API listens on port 50000 of each node";
+pub(super) const RETRY_HINT: &str =
+    "the node may be rebooting or the network dropped; retry once it answers again";
+const SLOW_HINT: &str = "the node is slow or unreachable; raise --call-timeout, or check the network";
 
 /// A call that ran past its deadline.
 pub fn timeout(site: Site, after: Duration) -> anyhow::Error {
-    hinted(
-        format!(
-            "node {}: {}: no answer within {}",
-            site.node,
-            site.call,
-            crate::talos::duration_text(after)
-        ),
-        "the node is slow or unreachable; raise --call-timeout, or check the network",
+    site.error(
+        Kind::Timeout,
+        format!("no answer within {}", crate::talos::duration_text(after)),
+        SLOW_HINT,
     )
 }
 
 /// Whether a status is the client's own deadline firing.
 pub fn is_deadline(st: &Status) -> bool {
-    let text = match st.source() {
-        Some(src) => format!("{}: {}", st.message(), chain(src)),
-        None => st.message().to_string(),
+    let mut cur = st.source();
+    while let Some(e) = cur {
+        if e.is::<tonic::TimeoutExpired>() || e.is::<tokio::time::error::Elapsed>() {
+            return true;
+        }
+        cur = e.source();
     }
-    .to_ascii_lowercase();
     st.code() == Code::DeadlineExceeded
-        || text.contains("timeout expired")
-        || text.contains("deadline has elapsed")
 }
 
-/// A gRPC status from a call.
-pub fn status(site: Site, st: &Status) -> anyhow::Error {
-    let node = site.node;
-    let call = site.call;
+/// A status the node itself sent (directly, or in a proxied reply's metadata).
+pub fn answered(site: Site, st: &Status) -> anyhow::Error {
     let msg = st.message();
     match st.code() {
         Code::PermissionDenied => {
@@ -187,26 +191,40 @@ pub fn status(site: Site, st: &Status) -> anyhow::Error {
             } else {
                 "the talosconfig's client certificate lacks the role this call needs (os:admin for changes and secrets): regenerate it with `talm talosconfig`"
             };
-            hinted(format!("node {node}: {call}: {msg}"), hint)
+            site.error(Kind::Denied, msg, hint)
         }
-        Code::InvalidArgument if msg.contains("unknown keys found during decoding") => hinted(
-            format!("node {node}: {call}: {msg}"),
+        Code::Unimplemented if msg.contains("maintenance mode") => site.error(
+            Kind::MaintenanceUnimplemented,
+            describe(st),
+            "the node is in maintenance mode, where this call is not available: apply a config first (`talm apply -f nodes/<node>.yaml -i`)",
+        ),
+        Code::Unimplemented
+            if msg.is_empty() || msg.starts_with("unknown service") || site.universal() =>
+        {
+            let said = if msg.is_empty() {
+                String::new()
+            } else {
+                format!(" ({msg})")
+            };
+            site.not_talos(
+                NotTalos::NoService,
+                format!(
+                    "it answers {}/{} with Unimplemented{said}: it serves gRPC, but not Talos's {}",
+                    site.service, site.call, site.service
+                ),
+            )
+        }
+        Code::InvalidArgument if msg.contains("unknown keys found during decoding") => site.error(
+            Kind::Status(Code::InvalidArgument),
+            msg,
             "the maintenance Talos parser on the node didn't recognize a field talm injected. this usually means templateOptions.talosVersion / --talos-version is set to a contract newer than the running Talos. reboot the node into a maintenance image matching the configured contract, or lower templateOptions.talosVersion / --talos-version to match what's running.",
         ),
-        Code::DeadlineExceeded => hinted(
-            format!("node {node}: {call}: no answer in time ({msg})"),
-            "the node is slow or unreachable; raise --call-timeout, or check the network",
+        Code::DeadlineExceeded => site.error(
+            Kind::Timeout,
+            format!("no answer in time ({msg})"),
+            SLOW_HINT,
         ),
-        Code::Unavailable | Code::Unknown | Code::Internal | Code::Cancelled => {
-            let text = match st.source() {
-                Some(src) => format!("{msg}: {}", chain(src)),
-                None => msg.to_string(),
-            };
-            transport(site, &text).unwrap_or_else(|| {
-                crate::error::plain(format!("node {node}: {call}: {}", describe(st)))
-            })
-        }
-        _ => crate::error::plain(format!("node {node}: {call}: {}", describe(st))),
+        code => site.plain(Kind::Status(code), describe(st)),
     }
 }
 
@@ -246,41 +264,62 @@ pub fn code_name(code: Code) -> &'static str {
 mod tests {
     use super::*;
 
-    fn site() -> Site<'static> {
+    fn site(insecure: bool) -> Site<'static> {
         Site {
             node: "10.0.0.1",
+            endpoint: "10.0.0.1:50000",
             call: "Version",
-            insecure: false,
-            fresh: false,
+            service: MACHINE,
+            insecure,
         }
     }
 
     #[test]
-    fn names_node_call_and_cause() {
-        let e = status(site(), &Status::permission_denied("not authorized"));
+    fn statuses_name_node_call_and_cause() {
+        let e = answered(site(false), &Status::permission_denied("not authorized"));
+        assert_eq!(kind(&e), Some(Kind::Denied));
         let text = crate::error::render(&e);
         assert!(
             text.contains("node 10.0.0.1: Version: not authorized"),
             "{text}"
         );
         assert!(text.contains("hint: "), "{text}");
-        let e = status(
-            site(),
+        let e = answered(
+            site(false),
             &Status::already_exists("etcd data directory is not empty"),
         );
         assert_eq!(
             e.to_string(),
             "node 10.0.0.1: Version: rpc error: code = AlreadyExists desc = etcd data directory is not empty"
         );
-        let e = transport(
-            site(),
-            "tcp connect error: Connection refused (os error 111)",
-        )
-        .unwrap();
-        assert!(e.to_string().ends_with("connection refused"));
-        let e = transport(site(), "invalid peer certificate: UnknownIssuer").unwrap();
-        assert!(e.to_string().contains("not signed by the talosconfig's CA"));
-        let e = transport(site(), "received fatal alert: CertificateRequired").unwrap();
-        assert!(e.to_string().contains("not in maintenance mode"));
+        assert_eq!(kind(&e), Some(Kind::Status(Code::AlreadyExists)));
+    }
+
+    #[test]
+    fn unimplemented_tells_old_maintenance_talos_from_other_servers() {
+        let old = Status::unimplemented("API is not implemented in maintenance mode");
+        assert_eq!(
+            kind(&answered(site(true), &old)),
+            Some(Kind::MaintenanceUnimplemented)
+        );
+        for st in [
+            Status::unimplemented(""),
+            Status::unimplemented("unknown service machine.MachineService"),
+        ] {
+            let e = answered(site(true), &st);
+            assert_eq!(kind(&e), Some(Kind::NotTalos(NotTalos::NoService)));
+            assert!(e
+                .to_string()
+                .starts_with("node 10.0.0.1:50000 is not a Talos API"));
+        }
+        let worker = Site {
+            call: "Bootstrap",
+            ..site(false)
+        };
+        let st = Status::unimplemented("bootstrap is only available on control plane nodes");
+        assert_eq!(
+            kind(&answered(worker, &st)),
+            Some(Kind::Status(Code::Unimplemented))
+        );
     }
 }

@@ -5,12 +5,14 @@ pub mod address;
 pub mod archive;
 pub mod client;
 pub mod creds;
+pub mod diagnose;
 pub mod discovery;
 pub mod duration;
 pub mod errors;
 pub mod resources;
 pub mod scan;
 pub mod verify;
+pub mod wire;
 
 pub use duration::{parse as parse_duration, text as duration_text};
 

@@ -10,6 +10,7 @@ use anyhow::Result;
 
 use super::client::{Client, Options};
 use super::creds::Auth;
+use super::errors::{self, Kind};
 use crate::error::hinted;
 
 /// Largest range scanned in one go (a /16).
@@ -75,24 +76,17 @@ async fn probe(ip: Ipv4Addr, port: u16, timeout: Duration) -> Option<Found> {
         timeout: timeout.max(Duration::from_secs(2)),
     };
     let endpoint = format!("{ip}:{port}");
-    let (mode, version) = match Client::connect(&endpoint, None, &opts).await {
-        Ok(c) => match c.version().await {
-            Ok(v) => ("maintenance", v.version.map(|i| i.tag).unwrap_or_default()),
-            Err(e)
-                if e.to_string()
-                    .contains("not implemented in maintenance mode") =>
-            {
-                ("maintenance", String::new())
-            }
-            Err(e) if e.to_string().contains("not in maintenance mode") => {
-                ("configured", String::new())
-            }
-            Err(_) => ("unknown", String::new()),
+    let answer = match Client::connect(&endpoint, None, &opts).await {
+        Ok(c) => c.version().await,
+        Err(e) => Err(e),
+    };
+    let (mode, version) = match answer {
+        Ok(v) => ("maintenance", v.version.map(|i| i.tag).unwrap_or_default()),
+        Err(e) => match errors::kind(&e) {
+            Some(Kind::MaintenanceUnimplemented) => ("maintenance", String::new()),
+            Some(Kind::NotMaintenance) => ("configured", String::new()),
+            _ => ("unknown", String::new()),
         },
-        Err(e) if e.to_string().contains("not in maintenance mode") => {
-            ("configured", String::new())
-        }
-        Err(_) => ("unknown", String::new()),
     };
     Some(Found {
         ip,

@@ -1,6 +1,7 @@
 //! How the client checks a node's certificate: against the talosconfig's CA, or in maintenance
-//! mode not at all (the node's self-signed certificate is fresh on every boot). Either way a
-//! node in the other mode is recognised by its certificate, so the error can say which it is.
+//! mode not at all (the node's self-signed certificate is fresh on every boot). Either way what
+//! the server presented is written to the connection's record, so an error can say whether it
+//! met a node in the other mode, a node of another cluster, or something that is not Talos.
 
 use std::sync::Arc;
 
@@ -9,18 +10,12 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::{CertificateError, DigitallySignedStruct, SignatureScheme};
+
+use super::wire::{Presented, Record};
 
 /// The common name of the certificate a node in maintenance mode presents.
 pub const MAINTENANCE_CN: &str = "maintenance-service.talos.dev";
-
-/// Handshake error when an insecure connection meets a configured node.
-pub const NOT_MAINTENANCE: &str =
-    "the node presents its cluster certificate: it is not in maintenance mode";
-
-/// Handshake error when an authenticated connection meets a maintenance node.
-pub const IN_MAINTENANCE: &str =
-    "the node presents its maintenance certificate: it is in maintenance mode";
 
 fn is_maintenance_cert(end_entity: &CertificateDer<'_>) -> bool {
     use x509_parser::prelude::{FromDer, X509Certificate};
@@ -31,44 +26,61 @@ fn is_maintenance_cert(end_entity: &CertificateDer<'_>) -> bool {
     })
 }
 
-/// Verifies a node's certificate; handshake signatures are always checked.
-#[derive(Debug)]
-pub struct NodeVerifier {
-    /// `None`: maintenance mode (any certificate of a maintenance node).
-    ca: Option<Arc<WebPkiServerVerifier>>,
-    provider: Arc<CryptoProvider>,
-}
-
-fn provider() -> Arc<CryptoProvider> {
+pub(super) fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
 
+/// The verifier of servers signed by `ca_pem` (the talosconfig's CA).
+pub fn ca_verifier(ca_pem: &str) -> Result<Arc<WebPkiServerVerifier>> {
+    let unusable = |e: String| crate::error::plain(format!("the talosconfig CA is unusable: {e}"));
+    let (_, der) =
+        crate::secrets::pki::pem_decode(ca_pem).ok_or_else(|| unusable("not PEM".into()))?;
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from(der))
+        .map_err(|e| unusable(e.to_string()))?;
+    WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+        .build()
+        .map_err(|e| unusable(e.to_string()))
+}
+
+/// What a failed CA check says about the certificate.
+fn presented(err: &rustls::Error) -> Presented {
+    match err {
+        rustls::Error::InvalidCertificate(
+            CertificateError::UnknownIssuer | CertificateError::BadSignature,
+        ) => Presented::ForeignIssuer,
+        rustls::Error::InvalidCertificate(
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+        ) => Presented::WrongName,
+        other => Presented::Invalid(other.to_string()),
+    }
+}
+
+/// Verifies one connection's server certificate and records what it was; handshake signatures
+/// are always checked.
+#[derive(Debug)]
+pub struct NodeVerifier {
+    /// `None`: maintenance mode (accepted here, judged once the handshake is done).
+    ca: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+    record: Record,
+}
+
 impl NodeVerifier {
-    /// Maintenance mode: no verification, but a configured node is refused with a clear error.
-    pub fn maintenance() -> NodeVerifier {
+    pub fn new(ca: Option<Arc<WebPkiServerVerifier>>, record: Record) -> NodeVerifier {
         NodeVerifier {
-            ca: None,
+            ca,
             provider: provider(),
+            record,
         }
     }
 
-    /// Trusts only `ca_pem` (the talosconfig's CA).
-    pub fn with_ca(ca_pem: &str) -> Result<NodeVerifier> {
-        let unusable =
-            |e: String| crate::error::plain(format!("the talosconfig CA is unusable: {e}"));
-        let (_, der) =
-            crate::secrets::pki::pem_decode(ca_pem).ok_or_else(|| unusable("not PEM".into()))?;
-        let mut roots = rustls::RootCertStore::empty();
-        roots
-            .add(CertificateDer::from(der))
-            .map_err(|e| unusable(e.to_string()))?;
-        let ca = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
-            .build()
-            .map_err(|e| unusable(e.to_string()))?;
-        Ok(NodeVerifier {
-            ca: Some(ca),
-            provider: provider(),
-        })
+    fn note(&self, p: Presented) {
+        self.record
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .presented = Some(p);
     }
 }
 
@@ -83,10 +95,34 @@ impl ServerCertVerifier for NodeVerifier {
     ) -> Result<ServerCertVerified, rustls::Error> {
         let maintenance = is_maintenance_cert(end_entity);
         match &self.ca {
-            None if maintenance => Ok(ServerCertVerified::assertion()),
-            None => Err(rustls::Error::General(NOT_MAINTENANCE.into())),
-            Some(_) if maintenance => Err(rustls::Error::General(IN_MAINTENANCE.into())),
-            Some(ca) => ca.verify_server_cert(end_entity, intermediates, server_name, ocsp, now),
+            // Maintenance mode sends no secret: the handshake may finish, so the protocol and
+            // whether the server asks for a client certificate can be seen before judging.
+            None => {
+                self.note(if maintenance {
+                    Presented::Maintenance
+                } else {
+                    Presented::Other
+                });
+                Ok(ServerCertVerified::assertion())
+            }
+            Some(_) if maintenance => {
+                self.note(Presented::Maintenance);
+                Err(rustls::Error::General(
+                    "the node presents its maintenance certificate".into(),
+                ))
+            }
+            Some(ca) => {
+                match ca.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+                    Ok(v) => {
+                        self.note(Presented::Cluster);
+                        Ok(v)
+                    }
+                    Err(e) => {
+                        self.note(presented(&e));
+                        Err(e)
+                    }
+                }
+            }
         }
     }
 

@@ -28,6 +28,7 @@ fn args<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
     base.iter().chain(extra).copied().collect()
 }
 mod durations;
+mod faults;
 mod inputs;
 mod kills;
 mod properties;

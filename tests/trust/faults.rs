@@ -1,0 +1,488 @@
+//! Node faults are diagnosed truly (issue 9, section 5), through the real binary: a connection
+//! cut mid-call is named as a cut (never a handshake failure, never a talosconfig hint under
+//! `-i`), a TLS server that is not Talos is named "not a Talos API" with the fact that shows it,
+//! a talosconfig whose key does not match its certificate is refused before dialling, naming
+//! the file and context, and `talm sim` refuses an address given twice before binding anything.
+//! Simulated and fake servers listen on 127.9.1.0/24 only.
+
+use std::convert::Infallible;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use talm::secrets::bundle::Bundle;
+use talm::secrets::pki::{KeyKind, PrivateKey};
+use talm::sim::certs;
+use talm::sim::faults::Faults;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tonic::body::Body;
+use tonic::codegen::http;
+use tonic::server::NamedService;
+
+use crate::common::sim::{template_node, Nodes};
+use crate::common::Dir;
+
+fn b64(s: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+/// A project with nodes/node1.yaml rendered from the maintenance node at `ip`.
+fn project_for(ip: &str) -> Dir {
+    let d = Dir::project("generic");
+    d.write("nodes/node1.yaml", &template_node(&d, ip));
+    d
+}
+
+/// What a cut must not be reported as; under `-i` no hint may send the user to a talosconfig.
+fn reported_as_cut(stderr: &str, insecure: bool) {
+    assert!(stderr.contains("the connection was cut "), "{stderr}");
+    for wrong in [
+        "TLS handshake failed",
+        "rejected the client certificate",
+        "not a Talos API",
+    ] {
+        assert!(!stderr.contains(wrong), "{wrong:?} in:\n{stderr}");
+    }
+    if insecure {
+        assert!(!stderr.contains("talosconfig"), "{stderr}");
+    }
+}
+
+/// A server on `addr:50000` for the life of the value (its task is aborted on drop).
+struct Fake(tokio::task::JoinHandle<()>);
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        self.0.abort();
+        // Let the runtime drop the listener before the next test binds.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn listen(addr: &str) -> tokio::net::TcpListener {
+    let l = std::net::TcpListener::bind(format!("{addr}:50000")).unwrap();
+    l.set_nonblocking(true).unwrap();
+    let _rt = talm::talos::runtime().enter();
+    tokio::net::TcpListener::from_std(l).unwrap()
+}
+
+/// What a raw TLS fake does once the handshake is done.
+#[derive(Clone, Copy)]
+enum Then {
+    /// Closes the connection at once.
+    Close,
+    /// Reads what the client sends first (the HTTP/2 preface and the call), then closes.
+    CloseAfterRead,
+    /// Answers like an HTTP/1.1 web server.
+    Http1,
+}
+
+fn tls_fake(addr: &str, cfg: rustls::ServerConfig, then: Then) -> Fake {
+    let listener = listen(addr);
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
+    Fake(talm::talos::runtime().spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                continue;
+            };
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                match then {
+                    Then::Close => {}
+                    Then::CloseAfterRead => {
+                        let mut buf = [0u8; 4096];
+                        let _ = tls.read(&mut buf).await;
+                    }
+                    Then::Http1 => {
+                        let mut buf = [0u8; 4096];
+                        let _ = tls.read(&mut buf).await;
+                        let _ = tls
+                            .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nConnection: close\r\n\r\nno\n")
+                            .await;
+                        let _ = tls.shutdown().await;
+                    }
+                }
+            });
+        }
+    }))
+}
+
+/// An HTTP/2 server over TLS with one tonic service.
+fn grpc_fake<S>(addr: &str, cfg: rustls::ServerConfig, svc: S) -> Fake
+where
+    S: tonic::codegen::Service<
+            http::Request<Body>,
+            Response = http::Response<Body>,
+            Error = Infallible,
+        > + NamedService
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let listener = listen(addr);
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<_>>(16);
+    let _rt = talm::talos::runtime().enter();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                continue;
+            };
+            let (acceptor, tx) = (acceptor.clone(), tx.clone());
+            tokio::spawn(async move {
+                if let Ok(tls) = acceptor.accept(tcp).await {
+                    let _ = tx.send(Ok(tls)).await;
+                }
+            });
+        }
+    });
+    Fake(tokio::spawn(async move {
+        let _ = tonic::transport::Server::builder()
+            .add_service(svc)
+            .serve_with_incoming(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await;
+    }))
+}
+
+/// A gRPC service that is not Talos's: every Talos call meets "unknown service".
+#[derive(Clone)]
+struct Health;
+
+impl NamedService for Health {
+    const NAME: &'static str = "grpc.health.v1.Health";
+}
+
+/// Answers machine.MachineService calls like a web server: HTTP 404, text/html.
+#[derive(Clone)]
+struct WebPage;
+
+impl NamedService for WebPage {
+    const NAME: &'static str = "machine.MachineService";
+}
+
+macro_rules! answer {
+    ($t:ty, $status:expr, $ct:expr) => {
+        impl tonic::codegen::Service<http::Request<Body>> for $t {
+            type Response = http::Response<Body>;
+            type Error = Infallible;
+            type Future = std::future::Ready<Result<http::Response<Body>, Infallible>>;
+            fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+                Poll::Ready(Ok(()))
+            }
+            fn call(&mut self, _: http::Request<Body>) -> Self::Future {
+                let mut r = http::Response::new(Body::empty());
+                *r.status_mut() = $status;
+                r.headers_mut()
+                    .insert("content-type", http::HeaderValue::from_static($ct));
+                std::future::ready(Ok(r))
+            }
+        }
+    };
+}
+answer!(Health, http::StatusCode::OK, "application/grpc");
+answer!(WebPage, http::StatusCode::NOT_FOUND, "text/html");
+
+fn ip(addr: &str) -> IpAddr {
+    addr.parse().unwrap()
+}
+
+/// TLS as a node in maintenance mode presents it (its certificate, h2, no client auth).
+fn maintenance_tls(addr: &str) -> rustls::ServerConfig {
+    certs::maintenance_config(&certs::maintenance(&[ip(addr)], None).unwrap()).unwrap()
+}
+
+/// TLS as a configured node of `d`'s cluster presents it: a certificate from the project's OS
+/// CA, h2, and a client certificate from that CA required.
+fn cluster_tls(d: &Dir, addr: &str) -> rustls::ServerConfig {
+    let bundle = Bundle::load(&d.read("secrets.yaml"), "secrets.yaml").unwrap();
+    let (ca, key) = bundle.os_ca().unwrap();
+    let id = certs::issued(
+        &b64(&ca),
+        &b64(&key.to_talos_pem().unwrap()),
+        &[ip(addr)],
+        "fake",
+        &[],
+    )
+    .unwrap();
+    certs::mutual_config(&id, &[b64(&ca)]).unwrap()
+}
+
+/// A web server's TLS: a self-signed certificate for `addr`, no ALPN, no client auth.
+fn web_tls(addr: &str) -> rustls::ServerConfig {
+    let mut p = rcgen::CertificateParams::new(vec!["web.example".to_string()]).unwrap();
+    p.subject_alt_names
+        .push(rcgen::SanType::IpAddress(ip(addr)));
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = p.self_signed(&key).unwrap();
+    rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![cert.der().clone()],
+        rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_cut_call_is_reported_as_a_cut_in_both_modes() {
+    let addr = "127.9.1.5";
+    let nodes = Nodes::start(&[addr], |_| {});
+    let d = project_for(addr);
+
+    // Maintenance mode (-i): a unary call and a stream cut mid-way.
+    let node = nodes.node(addr);
+    node.set_faults(Faults {
+        drop: vec!["Version".into(), "List".into()],
+        ..Faults::default()
+    });
+    let o = d
+        .talm(["version", "-n", addr, "-i"])
+        .fails_with("node 127.9.1.5: Version: the connection was cut during the call");
+    reported_as_cut(&o.stderr, true);
+    // (`get` lists the resource definitions first: that stream is the one cut.)
+    let o = d
+        .talm(["get", "links", "-n", addr, "-i"])
+        .fails_with("node 127.9.1.5: list ");
+    reported_as_cut(&o.stderr, true);
+
+    // Authenticated (mTLS): the first call on a fresh connection is cut, then a stream.
+    node.set_faults(Faults::default());
+    nodes.configure(&d, addr);
+    node.set_faults(Faults {
+        drop: vec!["Version".into(), "List".into()],
+        ..Faults::default()
+    });
+    let o = d
+        .talm(["version", "-f", "nodes/node1.yaml"])
+        .fails_with("node 127.9.1.5: Version: the connection was cut during the call");
+    reported_as_cut(&o.stderr, false);
+    let o = d
+        .talm(["get", "links", "-f", "nodes/node1.yaml"])
+        .fails_with("node 127.9.1.5: list ");
+    reported_as_cut(&o.stderr, false);
+}
+
+#[test]
+fn a_server_that_closes_after_the_handshake_cut_the_call() {
+    // Maintenance TLS with h2, then the connection closes once the call is read.
+    let d = Dir::project("generic");
+    let fake = tls_fake(
+        "127.9.1.6",
+        maintenance_tls("127.9.1.6"),
+        Then::CloseAfterRead,
+    );
+    let o = d
+        .talm(["version", "-n", "127.9.1.6", "-i"])
+        .fails_with("node 127.9.1.6: Version: the connection was cut during the call");
+    reported_as_cut(&o.stderr, true);
+    drop(fake);
+
+    // The cluster's TLS, client certificate accepted, then closed at once: a cut, not a
+    // handshake failure (the handshake succeeded), nor a refused certificate (a second look
+    // sees the node accept it and close without an alert). Whether the close lands while
+    // connecting or during the call is a race; either is named.
+    let fake = tls_fake("127.9.1.7", cluster_tls(&d, "127.9.1.7"), Then::Close);
+    let o = d
+        .talm(["version", "-n", "127.9.1.7", "-e", "127.9.1.7"])
+        .fails_with("before the node sent anything");
+    assert!(o.stderr.contains("node 127.9.1.7: "), "{}", o.stderr);
+    assert!(
+        !o.stderr.contains("refusing the client certificate"),
+        "{}",
+        o.stderr
+    );
+    reported_as_cut(&o.stderr, false);
+    drop(fake);
+}
+
+#[test]
+fn a_node_refusing_the_client_certificate_is_named_so() {
+    // A node of another cluster's CA for clients: TLS 1.3 refuses the certificate after the
+    // handshake with an alert, which must win over the reset the client's first write meets.
+    let d = Dir::project("generic");
+    let other = Bundle::generate(
+        talm::secrets::contract::Contract::parse("v1.6").unwrap(),
+        time::OffsetDateTime::now_utc(),
+    )
+    .unwrap();
+    let (other_ca, _) = other.os_ca().unwrap();
+    let bundle = Bundle::load(&d.read("secrets.yaml"), "secrets.yaml").unwrap();
+    let (ca, key) = bundle.os_ca().unwrap();
+    let id = certs::issued(
+        &b64(&ca),
+        &b64(&key.to_talos_pem().unwrap()),
+        &[ip("127.9.1.14")],
+        "fake",
+        &[],
+    )
+    .unwrap();
+    let cfg = certs::mutual_config(&id, &[b64(&other_ca)]).unwrap();
+    let _fake = tls_fake("127.9.1.14", cfg, Then::CloseAfterRead);
+    for _ in 0..3 {
+        let o = d
+            .talm(["version", "-n", "127.9.1.14", "-e", "127.9.1.14"])
+            .fails_with("node 127.9.1.14: ");
+        assert!(
+            o.stderr
+                .contains("the node rejected the client certificate"),
+            "{}",
+            o.stderr
+        );
+        assert!(o.stderr.contains("hint: ") && o.stderr.contains("talm talosconfig"));
+    }
+}
+
+#[test]
+fn a_tls_server_that_is_not_talos_is_named_so() {
+    let d = Dir::project("generic");
+
+    // A web server: TLS without HTTP/2, answering HTTP/1.1.
+    let web = tls_fake("127.9.1.8", web_tls("127.9.1.8"), Then::Http1);
+    let o = d
+        .talm(["version", "-n", "127.9.1.8", "-i"])
+        .fails_with("node 127.9.1.8:50000 is not a Talos API");
+    assert!(o.stderr.contains("HTTP/2"), "{}", o.stderr);
+    assert!(o.stderr.contains("hint: "), "{}", o.stderr);
+    assert!(!o.stderr.contains("talosconfig"), "{}", o.stderr);
+    assert!(!o.stderr.contains("maintenance mode"), "{}", o.stderr);
+    let o = d
+        .talm(["version", "-n", "127.9.1.8", "-e", "127.9.1.8"])
+        .fails_with("node 127.9.1.8:50000 is not a Talos API");
+    assert!(
+        o.stderr.contains("does not ask for a client certificate"),
+        "{}",
+        o.stderr
+    );
+    drop(web);
+
+    // HTTP/2 and gRPC, but none of Talos's services: Unimplemented for every Talos call.
+    let grpc = grpc_fake("127.9.1.9", maintenance_tls("127.9.1.9"), Health);
+    let o = d
+        .talm(["version", "-n", "127.9.1.9", "-i"])
+        .fails_with("node 127.9.1.9:50000 is not a Talos API");
+    assert!(
+        o.stderr.contains("machine.MachineService") && o.stderr.contains("Unimplemented"),
+        "{}",
+        o.stderr
+    );
+    drop(grpc);
+    let grpc = grpc_fake("127.9.1.10", cluster_tls(&d, "127.9.1.10"), Health);
+    d.talm(["version", "-n", "127.9.1.10", "-e", "127.9.1.10"])
+        .fails_with("node 127.9.1.10:50000 is not a Talos API");
+    drop(grpc);
+
+    // HTTP/2 that answers like a web page, not gRPC.
+    let page = grpc_fake("127.9.1.11", maintenance_tls("127.9.1.11"), WebPage);
+    let o = d
+        .talm(["version", "-n", "127.9.1.11", "-i"])
+        .fails_with("node 127.9.1.11:50000 is not a Talos API");
+    assert!(
+        o.stderr.contains("HTTP status 404") && o.stderr.contains("text/html"),
+        "{}",
+        o.stderr
+    );
+    drop(page);
+}
+
+#[test]
+fn an_old_talos_in_maintenance_mode_is_still_talos() {
+    // Talos before 1.13 answers Version with Unimplemented in maintenance mode.
+    let addr = "127.9.1.12";
+    let _nodes = Nodes::start(&[addr], |s| s.version = "v1.12.4".into());
+    let d = Dir::new();
+    let o = d
+        .talm(["version", "-n", addr, "-i"])
+        .fails_with("not implemented in maintenance mode");
+    assert!(!o.stderr.contains("not a Talos API"), "{}", o.stderr);
+    let o = d.talm(["discover", "-n", addr, "-i"]).ok();
+    assert!(o.stdout.contains("nvme0n1"), "{}", o.stdout);
+}
+
+#[test]
+fn a_talosconfig_key_that_does_not_match_its_certificate_is_refused_before_dialling() {
+    let d = Dir::project("generic");
+    let mut tc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&d.read("talosconfig")).unwrap();
+    let other = PrivateKey::generate(KeyKind::Ed25519).unwrap();
+    tc["contexts"]["mycluster"]["key"] = b64(&other.to_talos_pem().unwrap()).into();
+    d.write("talosconfig", &serde_yaml_ng::to_string(&tc).unwrap());
+    // Nothing listens at 127.9.1.13: a dial would say "connection refused".
+    let o = d.refused(
+        &["version", "-n", "127.9.1.13", "-e", "127.9.1.13"],
+        "talosconfig: contexts.mycluster: the client key does not match the client certificate",
+    );
+    assert!(!o.contains("connection refused"), "{o}");
+    assert!(
+        o.contains("hint: ") && o.contains("talm talosconfig"),
+        "{o}"
+    );
+    assert!(o.contains("talm init --decrypt"), "{o}");
+}
+
+#[test]
+fn sim_refuses_an_address_given_twice_before_binding() {
+    let d = Dir::new();
+    // Holding the port proves the refusal comes before any bind: a bind would fail with
+    // "address in use" instead.
+    let _held = std::net::TcpListener::bind("127.9.1.20:50000").unwrap();
+    d.write(
+        "sim.yaml",
+        "nodes:\n  - address: 127.9.1.20\n  - address: 127.9.1.22\n",
+    );
+    let started = Instant::now();
+    let o = d
+        .talm(["sim", "--node", "127.9.1.20", "--config", "sim.yaml"])
+        .fails_with("127.9.1.20 is given twice");
+    assert!(
+        o.stderr.contains("sim.yaml: nodes[0].address") && o.stderr.contains("--node"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("hint: "), "{}", o.stderr);
+    d.talm(["sim", "--node", "127.9.1.20", "--node", "127.9.1.20"])
+        .fails_with("127.9.1.20 is given twice");
+    d.talm(["sim", "--node", "127.9.1.20,127.9.1.20"])
+        .fails_with("127.9.1.20 is given twice");
+    d.write(
+        "twice.yaml",
+        "nodes:\n  - address: 127.9.1.20\n  - address: 127.9.1.20\n",
+    );
+    d.talm(["sim", "--config", "twice.yaml"])
+        .fails_with("twice.yaml: nodes[0].address and twice.yaml: nodes[1].address");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "refused at once"
+    );
+}
+
+#[test]
+fn sim_names_an_address_it_cannot_use() {
+    let d = Dir::new();
+    d.talm(["sim", "--node", "10.9.1.1"])
+        .fails_with("10.9.1.1 is not a loopback address");
+    d.write("sim.yaml", "nodes:\n  - address: 10.9.1.1\n");
+    d.talm(["sim", "--config", "sim.yaml"])
+        .fails_with("sim.yaml: nodes[0].address: 10.9.1.1 is not a loopback address");
+    // Already in use (here by this test): the address, the port and the cause, promptly.
+    let _held = std::net::TcpListener::bind("127.9.1.21:50000").unwrap();
+    let started = Instant::now();
+    let o = d
+        .talm(["sim", "--node", "127.9.1.21"])
+        .fails_with("cannot listen on 127.9.1.21:50000: the address is already in use");
+    assert!(o.stderr.contains("hint: "), "{}", o.stderr);
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(4),
+        "refused promptly, not after {took:?}"
+    );
+}
