@@ -312,12 +312,14 @@ pub fn register(engine: &mut Engine) {
         });
     let mut f = Module::new();
     FuncRegistration::new("read")
-        .with_comments(["/// A project file's text (paths inside the project only)."])
+        .with_comments([
+            "/// A project file's text (paths inside the project only, symbolic links included).",
+        ])
         .set_into_module(&mut f, |rel: &str| {
             native(|| fsutil::read_text(&project_path(rel)?))
         });
     FuncRegistration::new("write")
-        .with_comments(["/// Writes a project file atomically (paths inside the project only)."])
+        .with_comments(["/// Writes a project file atomically (paths inside the project only, symbolic links included)."])
         .set_into_module(&mut f, |rel: &str, content: &str| {
             native(|| {
                 fsutil::write_atomic(
@@ -328,7 +330,7 @@ pub fn register(engine: &mut Engine) {
             })
         });
     FuncRegistration::new("exists")
-        .with_comments(["/// Whether a project file exists (paths inside the project only)."])
+        .with_comments(["/// Whether a project file exists (paths inside the project only, symbolic links included)."])
         .set_into_module(&mut f, |rel: &str| {
             native(|| Ok(project_path(rel)?.exists()))
         });

@@ -59,7 +59,8 @@ impl Limits {
         max_call_levels: 64,
         max_string_bytes: 16 << 20,
         max_array_items: 100_000,
-        max_map_entries: 100_000,
+        // A node's facts nest about 25 entries per resource: room for 10,000 routes.
+        max_map_entries: 250_000,
         max_memory_mib: Some(512),
         render_time: Some(Duration::from_secs(10)),
     };
@@ -71,7 +72,7 @@ impl Limits {
         max_call_levels: 128,
         max_string_bytes: 64 << 20,
         max_array_items: 200_000,
-        max_map_entries: 200_000,
+        max_map_entries: 500_000,
         max_memory_mib: Some(4096),
         render_time: None,
     };

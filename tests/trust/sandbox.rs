@@ -159,12 +159,12 @@ fn playbooks_run_under_generous_limits_that_max_ops_sets() {
     );
     d.write(
         "wide.rhai",
-        "let m = #{};\nfor i in 0..300000 { m[`k${i}`] = i; }\nout(`${m.len()}`);\n",
+        "let m = #{};\nfor i in 0..600000 { m[`k${i}`] = i; }\nout(`${m.len()}`);\n",
     );
     fails(
         120,
         d.talm(["run", "wide.rhai"]),
-        "the script exceeded the size limit of 200000 map entries",
+        "the script exceeded the size limit of 500000 map entries",
     );
 }
 
