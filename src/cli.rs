@@ -100,7 +100,7 @@ pub enum Command {
     /// Run a Rhai playbook: talm run FILE.rhai [ARGS...]
     Run(RunArgs),
     /// An interactive Rhai session with the talm API
-    Repl,
+    Repl(ReplArgs),
     /// Help on a command, or on the Rhai API: `talm help api [NAME]`
     Help {
         /// `api`, `api NAME`, or a command name
@@ -433,8 +433,24 @@ pub struct ScanArgs {
     pub concurrency: usize,
 }
 
+/// The bounds of a playbook, project script or REPL session (templates keep their strict ones).
+#[derive(Debug, Args)]
+pub struct ScriptLimitArgs {
+    /// Operation limit of the script (default 1000000000; 0 = no limit); Ctrl-C always stops it
+    #[arg(long, value_name = "N", env = "TALM_MAX_OPS")]
+    pub max_ops: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplArgs {
+    #[command(flatten)]
+    pub limits: ScriptLimitArgs,
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub limits: ScriptLimitArgs,
     /// The playbook
     pub file: String,
     /// Arguments for the playbook (its `ARGS.args`)

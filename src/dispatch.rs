@@ -17,6 +17,7 @@ fn bundled(name: &str, args: Map) -> Result<()> {
 }
 use crate::error::hinted;
 use crate::project::{chart::Chart, drift, root};
+use crate::sandbox::Limits;
 use crate::talos::duration::{self, Zero};
 
 fn strings(v: &[String]) -> Array {
@@ -423,11 +424,12 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
         Command::Run(r) => {
             enter(&cli.global, root_explicit, &[], &mut a)?;
             a.insert("args".into(), strings(&r.args).into());
-            let _ = crate::runtime::run_file(Path::new(&r.file), a)?;
+            let limits = Limits::playbook(r.limits.max_ops);
+            let _ = crate::runtime::run_file(Path::new(&r.file), a, &limits)?;
         }
-        Command::Repl => {
+        Command::Repl(r) => {
             enter(&cli.global, root_explicit, &[], &mut a)?;
-            return crate::runtime::repl::run(a);
+            return crate::runtime::repl::run(a, &Limits::playbook(r.limits.max_ops));
         }
         Command::External(words) => {
             let root = enter(&cli.global, root_explicit, &[], &mut a)?;
@@ -442,7 +444,8 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
                 ));
             };
             a.insert("args".into(), strings(&words[1..]).into());
-            let _ = crate::runtime::run_file(&script, a)?;
+            let limits = Limits::playbook(Limits::max_ops_from_env()?);
+            let _ = crate::runtime::run_file(&script, a, &limits)?;
         }
         Command::Bootstrap(b) => {
             enter(&cli.global, root_explicit, &b.files, &mut a)?;

@@ -21,13 +21,18 @@ pub mod yaml;
 
 use std::ffi::OsString;
 
-/// Runs the CLI with the given process arguments and returns the process exit code.
+/// Runs the CLI with the given process arguments and returns the process exit code (130 when
+/// Ctrl-C stopped a script).
 pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     match dispatch::dispatch(args) {
         Ok(code) => code,
         Err(err) => {
             eprint!("{}", error::render(&err));
-            1
+            if sandbox::interrupt::is_interrupted(&err) {
+                sandbox::interrupt::EXIT_CODE
+            } else {
+                1
+            }
         }
     }
 }

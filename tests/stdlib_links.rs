@@ -10,9 +10,14 @@ fn eval(body: &str) -> Result<Json, String> {
     let src = format!(
         "import \"talm/values\" as vals;\nimport \"talm/links\" as lk;\nimport \"talm/links_legacy\" as lkl;\n{body}"
     );
-    talm::runtime::run_source("test.rhai", &src, rhai::Map::new())
-        .map(|out| rhai::serde::from_dynamic(&out).unwrap())
-        .map_err(|e| talm::error::render(&e))
+    talm::runtime::run_source(
+        "test.rhai",
+        &src,
+        rhai::Map::new(),
+        &talm::sandbox::Limits::TEMPLATE,
+    )
+    .map(|out| rhai::serde::from_dynamic(&out).unwrap())
+    .map_err(|e| talm::error::render(&e))
 }
 
 fn run(body: &str) -> Json {

@@ -18,7 +18,8 @@ fn run(body: &str, args: &[(&str, Dynamic)]) -> Json {
         map.insert((*k).into(), v.clone());
     }
     let src = format!("import \"talm/net\" as net;\nimport \"talm/disk\" as disk;\n{body}");
-    let out = talm::runtime::run_source("test.rhai", &src, map)
+    let limits = talm::sandbox::Limits::TEMPLATE;
+    let out = talm::runtime::run_source("test.rhai", &src, map, &limits)
         .unwrap_or_else(|e| panic!("{}", talm::error::render(&e)));
     rhai::serde::from_dynamic(&out).unwrap()
 }

@@ -2,6 +2,7 @@
 //! .gitignore, and safe writes.
 
 pub mod chart;
+pub mod confine;
 pub mod drift;
 pub mod fsutil;
 pub mod gitignore;

@@ -1,6 +1,7 @@
 //! Preset logic in Rhai: a project's `templates/_context.rhai` runs in the sandbox before the
 //! templates, with `lookup(kind, namespace, id)` over the node's facts, and returns the map the
-//! templates see as `node` (default link, addresses, hostname, disks, ...).
+//! templates see as `node` (default link, addresses, hostname, disks, ...). Preset logic and
+//! Rhai templates run under the strict limits (`Limits::TEMPLATE`).
 
 use std::sync::Arc;
 
@@ -8,13 +9,14 @@ use anyhow::Result;
 use rhai::{Dynamic, FuncRegistration};
 
 use super::facts::Facts;
+use crate::sandbox::Limits;
 
 /// The file name of a preset's context script, inside `templates/`.
 pub const CONTEXT_SCRIPT: &str = "_context.rhai";
 
 /// The sandbox with `lookup` bound to the node's facts.
 fn engine(facts: Arc<Facts>) -> rhai::Engine {
-    let mut engine = crate::sandbox::engine();
+    let mut engine = crate::sandbox::engine(&Limits::TEMPLATE);
     FuncRegistration::new("lookup")
         .with_comments([
             "/// A node resource by kind and id (`{}` when missing), or all of a kind as `#{apiVersion, kind: \"List\", items}` when `id` is \"\".",
@@ -31,7 +33,7 @@ fn eval(name: &str, source: &str, facts: Arc<Facts>, args: &serde_json::Value) -
     let args: rhai::Map = rhai::serde::to_dynamic(args)?
         .try_cast::<rhai::Map>()
         .unwrap_or_default();
-    crate::sandbox::run(&engine(facts), name, source, args)
+    crate::sandbox::run(&engine(facts), &Limits::TEMPLATE, name, source, args)
 }
 
 /// Runs the context script with `args` (values, chart, talos, template) as `ARGS`.

@@ -1,8 +1,9 @@
 //! The Tera environment of one project: its templates (by path below `templates/`), the
 //! library's (as `talm/...`), and the functions and filters templates may use: `lookup` over the
 //! node's facts, `to_yaml`, `to_json`, `scalar` (free text as a YAML scalar that cannot break
-//! out), `indent`, `required`, `fail`. Template errors keep Tera's
-//! file:line:column report.
+//! out), `indent`, `required`, `fail`. Template errors keep Tera's file:line:column report. Tera
+//! bounds recursion itself (components, include cycles, `range`); a render runs watched under
+//! the strict profile's time and memory bounds (`sandbox::guard`).
 
 use std::sync::Arc;
 
@@ -14,8 +15,11 @@ use crate::error::hinted;
 
 /// A project's templates, ready to render against one node's facts.
 pub struct Engine {
-    tera: Tera,
+    tera: Arc<Tera>,
 }
+
+/// The widest `indent` a template may ask for.
+const MAX_INDENT: i64 = 1024;
 
 fn tera_err(e: tera::Error) -> anyhow::Error {
     let mut text = e.to_string();
@@ -58,7 +62,13 @@ fn scalar(value: &tera::Value, _: Kwargs, _: &State) -> tera::TeraResult<String>
 /// `text | indent(width=N, first=false)`: indents every line but the first (or all when
 /// `first=true`) by N spaces; blank lines stay empty.
 fn indent(value: &str, kwargs: Kwargs, _: &State) -> tera::TeraResult<String> {
-    let width = kwargs.get::<i64>("width")?.unwrap_or(2).max(0) as usize;
+    let width = kwargs.get::<i64>("width")?.unwrap_or(2);
+    if !(0..=MAX_INDENT).contains(&width) {
+        return Err(msg(format!(
+            "indent width {width} is out of range (0 to {MAX_INDENT})"
+        )));
+    }
+    let width = width as usize;
     let first = kwargs.get::<bool>("first")?.unwrap_or(false);
     let pad = " ".repeat(width);
     let mut out = String::with_capacity(value.len() + 16);
@@ -120,7 +130,9 @@ impl Engine {
             },
         );
         tera.add_raw_templates(templates).map_err(tera_err)?;
-        Ok(Engine { tera })
+        Ok(Engine {
+            tera: Arc::new(tera),
+        })
     }
 
     /// Renders a template with the given context (a serialisable map).
@@ -132,7 +144,16 @@ impl Engine {
             ));
         }
         let ctx = tera::Context::from_serialize(context).map_err(tera_err)?;
-        self.tera.render(template, &ctx).map_err(tera_err)
+        let tera = Arc::clone(&self.tera);
+        let name = template.to_string();
+        let shown = match template.strip_prefix("talm/") {
+            Some(lib) => format!("charts/talm/templates/{lib}"),
+            None => format!("templates/{template}"),
+        };
+        crate::sandbox::guard::watched(&shown, &crate::sandbox::Limits::TEMPLATE, move || {
+            tera.render(&name, &ctx)
+        })?
+        .map_err(tera_err)
     }
 }
 

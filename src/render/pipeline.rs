@@ -72,7 +72,7 @@ pub fn render(req: &Request<'_>) -> Result<String> {
     let tdir = req.root.join("templates");
     if tdir.is_dir() {
         for (rel, path) in files_below(&tdir)? {
-            let text = crate::project::fsutil::read_text(&path)?;
+            let text = crate::project::confine::read_text(req.root, &path)?;
             if rel == context::CONTEXT_SCRIPT {
                 context_script = Some(text);
             } else if rel.ends_with(".rhai") {
@@ -86,7 +86,7 @@ pub fn render(req: &Request<'_>) -> Result<String> {
     let ldir = req.root.join("charts/talm/templates");
     if ldir.is_dir() {
         for (rel, path) in files_below(&ldir)? {
-            let text = crate::project::fsutil::read_text(&path)?;
+            let text = crate::project::confine::read_text(req.root, &path)?;
             if rel == context::CONTEXT_SCRIPT {
                 context_script.get_or_insert(text);
             } else if !rel.ends_with(".rhai") {

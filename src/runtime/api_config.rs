@@ -6,12 +6,44 @@ use std::collections::BTreeSet;
 use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
 
 use super::native;
-use super::opts::{list, text};
+use super::opts::options;
 use crate::config::generate::{self, Input, MachineType, Options};
 use crate::secrets::{bundle::Bundle, contract::Contract};
 
 fn some(s: String) -> Option<String> {
     (!s.is_empty()).then_some(s)
+}
+
+options! {
+    /// `config::generate(#{...})`.
+    pub struct GenerateOpts for "config::generate" {
+        cluster_name: String,
+        endpoint: String,
+        /// Without `v`; "" = no images.
+        kubernetes_version: String,
+        /// The contract; "" = current.
+        talos_version: String,
+        /// The bundle's YAML text.
+        secrets: String,
+        /// The bundle's name in errors (default secrets.yaml).
+        secrets_file: String,
+        /// controlplane or worker.
+        machine_type: String,
+        additional_sans: Vec<String>,
+        dns_domain: String,
+        install_disk: String,
+        install_image: String,
+    }
+}
+
+options! {
+    /// `config::drift(current, desired, #{...})`.
+    pub struct DriftOpts for "config::drift" {
+        node: String,
+        show_secrets: bool,
+        /// User secret values to redact.
+        secrets: Vec<String>,
+    }
 }
 
 pub fn register(engine: &mut Engine) {
@@ -22,22 +54,23 @@ pub fn register(engine: &mut Engine) {
         ])
         .set_into_module(&mut m, |opts: Map| {
             native(|| {
-                let file = some(text(&opts, "secrets_file")).unwrap_or_else(|| "secrets.yaml".into());
+                let o = GenerateOpts::read(&opts)?;
+                let file = some(o.secrets_file).unwrap_or_else(|| "secrets.yaml".into());
                 let input = Input {
-                    cluster_name: text(&opts, "cluster_name"),
-                    endpoint: text(&opts, "endpoint"),
-                    kubernetes_version: text(&opts, "kubernetes_version"),
-                    contract: Contract::parse(&text(&opts, "talos_version"))?,
-                    bundle: Bundle::load(&text(&opts, "secrets"), &file)?,
+                    cluster_name: o.cluster_name,
+                    endpoint: o.endpoint,
+                    kubernetes_version: o.kubernetes_version,
+                    contract: Contract::parse(&o.talos_version)?,
+                    bundle: Bundle::load(&o.secrets, &file)?,
                     options: Options {
-                        additional_sans: list(&opts, "additional_sans"),
-                        dns_domain: some(text(&opts, "dns_domain")),
-                        install_disk: some(text(&opts, "install_disk")),
-                        install_image: some(text(&opts, "install_image")),
+                        additional_sans: o.additional_sans,
+                        dns_domain: some(o.dns_domain),
+                        install_disk: some(o.install_disk),
+                        install_image: some(o.install_image),
                         ..Options::default()
                     },
                 };
-                let kind = MachineType::parse(&text(&opts, "machine_type"))?;
+                let kind = MachineType::parse(&o.machine_type)?;
                 Ok(generate::to_text(&generate::generate(&input, kind)?))
             })
         });
@@ -67,9 +100,9 @@ pub fn register(engine: &mut Engine) {
         .with_comments(["/// The drift preview of sending `desired` to a node running `current`: `opts` has `node`, `show_secrets`, `secrets` (user secret values to redact)."])
         .set_into_module(&mut m, |current: &str, desired: &str, opts: Map| {
             native(|| {
-                let secrets: BTreeSet<String> = list(&opts, "secrets").into_iter().collect();
-                let show = opts.get("show_secrets").and_then(|v| v.as_bool().ok()).unwrap_or(false);
-                let p = crate::config::drift::preview(current, desired, &text(&opts, "node"), show, &secrets)?;
+                let o = DriftOpts::read(&opts)?;
+                let secrets: BTreeSet<String> = o.secrets.into_iter().collect();
+                let p = crate::config::drift::preview(current, desired, &o.node, o.show_secrets, &secrets)?;
                 Ok(p.trim_end().to_string())
             })
         });

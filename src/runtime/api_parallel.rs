@@ -1,7 +1,10 @@
-//! `parallel(items, fn, limit)`: runs a script closure over items on several threads at once
-//! (node operations overlap their network waits), keeping results in input order. An item's
-//! error becomes its result (`is_error(r)`, `r.message`) unless `fail_fast` is asked for.
-//! On a terminal each item gets a progress line on stderr.
+//! `parallel(items, fn, limit)`: runs a script closure over items on a bounded pool of threads
+//! (node operations overlap their network waits), keeping results in input order. The calling
+//! thread works too, and extra worker threads come from a process-wide budget, so nested
+//! `parallel` calls never multiply threads without bound and a pool that cannot grow still
+//! finishes. An item's error becomes its result (`is_error(r)`, `r.message`) unless
+//! `fail_fast` is asked for; Ctrl-C and a script limit stop the whole call. On a terminal each
+//! item gets a progress line on stderr.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -11,7 +14,41 @@ use rhai::{
     Array, Dynamic, Engine, EvalAltResult, FnPtr, FuncRegistration, Map, NativeCallContext,
 };
 
+use crate::error::hinted;
 use crate::talos::duration::{self, Zero};
+
+/// Items one `parallel` call runs at once, at most (and without a `limit`).
+pub const MAX_AT_ONCE: usize = 32;
+/// Worker threads all `parallel` calls of the process may hold together.
+const THREAD_BUDGET: usize = 64;
+/// Stack of a worker thread (as deep as a script on the main thread may go).
+const WORKER_STACK: usize = 16 << 20;
+
+static LIVE_WORKERS: AtomicUsize = AtomicUsize::new(0);
+
+super::opts::options! {
+    /// `parallel(items, f, #{limit, fail_fast})`.
+    pub struct ParallelOpts for "parallel" {
+        /// Items at once (1 or more; at most 32).
+        limit: Option<i64>,
+        /// Stop at the first failing item and raise its error.
+        fail_fast: bool,
+    }
+}
+
+/// Takes up to `want` threads from the process budget; returns how many it got.
+fn reserve(want: usize) -> usize {
+    let mut got = 0;
+    let _ = LIVE_WORKERS.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |live| {
+        got = want.min(THREAD_BUDGET.saturating_sub(live));
+        Some(live + got)
+    });
+    got
+}
+
+fn release(n: usize) {
+    LIVE_WORKERS.fetch_sub(n, Ordering::SeqCst);
+}
 
 fn error_value(item: &Dynamic, message: String) -> Dynamic {
     let mut m = Map::new();
@@ -36,81 +73,164 @@ fn bars(count: usize) -> Option<MultiProgress> {
     Some(MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
 }
 
+/// Whether an item's error must end the whole call: Ctrl-C or a script limit.
+fn stops_everything(err: &EvalAltResult) -> bool {
+    match err {
+        EvalAltResult::ErrorInFunctionCall(_, _, inner, _)
+        | EvalAltResult::ErrorInModule(_, inner, _) => stops_everything(inner),
+        EvalAltResult::ErrorTerminated(..)
+        | EvalAltResult::ErrorTooManyOperations(_)
+        | EvalAltResult::ErrorStackOverflow(_)
+        | EvalAltResult::ErrorDataTooLarge(..) => true,
+        _ => false,
+    }
+}
+
+/// The work shared by the calling thread and the workers.
+struct Work<'a> {
+    ctx: &'a NativeCallContext<'a>,
+    items: &'a Array,
+    f: &'a FnPtr,
+    fail_fast: bool,
+    results: Vec<Mutex<Option<Dynamic>>>,
+    lines: Vec<Option<ProgressBar>>,
+    next: AtomicUsize,
+    stop: AtomicBool,
+    fatal: Mutex<Option<Box<EvalAltResult>>>,
+    first_error: Mutex<Option<anyhow::Error>>,
+}
+
+impl Work<'_> {
+    fn run_items(&self) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::SeqCst);
+            if i >= self.items.len() || self.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            if let Some(b) = &self.lines[i] {
+                b.set_message("running");
+                b.enable_steady_tick(std::time::Duration::from_millis(120));
+            }
+            let value = match self
+                .f
+                .call_within_context::<Dynamic>(self.ctx, (self.items[i].clone(),))
+            {
+                Ok(v) => {
+                    if let Some(b) = &self.lines[i] {
+                        b.finish_with_message("done");
+                    }
+                    v
+                }
+                Err(e) if stops_everything(&e) => {
+                    self.stop.store(true, Ordering::SeqCst);
+                    self.fatal
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get_or_insert(e);
+                    return;
+                }
+                Err(e) => self.failed(i, *e),
+            };
+            *self.results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(value);
+        }
+    }
+
+    fn failed(&self, i: usize, e: EvalAltResult) -> Dynamic {
+        let err = crate::sandbox::from_rhai(e, "parallel");
+        let msg = crate::error::render(&err);
+        let msg = msg.trim_start_matches("Error: ").trim_end().to_string();
+        if let Some(b) = &self.lines[i] {
+            b.finish_with_message(format!("failed: {}", msg.lines().next().unwrap_or("")));
+        }
+        if self.fail_fast {
+            self.stop.store(true, Ordering::SeqCst);
+            self.first_error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(err);
+        }
+        error_value(&self.items[i], msg)
+    }
+}
+
 fn run(
     ctx: &NativeCallContext,
     items: Array,
     f: &FnPtr,
-    limit: usize,
+    limit: Option<i64>,
     fail_fast: bool,
 ) -> Result<Array, Box<EvalAltResult>> {
     let n = items.len();
-    let limit = limit.clamp(1, n.max(1));
-    let results: Vec<Mutex<Option<Dynamic>>> = (0..n).map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let first_error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    let at_once = match limit {
+        None => n.clamp(1, MAX_AT_ONCE),
+        Some(l) if l < 1 => {
+            return Err(crate::sandbox::to_rhai(hinted(
+                format!("parallel: limit {l} is not a number of items at once"),
+                format!(
+                "give a limit of 1 or more (at most {MAX_AT_ONCE} run at once), or leave it out"
+            ),
+            )))
+        }
+        Some(l) => (l as usize).min(MAX_AT_ONCE).min(n.max(1)),
+    };
     let multi = bars(n);
     let style = ProgressStyle::with_template("{spinner} {prefix}: {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_spinner());
-    let lines: Vec<Option<ProgressBar>> = items
-        .iter()
-        .map(|it| {
-            multi.as_ref().map(|m| {
-                let b = m.add(ProgressBar::new_spinner());
-                b.set_style(style.clone());
-                b.set_prefix(label(it));
-                b.set_message("waiting");
-                b
+    let work = Work {
+        ctx,
+        items: &items,
+        f,
+        fail_fast,
+        results: (0..n).map(|_| Mutex::new(None)).collect(),
+        lines: items
+            .iter()
+            .map(|it| {
+                multi.as_ref().map(|m| {
+                    let b = m.add(ProgressBar::new_spinner());
+                    b.set_style(style.clone());
+                    b.set_prefix(label(it));
+                    b.set_message("waiting");
+                    b
+                })
             })
-        })
-        .collect();
+            .collect(),
+        next: AtomicUsize::new(0),
+        stop: AtomicBool::new(false),
+        fatal: Mutex::new(None),
+        first_error: Mutex::new(None),
+    };
+    // The calling thread is one of the `at_once`; the others are extra threads.
+    let reserved = reserve(at_once - 1);
     std::thread::scope(|s| {
-        for _ in 0..limit {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= n || stop.load(Ordering::SeqCst) {
-                    return;
+        let mut started = 0;
+        for _ in 0..reserved {
+            let spawned = std::thread::Builder::new()
+                .name("talm-parallel".into())
+                .stack_size(WORKER_STACK)
+                .spawn_scoped(s, || work.run_items());
+            match spawned {
+                Ok(_) => started += 1,
+                Err(e) => {
+                    eprintln!("WARN: parallel: started {started} extra thread(s) of {reserved} ({e}); the rest of the items run on those");
+                    break;
                 }
-                if let Some(b) = &lines[i] {
-                    b.set_message("running");
-                    b.enable_steady_tick(std::time::Duration::from_millis(120));
-                }
-                let r = f.call_within_context::<Dynamic>(ctx, (items[i].clone(),));
-                let value = match r {
-                    Ok(v) => {
-                        if let Some(b) = &lines[i] {
-                            b.finish_with_message("done");
-                        }
-                        v
-                    }
-                    Err(e) => {
-                        let err = crate::sandbox::from_rhai(*e, "parallel");
-                        let msg = crate::error::render(&err);
-                        let msg = msg.trim_start_matches("Error: ").trim_end().to_string();
-                        if let Some(b) = &lines[i] {
-                            b.finish_with_message(format!(
-                                "failed: {}",
-                                msg.lines().next().unwrap_or("")
-                            ));
-                        }
-                        if fail_fast {
-                            stop.store(true, Ordering::SeqCst);
-                            first_error
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .get_or_insert(err);
-                        }
-                        error_value(&items[i], msg)
-                    }
-                };
-                *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(value);
-            });
+            }
         }
+        work.run_items();
     });
-    if let Some(e) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+    release(reserved);
+    if let Some(e) = work.fatal.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    if let Some(e) = work
+        .first_error
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+    {
         return Err(crate::sandbox::to_rhai(e));
     }
-    Ok(results
+    Ok(work
+        .results
         .into_iter()
         .map(|m| {
             m.into_inner()
@@ -122,22 +242,20 @@ fn run(
 
 pub fn register(engine: &mut Engine) {
     FuncRegistration::new("parallel")
-        .with_comments(["/// Calls `f(item)` for every item, `limit` at a time, and returns the results in input order; a failing item's result is an error value (`is_error(r)`, `r.message`)."])
+        .with_comments(["/// Calls `f(item)` for every item, `limit` at a time (1 or more; at most 32 run at once), and returns the results in input order; a failing item's result is an error value (`is_error(r)`, `r.message`). Ctrl-C or a script limit in any item stops the call."])
         .register_into_engine(engine, |ctx: NativeCallContext, items: Array, f: FnPtr, limit: i64| {
-            run(&ctx, items, &f, limit.max(1) as usize, false)
+            run(&ctx, items, &f, Some(limit), false)
         });
     FuncRegistration::new("parallel")
-        .with_comments(["/// `parallel(items, f)` with no limit: every item at once."])
+        .with_comments(["/// `parallel(items, f)` with no limit: up to 32 items at once."])
         .register_into_engine(engine, |ctx: NativeCallContext, items: Array, f: FnPtr| {
-            let n = items.len().max(1);
-            run(&ctx, items, &f, n, false)
+            run(&ctx, items, &f, None, false)
         });
     FuncRegistration::new("parallel")
         .with_comments(["/// `parallel(items, f, #{limit, fail_fast})`: with `fail_fast` the first error stops the rest and is raised."])
         .register_into_engine(engine, |ctx: NativeCallContext, items: Array, f: FnPtr, opts: Map| {
-            let limit = opts.get("limit").and_then(|v| v.as_int().ok()).unwrap_or(items.len().max(1) as i64);
-            let fail_fast = opts.get("fail_fast").and_then(|v| v.as_bool().ok()).unwrap_or(false);
-            run(&ctx, items, &f, limit.max(1) as usize, fail_fast)
+            let o = ParallelOpts::read(&opts).map_err(crate::sandbox::to_rhai)?;
+            run(&ctx, items, &f, o.limit, o.fail_fast)
         });
     FuncRegistration::new("is_error")
         .with_comments(["/// Whether a `parallel` result is an item's error."])
@@ -158,24 +276,25 @@ pub fn register(engine: &mut Engine) {
             })
         });
     FuncRegistration::new("sleep")
-        .with_comments(["/// Pauses the script for `seconds` (fractions allowed)."])
+        .with_comments(["/// Pauses the script for `seconds` (fractions allowed); Ctrl-C ends the pause and the script."])
         .register_into_engine(engine, |seconds: f64| {
-            crate::sandbox::native(|| sleep(seconds.to_string(), duration::from_seconds(seconds)))
+            sleep(seconds.to_string(), duration::from_seconds(seconds))
         });
     FuncRegistration::new("sleep")
-        .with_comments(["/// Pauses the script for whole `seconds`."])
+        .with_comments([
+            "/// Pauses the script for whole `seconds`; Ctrl-C ends the pause and the script.",
+        ])
         .register_into_engine(engine, |seconds: i64| {
-            crate::sandbox::native(|| {
-                sleep(seconds.to_string(), duration::from_seconds(seconds as f64))
-            })
+            sleep(seconds.to_string(), duration::from_seconds(seconds as f64))
         });
 }
 
 /// `sleep(seconds)`: a negative, NaN or too long pause is an error, not a panic.
+/// Sleeps a checked duration; Ctrl-C ends the pause and the script.
 fn sleep(
     given: String,
     d: Result<std::time::Duration, duration::DurationError>,
-) -> anyhow::Result<()> {
-    std::thread::sleep(duration::checked("sleep", &given, d, Zero::Allowed)?);
-    Ok(())
+) -> Result<(), Box<EvalAltResult>> {
+    let d = crate::sandbox::native(|| Ok(duration::checked("sleep", &given, d, Zero::Allowed)?))?;
+    crate::sandbox::sleep(d)
 }

@@ -1,6 +1,7 @@
 //! What playbooks (`talm run`, project scripts, the REPL) build on beyond the node API: running
 //! any talm command in-process (`talm([...])`, `template_file`, `apply_file`), the project
-//! (`project()`, `nodes_of`), and file access confined to the project folder (`file::`).
+//! (`project()`, `nodes_of`), and file access confined to the project folder (`file::`, links
+//! resolved). `talm([...])` is not confined: it runs a command line as the user would type it.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -8,11 +9,48 @@ use std::sync::{Mutex, OnceLock};
 use anyhow::Result;
 use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
 
-use super::api_project::inside;
 use super::native;
-use super::opts::{flag, text};
+use super::opts::options;
 use crate::error::hinted;
-use crate::project::fsutil;
+use crate::project::{confine, fsutil};
+
+options! {
+    /// `render(#{...})`.
+    pub struct RenderOpts for "render" {
+        /// One template (`templates/controlplane.yaml`).
+        template: String,
+        /// Several templates, joined as YAML documents.
+        templates: Vec<String>,
+        /// A Node (discovered now).
+        node: Dynamic,
+        /// A discovery map or a facts file.
+        facts: Dynamic,
+        /// Helm-style `a.b=c` strings.
+        set: Vec<String>,
+        talos_version: Option<String>,
+        kubernetes_version: Option<String>,
+        full: bool,
+        offline: bool,
+    }
+}
+
+options! {
+    /// `template_file(path, #{...})`.
+    pub struct TemplateFileOpts for "template_file" {
+        insecure: bool,
+    }
+}
+
+options! {
+    /// `apply_file(path, #{...})`.
+    pub struct ApplyFileOpts for "apply_file" {
+        insecure: bool,
+        mode: String,
+        dry_run: bool,
+        /// More `-f` files merged over the node file.
+        side_patches: Vec<String>,
+    }
+}
 
 /// The project root scripts work in (set by the command line; "" outside a project).
 fn root_cell() -> &'static Mutex<String> {
@@ -58,41 +96,37 @@ fn talm(args: Array) -> Result<()> {
     }
 }
 
-fn render(opts: &Map) -> Result<String> {
-    let mut o = Map::new();
-    o.insert("root".into(), root()?.into());
-    let templates: rhai::Array = match opts
-        .get("templates")
-        .and_then(|v| v.clone().try_cast::<rhai::Array>())
-    {
-        Some(a) => a,
-        None => vec![Dynamic::from(text(opts, "template"))],
+fn render(o: RenderOpts) -> Result<String> {
+    let templates = if o.templates.is_empty() {
+        vec![o.template.clone()]
+    } else {
+        o.templates.clone()
     };
-    o.insert("templates".into(), templates.into());
-    let mut values = Map::new();
-    if let Some(set) = opts.get("set") {
-        values.insert("set".into(), set.clone());
-    }
-    o.insert("values".into(), values.into());
-    for key in ["talos_version", "kubernetes_version"] {
-        if let Some(v) = opts.get(key) {
-            o.insert(key.into(), v.clone());
-            o.insert(format!("{key}_set").into(), true.into());
-        }
-    }
-    o.insert("full".into(), flag(opts, "full").into());
-    o.insert("offline".into(), flag(opts, "offline").into());
-    if let Some(n) = opts
-        .get("node")
-        .and_then(|v| v.clone().try_cast::<super::api_talos::Node>())
-    {
-        o.insert("facts".into(), super::api_talos::discover(&n)?);
-    } else if let Some(f) = opts.get("facts") {
-        o.insert("facts".into(), f.clone());
-    } else if !flag(opts, "offline") {
+    let facts = if let Some(n) = o.node.clone().try_cast::<super::api_talos::Node>() {
+        super::api_talos::discover(&n)?
+    } else if !o.facts.is_unit() {
+        o.facts.clone()
+    } else if !o.offline {
         return Err(hinted("render needs a node, facts or offline: true", "render(#{ template: \"templates/controlplane.yaml\", node: node(ip, #{ insecure: true }) })"));
-    }
-    let r = super::api_render::template(o)?;
+    } else {
+        Dynamic::UNIT
+    };
+    let r = super::api_render::template(super::api_render::TemplateOpts {
+        root: root()?,
+        templates,
+        values: super::api_render::ValueFlags {
+            set: o.set,
+            ..Default::default()
+        },
+        talos_version_set: o.talos_version.is_some(),
+        talos_version: o.talos_version.unwrap_or_default(),
+        kubernetes_version_set: o.kubernetes_version.is_some(),
+        kubernetes_version: o.kubernetes_version.unwrap_or_default(),
+        full: o.full,
+        offline: o.offline,
+        facts,
+        with_secrets: String::new(),
+    })?;
     Ok(r.get("text").map(|t| t.to_string()).unwrap_or_default())
 }
 
@@ -157,9 +191,10 @@ fn secrets_seal(rel: &str, encrypt: bool) -> Result<String> {
     }
 }
 
-/// A project file path: relative paths are taken from the project root.
+/// A project file path: relative paths are taken from the project root; links are followed
+/// and must stay inside it.
 fn project_path(rel: &str) -> Result<PathBuf> {
-    inside(&root()?, rel)
+    confine::inside(&root()?, rel)
 }
 
 /// `secrets::load`, `secrets::encrypt`, `secrets::decrypt` over project files (added to the
@@ -178,14 +213,15 @@ pub fn add_secret_files(sec: &mut Module) {
 
 pub fn register(engine: &mut Engine) {
     FuncRegistration::new("talm")
-        .with_comments(["/// Runs a talm command in this process: `talm([\"template\", \"-f\", \"nodes/node1.yaml\", \"-I\", \"-i\"])`; an error when it fails."])
+        .with_comments(["/// Runs a talm command in this process: `talm([\"template\", \"-f\", \"nodes/node1.yaml\", \"-I\", \"-i\"])`; an error when it fails. Its paths are taken as the shell would take them (from the working directory, not confined to the project): a playbook is a program you chose to run, and it may create a project elsewhere (`init --root DIR`). The project-relative helpers (`file::`, `secrets::`, `kubeconfig`) are confined."])
         .register_into_engine(engine, |args: Array| native(|| talm(args)));
     FuncRegistration::new("template_file")
         .with_comments(["/// `talm template -f path -I` (with `#{insecure}`): renders the node file's templates against its node and rewrites it in place."])
         .register_into_engine(engine, |path: &str, opts: Map| {
             native(|| {
+                let o = TemplateFileOpts::read(&opts)?;
                 let mut a: Array = ["template", "-f", path, "-I"].iter().map(|s| Dynamic::from(s.to_string())).collect();
-                if flag(&opts, "insecure") {
+                if o.insecure {
                     a.push("-i".into());
                 }
                 talm(a)
@@ -197,29 +233,24 @@ pub fn register(engine: &mut Engine) {
         ])
         .register_into_engine(engine, |path: &str, opts: Map| {
             native(|| {
+                let o = ApplyFileOpts::read(&opts)?;
                 let mut a: Array = ["apply", "-f", path]
                     .iter()
                     .map(|s| Dynamic::from(s.to_string()))
                     .collect();
-                if let Some(sides) = opts
-                    .get("side_patches")
-                    .and_then(|v| v.clone().try_cast::<Array>())
-                {
-                    for s in sides {
-                        a.push("-f".into());
-                        a.push(s);
-                    }
+                for s in o.side_patches {
+                    a.push("-f".into());
+                    a.push(s.into());
                 }
-                if flag(&opts, "insecure") {
+                if o.insecure {
                     a.push("-i".into());
                 }
-                if flag(&opts, "dry_run") {
+                if o.dry_run {
                     a.push("--dry-run".into());
                 }
-                let mode = text(&opts, "mode");
-                if !mode.is_empty() {
+                if !o.mode.is_empty() {
                     a.push("-m".into());
-                    a.push(mode.into());
+                    a.push(o.mode.into());
                 }
                 talm(a)
             })
@@ -243,7 +274,7 @@ pub fn register(engine: &mut Engine) {
                 let r = root()?;
                 let mut m = Map::new();
                 let read = |rel: &str| -> Result<Dynamic> {
-                    let p = Path::new(&r).join(rel);
+                    let p = confine::inside(&r, rel)?;
                     if !p.exists() {
                         return Ok(Map::new().into());
                     }
@@ -279,24 +310,27 @@ pub fn register(engine: &mut Engine) {
         });
     FuncRegistration::new("render")
         .with_comments(["/// Renders the project's templates for a node: `opts` has `template` (or `templates`), `node` (a Node, discovered now) or `facts` (a discovery map or a facts file), `set` (Helm-style `a.b=c` strings), `talos_version`, `kubernetes_version`, `full`, `offline`. Returns the YAML text."])
-        .register_into_engine(engine, |opts: Map| native(|| render(&opts)));
+        .register_into_engine(engine, |opts: Map| native(|| render(RenderOpts::read(&opts)?)));
     FuncRegistration::new("nodes_of")
         .with_comments(["/// The nodes of a node file's modeline, reached through its endpoints."])
         .register_into_engine(engine, |file: &str| {
             native(|| {
-                let mut o = Map::new();
-                o.insert("files".into(), vec![Dynamic::from(file.to_string())].into());
-                super::api_talos::targets(&o)
+                super::api_talos::targets(&super::node_opts::TargetsOpts {
+                    files: vec![file.to_string()],
+                    ..Default::default()
+                })
             })
         });
     let mut f = Module::new();
     FuncRegistration::new("read")
-        .with_comments(["/// A project file's text (paths inside the project only)."])
+        .with_comments([
+            "/// A project file's text (paths inside the project only, symbolic links included).",
+        ])
         .set_into_module(&mut f, |rel: &str| {
             native(|| fsutil::read_text(&project_path(rel)?))
         });
     FuncRegistration::new("write")
-        .with_comments(["/// Writes a project file atomically (paths inside the project only)."])
+        .with_comments(["/// Writes a project file atomically (paths inside the project only, symbolic links included)."])
         .set_into_module(&mut f, |rel: &str, content: &str| {
             native(|| {
                 fsutil::write_atomic(
@@ -307,7 +341,7 @@ pub fn register(engine: &mut Engine) {
             })
         });
     FuncRegistration::new("exists")
-        .with_comments(["/// Whether a project file exists (paths inside the project only)."])
+        .with_comments(["/// Whether a project file exists (paths inside the project only, symbolic links included)."])
         .set_into_module(&mut f, |rel: &str| {
             native(|| Ok(project_path(rel)?.exists()))
         });

@@ -1,32 +1,17 @@
-//! `project::` script functions: the project root, reading files inside it, and the write plan
-//! (`project::plan(root)`) that carries out all writes of a command at its end.
+//! `project::` script functions: the project root, reading files inside it (links followed and
+//! kept inside, `confine`), and the write plan (`project::plan(root)`) that carries out all
+//! writes of a command at its end.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 use rhai::{Array, Dynamic, Engine, FuncRegistration, Module};
 
 use super::native;
-use crate::error::hinted;
+use crate::project::confine::inside;
 use crate::project::fsutil::{self, Mode, Plan};
 use crate::project::{chart::Chart, drift, gitignore, modeline, root};
-
-/// Joins a project-relative path to the root, refusing anything that would leave the root.
-pub fn inside(root: &str, rel: &str) -> Result<PathBuf> {
-    let rel_path = Path::new(rel);
-    let escapes = rel_path.is_absolute()
-        || rel_path
-            .components()
-            .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)));
-    if escapes {
-        return Err(hinted(
-            format!("path {rel:?} is outside the project at {root}"),
-            "scripts may only read and write files inside the project root",
-        ));
-    }
-    Ok(Path::new(root).join(rel_path))
-}
 
 fn new_plan(root: &str, label: &str) -> PlanHandle {
     PlanHandle {
@@ -319,20 +304,4 @@ pub fn register(engine: &mut Engine) {
         .register_into_engine(engine, |p: &mut PlanHandle| {
             native(|| Ok(lock(p).commit()? as i64))
         });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_cannot_leave_the_project() {
-        assert!(inside("/p", "../etc/passwd").is_err());
-        assert!(inside("/p", "/etc/passwd").is_err());
-        assert!(inside("/p", "a/../../b").is_err());
-        assert_eq!(
-            inside("/p", "nodes/a.yaml").unwrap(),
-            PathBuf::from("/p/nodes/a.yaml")
-        );
-    }
 }

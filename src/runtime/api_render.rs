@@ -8,28 +8,87 @@ use anyhow::Result;
 use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
 
 use super::native;
-use super::opts::{flag, list, text};
+use super::opts::options;
 use crate::config::assemble;
 use crate::error::hinted;
 use crate::project::{chart::Chart, fsutil, values};
 use crate::render::{facts::Facts, pipeline, seal};
 use crate::secrets::{bundle::Bundle, contract::Contract};
 
-fn concat(chart: &[String], cli: Vec<String>) -> Vec<String> {
-    chart.iter().cloned().chain(cli).collect()
+options! {
+    /// The value flags of a render (`--values`, `--set`, ...).
+    pub struct ValueFlags for "render::template values" {
+        values: Vec<String>,
+        set: Vec<String>,
+        set_string: Vec<String>,
+        set_file: Vec<String>,
+        set_json: Vec<String>,
+        set_literal: Vec<String>,
+    }
+}
+
+options! {
+    /// `render::template(#{...})`.
+    pub struct TemplateOpts for "render::template" {
+        root: String,
+        templates: Vec<String>,
+        values: ValueFlags,
+        talos_version: String,
+        /// Whether `talos_version` was given (else Chart.yaml's).
+        talos_version_set: bool,
+        kubernetes_version: String,
+        kubernetes_version_set: bool,
+        offline: bool,
+        /// A discovery map or a facts file ("" = none).
+        facts: Dynamic,
+        full: bool,
+        with_secrets: String,
+    }
+}
+
+options! {
+    /// `render::full(#{...})`.
+    pub struct FullOpts for "render::full" {
+        root: String,
+        text: String,
+        with_secrets: String,
+        talos_version: String,
+        talos_version_set: bool,
+        kubernetes_version: String,
+        kubernetes_version_set: bool,
+    }
+}
+
+/// The value flags, typed like every option map.
+impl super::opts::FromOpt for ValueFlags {
+    const EXPECTED: &'static str =
+        "a map of value flags (values, set, set_string, set_file, set_json, set_literal)";
+    fn absent() -> Self {
+        ValueFlags::default()
+    }
+    fn read(v: &Dynamic) -> Option<Self> {
+        ValueFlags::read(&v.clone().try_cast::<Map>()?).ok()
+    }
+    fn why(v: &Dynamic, _function: &str, _key: &str) -> Option<anyhow::Error> {
+        ValueFlags::read(&v.clone().try_cast::<Map>()?).err()
+    }
+}
+
+fn concat(chart: &[String], cli: &[String]) -> Vec<String> {
+    chart.iter().chain(cli).cloned().collect()
 }
 
 /// The facts a render reads: a node's discovery (a map from `n.discover()`), a recorded file,
 /// or nothing (offline).
-fn facts(opts: &Map, chart: &Chart) -> Result<Facts> {
-    if let Some(live) = opts.get("facts").filter(|v| v.is_map()) {
-        return Ok(rhai::serde::from_dynamic(live)?);
+fn facts(o: &TemplateOpts, chart: &Chart) -> Result<Facts> {
+    if o.facts.is_map() {
+        return Ok(rhai::serde::from_dynamic(&o.facts)?);
     }
-    let file = text(opts, "facts");
+    let file = o.facts.clone().into_string().unwrap_or_default();
     if !file.is_empty() {
         return Facts::parse(&fsutil::read_text(Path::new(&file))?, &file);
     }
-    if flag(opts, "offline") || chart.template.offline {
+    if o.offline || chart.template.offline {
         return Ok(Facts::empty());
     }
     Err(hinted(
@@ -39,39 +98,39 @@ fn facts(opts: &Map, chart: &Chart) -> Result<Facts> {
 }
 
 /// The Talos contract and Kubernetes version of a render: the flags when set, else Chart.yaml.
-fn versions(opts: &Map, chart: &Chart) -> (String, String) {
+fn versions(talos: (&str, bool), kubernetes: (&str, bool), chart: &Chart) -> (String, String) {
     let t = &chart.template;
-    let talos = if flag(opts, "talos_version_set") {
-        text(opts, "talos_version")
+    let talos = if talos.1 {
+        talos.0.to_string()
     } else {
         t.talos_version.clone()
     };
-    let kube = if flag(opts, "kubernetes_version_set") {
-        text(opts, "kubernetes_version")
+    let kube = if kubernetes.1 {
+        kubernetes.0.to_string()
     } else {
         t.kubernetes_version.clone()
     };
     (talos, kube.trim_start_matches('v').to_string())
 }
 
-pub(super) fn template(opts: Map) -> Result<Map> {
-    let root = text(&opts, "root");
-    let root_path = Path::new(&root);
+pub(super) fn template(o: TemplateOpts) -> Result<Map> {
+    let root_path = Path::new(&o.root);
     let chart = Chart::load(root_path)?;
-    let flags = opts
-        .get("values")
-        .and_then(|v| v.clone().try_cast::<Map>())
-        .unwrap_or_default();
+    let flags = &o.values;
     let t = &chart.template;
     let value_flags = values::ValueFlags {
-        values: list(&flags, "values"),
-        set: concat(&t.values, list(&flags, "set")),
-        set_string: concat(&t.string_values, list(&flags, "set_string")),
-        set_file: concat(&t.file_values, list(&flags, "set_file")),
-        set_json: concat(&t.json_values, list(&flags, "set_json")),
-        set_literal: concat(&t.literal_values, list(&flags, "set_literal")),
+        values: flags.values.clone(),
+        set: concat(&t.values, &flags.set),
+        set_string: concat(&t.string_values, &flags.set_string),
+        set_file: concat(&t.file_values, &flags.set_file),
+        set_json: concat(&t.json_values, &flags.set_json),
+        set_literal: concat(&t.literal_values, &flags.set_literal),
     };
-    let (talos_version, kubernetes_version) = versions(&opts, &chart);
+    let (talos_version, kubernetes_version) = versions(
+        (&o.talos_version, o.talos_version_set),
+        (&o.kubernetes_version, o.kubernetes_version_set),
+        &chart,
+    );
     // Checked before values and facts are read, so a bad version fails fast.
     pipeline::multidoc(&talos_version)?;
     let preset_values = fsutil::read_text(&root_path.join("values.yaml"))?;
@@ -85,10 +144,10 @@ pub(super) fn template(opts: Map) -> Result<Map> {
     if let Some(defaults) = preset_defaults(root_path) {
         vals.check_shapes(&defaults)?;
     }
-    let facts = facts(&opts, &chart)?;
+    let facts = facts(&o, &chart)?;
     let req = pipeline::Request {
         root: root_path,
-        templates: list(&opts, "templates"),
+        templates: o.templates.clone(),
         facts: Arc::new(facts),
         values: vals.tree.clone(),
         chart_name: chart.name.clone(),
@@ -97,11 +156,11 @@ pub(super) fn template(opts: Map) -> Result<Map> {
         kubernetes_version: kubernetes_version.trim_start_matches('v').to_string(),
     };
     let mut out = pipeline::render(&req).map_err(|e| vals.attribute(e))?;
-    let full = flag(&opts, "full") || t.full;
+    let full = o.full || t.full;
     if full {
         out = full_config(
             &out,
-            &opts,
+            (&o.root, &o.with_secrets),
             &chart,
             &req.talos_version,
             &req.kubernetes_version,
@@ -130,16 +189,17 @@ fn preset_defaults(root: &Path) -> Option<serde_yaml_ng::Value> {
 }
 
 /// The whole machine config for a render (`--full`).
+/// `place` is the project root and the `--with-secrets` bundle ("" = Chart.yaml's).
 fn full_config(
     rendered: &str,
-    opts: &Map,
+    place: (&str, &str),
     chart: &Chart,
     talos_version: &str,
     kubernetes_version: &str,
 ) -> Result<String> {
-    let root = text(opts, "root");
-    let secrets = match text(opts, "with_secrets") {
-        s if !s.is_empty() => s,
+    let (root, with_secrets) = place;
+    let secrets = match with_secrets {
+        s if !s.is_empty() => s.to_string(),
         _ => chart.secrets(),
     };
     let path = if Path::new(&secrets).is_absolute() {
@@ -171,14 +231,19 @@ pub fn register(engine: &mut Engine) {
         .with_comments([
             "/// Renders templates: `opts` has `root`, `templates`, `values` (#{values, set, set_string, set_file, set_json, set_literal}), `talos_version`/`kubernetes_version` (with `*_set` flags; Chart.yaml otherwise), `offline`, `facts` (a facts file). Returns #{text, full (whether it is the whole machine config, private keys included), secrets, warnings}.",
         ])
-        .set_into_module(&mut m, |opts: Map| native(|| template(opts)));
+        .set_into_module(&mut m, |opts: Map| native(|| template(TemplateOpts::read(&opts)?)));
     FuncRegistration::new("full")
         .with_comments(["/// The whole machine config from a patch without templates (a node file in direct-patch mode): the config Talos generates from the project's secrets, with `text` merged in. `opts` has `root`, `text`, `with_secrets`, `talos_version`/`kubernetes_version` (with `*_set` flags)."])
         .set_into_module(&mut m, |opts: Map| {
             native(|| {
-                let chart = Chart::load(Path::new(&text(&opts, "root")))?;
-                let (talos, kube) = versions(&opts, &chart);
-                full_config(&text(&opts, "text"), &opts, &chart, &talos, &kube)
+                let o = FullOpts::read(&opts)?;
+                let chart = Chart::load(Path::new(&o.root))?;
+                let (talos, kube) = versions(
+                    (&o.talos_version, o.talos_version_set),
+                    (&o.kubernetes_version, o.kubernetes_version_set),
+                    &chart,
+                );
+                full_config(&o.text, (&o.root, &o.with_secrets), &chart, &talos, &kube)
             })
         });
     FuncRegistration::new("seal")

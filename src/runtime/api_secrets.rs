@@ -5,8 +5,27 @@
 use rhai::{Array, Engine, FuncRegistration, Map, Module};
 
 use super::native;
-use super::opts::{strings, text};
+use super::opts::options;
 use crate::secrets::{bundle::Bundle, contract::Contract, crypt, talosconfig, twins};
+
+options! {
+    /// `secrets::generate(#{...})`.
+    pub struct GenerateOpts for "secrets::generate" {
+        /// The version contract ("" = current).
+        talos_version: String,
+    }
+}
+
+options! {
+    /// `secrets::talosconfig(bundle, #{...})`.
+    pub struct TalosconfigOpts for "secrets::talosconfig" {
+        /// The context name (the cluster).
+        name: String,
+        endpoints: Vec<String>,
+        /// The bundle's name in errors (default secrets.yaml).
+        file: String,
+    }
+}
 
 pub fn register(engine: &mut Engine) {
     let mut m = Module::new();
@@ -16,7 +35,7 @@ pub fn register(engine: &mut Engine) {
         ])
         .set_into_module(&mut m, |opts: Map| {
             native(|| {
-                let contract = Contract::parse(&text(&opts, "talos_version"))?;
+                let contract = Contract::parse(&GenerateOpts::read(&opts)?.talos_version)?;
                 Bundle::generate(contract, time::OffsetDateTime::now_utc())?.to_yaml()
             })
         });
@@ -31,17 +50,13 @@ pub fn register(engine: &mut Engine) {
         .with_comments(["/// A talosconfig (YAML text) from a bundle (YAML text) with a fresh os:admin client certificate: `opts.name` names the context (the cluster), `opts.endpoints` lists its endpoints, `opts.file` names the bundle in errors."])
         .set_into_module(&mut m, |bundle: &str, opts: Map| {
             native(|| {
-                let file = match text(&opts, "file") {
+                let o = TalosconfigOpts::read(&opts)?;
+                let file = match o.file {
                     f if f.is_empty() => "secrets.yaml".to_string(),
                     f => f,
                 };
                 let b = Bundle::load(bundle, &file)?;
-                let endpoints = opts
-                    .get("endpoints")
-                    .and_then(|e| e.clone().try_cast::<Array>())
-                    .map(strings)
-                    .unwrap_or_default();
-                let v = talosconfig::generate(&b, &text(&opts, "name"), &endpoints, time::OffsetDateTime::now_utc())
+                let v = talosconfig::generate(&b, &o.name, &o.endpoints, time::OffsetDateTime::now_utc())
                     .map_err(|e| e.context(file.clone()))?;
                 Ok(crate::yaml::to_string(&v))
             })

@@ -1,6 +1,8 @@
 //! Talking to nodes from scripts: `node(addr[, opts])` handles with `version()`, `get()`,
 //! `discover()`, and `talos::targets(opts)` resolving nodes and endpoints from flags, modeline
-//! and talosconfig the way talosctl does. Connections open on first use and are kept.
+//! and talosconfig the way talosctl does. Connections open on first use and are kept. Option
+//! maps are typed (`options!`): an unknown key is an error, and `reset` without options wipes
+//! only STATE and EPHEMERAL, as `talm reset` does.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -10,7 +12,9 @@ use anyhow::Result;
 use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
 
 use super::native;
-use super::opts::{flag, list, text};
+use super::node_opts::{
+    ApplyOpts, LogsOpts, NodeOpts, RebootOpts, ResetOpts, ScanOpts, TargetsOpts, UpgradeOpts,
+};
 use crate::error::hinted;
 use crate::proto::machine;
 use crate::talos::client::{self, Client};
@@ -78,31 +82,41 @@ impl Node {
     }
 }
 
-fn auth(opts: &Map, insecure: bool) -> Result<(Auth, Option<creds::Context>)> {
+/// The partitions a reset wipes when neither a wipe mode nor labels are given: META (and with
+/// it the node's identity) survives.
+pub const RESET_DEFAULT_LABELS: [&str; 2] = ["STATE", "EPHEMERAL"];
+
+fn auth(
+    talosconfig: &str,
+    context: &str,
+    insecure: bool,
+) -> Result<(Auth, Option<creds::Context>)> {
     if insecure {
         return Ok((Auth::Insecure, None));
     }
     let d = defaults().lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let path = match text(opts, "talosconfig") {
+    let path = match talosconfig {
         p if !p.is_empty() => PathBuf::from(p),
         _ if d.talosconfig.as_os_str().is_empty() => PathBuf::from("talosconfig"),
         _ => d.talosconfig.clone(),
     };
-    let context = match text(opts, "context") {
-        c if !c.is_empty() => c,
+    let context = match context {
+        c if !c.is_empty() => c.to_string(),
         _ => d.context.clone(),
     };
     let ctx = creds::load_context(&path, &context)?;
     Ok((ctx.auth.clone(), Some(ctx)))
 }
 
-fn timeout(opts: &Map) -> Result<Duration> {
-    let default = defaults()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .timeout
-        .unwrap_or(crate::talos::DEFAULT_TIMEOUT);
-    seconds(opts, "timeout", default)
+/// The deadline asked for, else the command line's, else the default.
+fn timeout(asked: Option<Duration>) -> Duration {
+    asked.unwrap_or_else(|| {
+        defaults()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .timeout
+            .unwrap_or(crate::talos::DEFAULT_TIMEOUT)
+    })
 }
 
 fn make(name: &str, endpoint: &str, insecure: bool, auth: Auth, timeout: Duration) -> Node {
@@ -117,25 +131,24 @@ fn make(name: &str, endpoint: &str, insecure: bool, auth: Auth, timeout: Duratio
 }
 
 /// `node(addr, #{insecure, endpoint, talosconfig, context, timeout})`.
-fn node_with(addr: &str, opts: &Map) -> Result<Node> {
-    let insecure = flag(opts, "insecure");
-    let (auth, _) = auth(opts, insecure)?;
-    let endpoint = match text(opts, "endpoint") {
-        e if !e.is_empty() && !insecure => e,
+fn node_with(addr: &str, o: &NodeOpts) -> Result<Node> {
+    let (auth, _) = auth(&o.talosconfig, &o.context, o.insecure)?;
+    let endpoint = match &o.endpoint {
+        e if !e.is_empty() && !o.insecure => e.clone(),
         _ => addr.to_string(),
     };
-    Ok(make(addr, &endpoint, insecure, auth, timeout(opts)?))
+    Ok(make(addr, &endpoint, o.insecure, auth, timeout(o.timeout)))
 }
 
 /// The nodes a command acts on: `nodes` (else the talosconfig context's), each reached through
 /// the first of `endpoints` (else the context's), or directly in maintenance mode.
-pub(super) fn targets(opts: &Map) -> Result<Array> {
-    let insecure = flag(opts, "insecure");
-    let (auth, ctx) = auth(opts, insecure)?;
-    let mut nodes = list(opts, "nodes");
-    let mut endpoints = list(opts, "endpoints");
+pub(super) fn targets(o: &TargetsOpts) -> Result<Array> {
+    let insecure = o.insecure;
+    let (auth, ctx) = auth(&o.talosconfig, &o.context, insecure)?;
+    let mut nodes = o.nodes.clone();
+    let mut endpoints = o.endpoints.clone();
     let (nodes_cli, endpoints_cli) = (!nodes.is_empty(), !endpoints.is_empty());
-    for f in super::api_project::expand_files(&list(opts, "files"))? {
+    for f in super::api_project::expand_files(&o.files)? {
         let text = crate::project::fsutil::read_text(std::path::Path::new(&f))
             .map_err(|e| anyhow::anyhow!("error opening config file: {e}"))?;
         let nf = crate::project::modeline::find(&text, &f)?;
@@ -160,7 +173,7 @@ pub(super) fn targets(opts: &Map) -> Result<Array> {
             "use --nodes, a node file's modeline (-f), or set nodes in the talosconfig context",
         ));
     }
-    let t = timeout(opts)?;
+    let t = timeout(o.timeout);
     Ok(nodes
         .iter()
         .map(|n| {
@@ -181,6 +194,19 @@ fn to_dyn(v: &serde_yaml_ng::Value) -> Result<Dynamic> {
 fn version(n: &Node) -> Result<Map> {
     let v = n.with(|c| block_on(c.version()))?;
     let mut m: Map = to_dyn(&discovery::version_value(&v))?.cast::<Map>();
+    // Every key is there for scripts (reading a missing one is an error), "" when not reported.
+    for key in [
+        "tag",
+        "sha",
+        "built",
+        "go_version",
+        "os",
+        "arch",
+        "platform",
+        "mode",
+    ] {
+        m.entry(key.into()).or_insert_with(|| "".into());
+    }
     m.insert("node".into(), n.name.clone().into());
     Ok(m)
 }
@@ -247,25 +273,6 @@ fn mode_name(m: i32) -> &'static str {
     }
 }
 
-/// A duration option: whole or fractional seconds, or Go duration text (`30s`, `2m`), checked as
-/// a flag is: every such option is a deadline, so zero is refused.
-fn seconds(opts: &Map, key: &str, default: Duration) -> Result<Duration> {
-    let Some(v) = opts.get(key) else {
-        return Ok(default);
-    };
-    let zero = Zero::Refused(
-        "a deadline of zero leaves no time at all; give seconds, or text such as 30s or 2m",
-    );
-    if let Ok(i) = v.as_int() {
-        return duration::checked(key, &i.to_string(), duration::from_seconds(i as f64), zero);
-    }
-    if let Ok(f) = v.as_float() {
-        return duration::checked(key, &f.to_string(), duration::from_seconds(f), zero);
-    }
-    let t = v.clone().into_string().unwrap_or_default();
-    duration::flag(key, &t, zero)
-}
-
 /// Whole seconds a script waits for (`wait_ready(300)`), within Go's range.
 fn wait_limit(secs: i64) -> Result<Duration> {
     duration::checked(
@@ -277,12 +284,12 @@ fn wait_limit(secs: i64) -> Result<Duration> {
 }
 
 /// `n.apply(config, #{mode, dry_run, timeout})`: sends a machine config.
-fn apply(n: &Node, config: &str, opts: &Map) -> Result<Map> {
-    let try_timeout = seconds(opts, "timeout", Duration::from_secs(60))?;
+fn apply(n: &Node, config: &str, o: &ApplyOpts) -> Result<Map> {
+    let try_timeout = o.timeout.unwrap_or(Duration::from_secs(60));
     let req = machine::ApplyConfigurationRequest {
         data: config.as_bytes().to_vec(),
-        mode: mode(&text(opts, "mode"))? as i32,
-        dry_run: flag(opts, "dry_run"),
+        mode: mode(&o.mode)? as i32,
+        dry_run: o.dry_run,
         try_mode_timeout: Some(prost_types::Duration {
             seconds: try_timeout.as_secs() as i64,
             nanos: try_timeout.subsec_nanos() as i32,
@@ -315,34 +322,120 @@ fn answers(n: &Node) -> bool {
     }
 }
 
-/// Polls `ready` every 250 ms until it holds or `limit` passes.
-fn poll(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
+/// Polls `ready` every 250 ms until it holds or `limit` passes; Ctrl-C stops the wait.
+fn poll(
+    limit: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> Result<bool, Box<rhai::EvalAltResult>> {
     // Within Go's range the deadline fits an Instant; past it there is none.
     let deadline = std::time::Instant::now().checked_add(limit);
     loop {
         if ready() {
-            return true;
+            return Ok(true);
         }
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-            return false;
+            return Ok(false);
         }
-        std::thread::sleep(Duration::from_millis(250));
+        crate::sandbox::sleep(Duration::from_millis(250))?;
     }
 }
 
 /// Waits until the node answers (after an apply or a reboot).
-fn wait_ready(n: &Node, limit: Duration) -> bool {
+fn wait_ready(n: &Node, limit: Duration) -> Result<bool, Box<rhai::EvalAltResult>> {
     poll(limit, || answers(n))
 }
 
 /// Waits for a reboot to happen: the node stops answering, then answers again.
-fn wait_reboot(n: &Node, limit: Duration) -> bool {
+fn wait_reboot(n: &Node, limit: Duration) -> Result<bool, Box<rhai::EvalAltResult>> {
     let start = std::time::Instant::now();
     let went_down = poll(limit.min(Duration::from_secs(300)), || {
         *n.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;
         n.with(|c| block_on(c.version())).is_err()
-    });
-    went_down && wait_ready(n, limit.saturating_sub(start.elapsed()))
+    })?;
+    Ok(went_down && wait_ready(n, limit.saturating_sub(start.elapsed()))?)
+}
+
+/// The reset request for `o`: with neither a wipe mode nor labels only STATE and EPHEMERAL are
+/// wiped, never the whole disk.
+fn reset_request(o: &ResetOpts) -> Result<machine::ResetRequest> {
+    use machine::reset_request::WipeMode;
+    let wipe = match o.wipe_mode.as_str() {
+        "" | "all" => WipeMode::All,
+        "system-disk" => WipeMode::SystemDisk,
+        "user-disks" => WipeMode::UserDisks,
+        other => {
+            return Err(hinted(
+                format!("unknown wipe mode {other:?} for n.reset"),
+                "use all, system-disk or user-disks, or leave wipe_mode out to wipe only STATE and EPHEMERAL",
+            ))
+        }
+    };
+    let labels = if o.wipe_mode.is_empty() && o.system_labels.is_empty() {
+        RESET_DEFAULT_LABELS.map(String::from).to_vec()
+    } else {
+        o.system_labels.clone()
+    };
+    Ok(machine::ResetRequest {
+        graceful: o.graceful.unwrap_or(true),
+        reboot: o.reboot,
+        system_partitions_to_wipe: labels
+            .into_iter()
+            .map(|label| machine::ResetPartitionSpec { label, wipe: true })
+            .collect(),
+        user_disks_to_wipe: o.user_disks.clone(),
+        mode: wipe as i32,
+    })
+}
+
+fn logs(n: &Node, service: &str, o: &LogsOpts) -> Result<String> {
+    let tail = o.tail.unwrap_or(-1);
+    let bytes = if service == "kernel" {
+        n.with(|c| block_on(c.dmesg(machine::DmesgRequest::default())))?
+    } else {
+        let driver = if o.kubernetes {
+            crate::proto::common::ContainerDriver::Cri
+        } else {
+            crate::proto::common::ContainerDriver::Containerd
+        };
+        let req = machine::LogsRequest {
+            namespace: if o.kubernetes { "k8s.io" } else { "system" }.into(),
+            id: service.into(),
+            driver: driver as i32,
+            follow: false,
+            tail_lines: tail.clamp(-1, i64::from(i32::MAX)) as i32,
+        };
+        n.with(|c| block_on(c.logs(req)))?
+    };
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    if service == "kernel" && tail >= 0 {
+        let lines: Vec<&str> = text.lines().collect();
+        let keep = lines.len().saturating_sub(tail as usize);
+        text = lines[keep..].iter().map(|l| format!("{l}\n")).collect();
+    }
+    Ok(text)
+}
+
+fn scan(cidr: &str, o: &ScanOpts) -> Result<Array> {
+    let port = match o.port {
+        None => 50000,
+        Some(p) => u16::try_from(p)
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| hinted(format!("port {p} is not a TCP port"), "give 1 to 65535"))?,
+    };
+    let conc = o.concurrency.unwrap_or(256).clamp(1, 4096) as usize;
+    let timeout = o.timeout.unwrap_or(Duration::from_millis(500));
+    let found = block_on(crate::talos::scan::scan(cidr, port, timeout, conc))?;
+    Ok(found
+        .into_iter()
+        .map(|f| {
+            let mut m = Map::new();
+            m.insert("ip".into(), f.ip.to_string().into());
+            m.insert("mode".into(), f.mode.into());
+            m.insert("version".into(), f.version.into());
+            Dynamic::from(m)
+        })
+        .collect())
 }
 
 /// The admin kubeconfig the node issues, as text.
@@ -358,10 +451,12 @@ pub fn register(engine: &mut Engine) {
     engine.register_fn("to_string", |n: &mut Node| format!("node({})", n.name));
     FuncRegistration::new("node")
         .with_comments(["/// A node reached through the project's talosconfig, at `addr`."])
-        .register_into_engine(engine, |addr: &str| native(|| node_with(addr, &Map::new())));
+        .register_into_engine(engine, |addr: &str| {
+            native(|| node_with(addr, &NodeOpts::default()))
+        });
     FuncRegistration::new("node")
         .with_comments(["/// A node with options: `insecure` (maintenance mode), `endpoint`, `talosconfig`, `context`, `timeout` (seconds or `30s`)."])
-        .register_into_engine(engine, |addr: &str, opts: Map| native(|| node_with(addr, &opts)));
+        .register_into_engine(engine, |addr: &str, opts: Map| native(|| node_with(addr, &NodeOpts::read(&opts)?)));
     FuncRegistration::new("version")
         .with_comments(["/// The node's Talos version: #{node, tag, sha, built, go_version, os, arch, platform, mode, rbac}."])
         .register_into_engine(engine, |n: &mut Node| native(|| version(n)));
@@ -385,7 +480,7 @@ pub fn register(engine: &mut Engine) {
         });
     FuncRegistration::new("apply")
         .with_comments(["/// Sends a machine config (YAML text): `opts` has `mode` (auto, no-reboot, reboot, staged, try), `dry_run`, `timeout` (try-mode rollback, default 1m). Returns #{mode, mode_details, warnings}."])
-        .register_into_engine(engine, |n: &mut Node, config: &str, opts: Map| native(|| apply(n, config, &opts)));
+        .register_into_engine(engine, |n: &mut Node, config: &str, opts: Map| native(|| apply(n, config, &ApplyOpts::read(&opts)?)));
     FuncRegistration::new("kubeconfig")
         .with_comments(["/// The admin kubeconfig the node issues (a control plane), as text."])
         .register_into_engine(engine, |n: &mut Node| native(|| kubeconfig_text(n)));
@@ -393,7 +488,8 @@ pub fn register(engine: &mut Engine) {
         .with_comments(["/// Starts an upgrade to `opts.image` (`stage`, `force` as talosctl); returns #{ack, actor_id}. The node reboots into the new version."])
         .register_into_engine(engine, |n: &mut Node, opts: Map| {
             native(|| {
-                let req = machine::UpgradeRequest { image: text(&opts, "image"), stage: flag(&opts, "stage"), force: flag(&opts, "force"), ..Default::default() };
+                let o = UpgradeOpts::read(&opts)?;
+                let req = machine::UpgradeRequest { image: o.image, stage: o.stage, force: o.force, ..Default::default() };
                 let r = n.with(|c| block_on(c.upgrade(req)))?;
                 let mut m = Map::new();
                 m.insert("ack".into(), r.ack.into());
@@ -405,10 +501,15 @@ pub fn register(engine: &mut Engine) {
         .with_comments(["/// Reboots the node (`opts.mode`: default or powercycle)."])
         .register_into_engine(engine, |n: &mut Node, opts: Map| {
             native(|| {
-                let mode = if text(&opts, "mode") == "powercycle" {
-                    machine::reboot_request::Mode::Powercycle
-                } else {
-                    machine::reboot_request::Mode::Default
+                let mode = match RebootOpts::read(&opts)?.mode.as_str() {
+                    "" | "default" => machine::reboot_request::Mode::Default,
+                    "powercycle" => machine::reboot_request::Mode::Powercycle,
+                    other => {
+                        return Err(hinted(
+                            format!("unknown reboot mode {other:?} for n.reboot"),
+                            "use default or powercycle",
+                        ))
+                    }
                 };
                 n.with(|c| block_on(c.reboot(machine::RebootRequest { mode: mode as i32 })))?;
                 Ok(())
@@ -425,30 +526,7 @@ pub fn register(engine: &mut Engine) {
     FuncRegistration::new("logs")
         .with_comments(["/// A service's log (`kernel` reads the kernel log): `opts.tail` keeps the last lines, `opts.kubernetes` reads a container in the k8s.io namespace."])
         .register_into_engine(engine, |n: &mut Node, service: &str, opts: Map| {
-            native(|| {
-                let bytes = if service == "kernel" {
-                    n.with(|c| block_on(c.dmesg(machine::DmesgRequest::default())))?
-                } else {
-                    let kubernetes = flag(&opts, "kubernetes");
-                    let req = machine::LogsRequest {
-                        namespace: if kubernetes { "k8s.io" } else { "system" }.into(),
-                        id: service.into(),
-                        driver: if kubernetes { crate::proto::common::ContainerDriver::Cri } else { crate::proto::common::ContainerDriver::Containerd } as i32,
-                        follow: false,
-                        tail_lines: opts.get("tail").and_then(|v| v.as_int().ok()).unwrap_or(-1) as i32,
-                    };
-                    n.with(|c| block_on(c.logs(req)))?
-                };
-                let mut text = String::from_utf8_lossy(&bytes).into_owned();
-                if service == "kernel" {
-                    if let Some(t) = opts.get("tail").and_then(|v| v.as_int().ok()).filter(|t| *t >= 0) {
-                        let lines: Vec<&str> = text.lines().collect();
-                        let keep = lines.len().saturating_sub(t as usize);
-                        text = lines[keep..].iter().map(|l| format!("{l}\n")).collect();
-                    }
-                }
-                Ok(text)
-            })
+            native(|| logs(n, service, &LogsOpts::read(&opts)?))
         });
     FuncRegistration::new("services")
         .with_comments(["/// The node's services: #{id, state, healthy, message} each."])
@@ -470,33 +548,35 @@ pub fn register(engine: &mut Engine) {
             })
         });
     FuncRegistration::new("reset")
-        .with_comments(["/// Resets the node: `opts` has `graceful`, `reboot`, `wipe_mode` (all, system-disk, user-disks), `system_labels` (partitions to wipe), `user_disks`."])
+        .with_comments(["/// Resets the node as `talm reset` does: `opts` may hold `graceful` (default true), `reboot`, `wipe_mode` (all, system-disk, user-disks), `system_labels` (partitions to wipe), `user_disks`. Left out, only STATE and EPHEMERAL are wiped (META kept); the whole system disk only with `wipe_mode: \"all\"` and no labels. An unknown option is an error."])
         .register_into_engine(engine, |n: &mut Node, opts: Map| {
             native(|| {
-                use machine::reset_request::WipeMode;
-                let wipe = match text(&opts, "wipe_mode").as_str() {
-                    "" | "all" => WipeMode::All,
-                    "system-disk" => WipeMode::SystemDisk,
-                    "user-disks" => WipeMode::UserDisks,
-                    other => return Err(hinted(format!("unknown wipe mode {other:?}"), "use all, system-disk or user-disks")),
-                };
-                let req = machine::ResetRequest {
-                    graceful: flag(&opts, "graceful"),
-                    reboot: flag(&opts, "reboot"),
-                    system_partitions_to_wipe: list(&opts, "system_labels").into_iter().map(|label| machine::ResetPartitionSpec { label, wipe: true }).collect(),
-                    user_disks_to_wipe: list(&opts, "user_disks"),
-                    mode: wipe as i32,
-                };
-                n.with(|c| block_on(c.reset(req)))?;
-                Ok(())
+                let req = reset_request(&ResetOpts::read(&opts)?)?;
+                n.with(|c| block_on(c.reset(req))).map(|_| ())
+            })
+        });
+    FuncRegistration::new("reset")
+        .with_comments([
+            "/// Resets the node wiping only STATE and EPHEMERAL (META kept), gracefully.",
+        ])
+        .register_into_engine(engine, |n: &mut Node| {
+            native(|| {
+                let req = reset_request(&ResetOpts::default())?;
+                n.with(|c| block_on(c.reset(req))).map(|_| ())
             })
         });
     FuncRegistration::new("wait_ready")
         .with_comments(["/// Waits up to `seconds` until the node's API answers again (after an apply or reboot); false on timeout."])
-        .register_into_engine(engine, |n: &mut Node, seconds: i64| native(|| Ok(wait_ready(n, wait_limit(seconds)?))));
+        .register_into_engine(engine, |n: &mut Node, seconds: i64| {
+            let limit = native(|| wait_limit(seconds))?;
+            wait_ready(n, limit)
+        });
     FuncRegistration::new("wait_reboot")
         .with_comments(["/// Waits up to `seconds` for a reboot: the node goes away, then answers again; false on timeout."])
-        .register_into_engine(engine, |n: &mut Node, seconds: i64| native(|| Ok(wait_reboot(n, wait_limit(seconds)?))));
+        .register_into_engine(engine, |n: &mut Node, seconds: i64| {
+            let limit = native(|| wait_limit(seconds))?;
+            wait_reboot(n, limit)
+        });
     FuncRegistration::new("discover")
         .with_comments(["/// Everything presets read from the node: #{node, version, resources: #{disks, links, addresses, routes, ...}}, the `--facts` file format."])
         .register_into_engine(engine, |n: &mut Node| native(|| discover(n)));
@@ -504,27 +584,10 @@ pub fn register(engine: &mut Engine) {
     let mut m = Module::new();
     FuncRegistration::new("targets")
         .with_comments(["/// The nodes a command acts on, from #{nodes, endpoints, files, insecure, talosconfig, context, timeout}: flags win, then the node files' modelines, then the talosconfig context."])
-        .set_into_module(&mut m, |opts: Map| native(|| targets(&opts)));
+        .set_into_module(&mut m, |opts: Map| native(|| targets(&TargetsOpts::read(&opts)?)));
     FuncRegistration::new("scan")
         .with_comments(["/// Talos API endpoints in an IPv4 range: `opts` has `port` (50000), `timeout` (500ms), `concurrency` (256). Returns #{ip, mode (maintenance|configured|unknown), version} each, in address order."])
-        .set_into_module(&mut m, |cidr: &str, opts: Map| {
-            native(|| {
-                let port = opts.get("port").and_then(|v| v.as_int().ok()).unwrap_or(50000) as u16;
-                let conc = opts.get("concurrency").and_then(|v| v.as_int().ok()).unwrap_or(256).max(1) as usize;
-                let timeout = seconds(&opts, "timeout", Duration::from_millis(500))?;
-                let found = block_on(crate::talos::scan::scan(cidr, port, timeout, conc))?;
-                Ok(found
-                    .into_iter()
-                    .map(|f| {
-                        let mut m = Map::new();
-                        m.insert("ip".into(), f.ip.to_string().into());
-                        m.insert("mode".into(), f.mode.into());
-                        m.insert("version".into(), f.version.into());
-                        Dynamic::from(m)
-                    })
-                    .collect::<Array>())
-            })
-        });
+        .set_into_module(&mut m, |cidr: &str, opts: Map| native(|| scan(cidr, &ScanOpts::read(&opts)?)));
     FuncRegistration::new("format")
         .with_comments([
             "/// Resources (from `get`) as `talm get` prints them for `node`: table, yaml or json.",

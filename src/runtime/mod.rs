@@ -11,6 +11,7 @@ mod api_render;
 mod api_secrets;
 pub mod api_talos;
 mod api_yaml;
+mod node_opts;
 mod opts;
 pub mod repl;
 
@@ -20,11 +21,12 @@ use anyhow::Result;
 use rhai::{Dynamic, Engine};
 
 use crate::embedded::SCRIPTS;
-pub use crate::sandbox::{from_rhai, native, to_rhai, ScriptError};
+pub use crate::sandbox::{from_rhai, native, to_rhai, Limits, ScriptError};
 
-/// Builds the engine: the sandbox (stdlib, pure helpers, `fail`/`warn`) plus every native module.
-pub fn engine() -> Engine {
-    let mut engine = crate::sandbox::engine();
+/// Builds the engine under `limits`: the sandbox (stdlib, pure helpers, `fail`/`warn`) plus
+/// every native module.
+pub fn engine(limits: &Limits) -> Engine {
+    let mut engine = crate::sandbox::engine(limits);
     api_config::register(&mut engine);
     api_log::register(&mut engine);
     api_parallel::register(&mut engine);
@@ -38,23 +40,25 @@ pub fn engine() -> Engine {
     engine
 }
 
-/// Runs the bundled script `scripts/<name>.rhai` with `args` bound to `ARGS`.
+/// Runs the bundled script `scripts/<name>.rhai` with `args` bound to `ARGS` (playbook limits).
 pub fn run_bundled(name: &str, args: rhai::Map) -> Result<Dynamic> {
     let file = format!("{name}.rhai");
     let source = crate::embedded::find(SCRIPTS, &file)
         .ok_or_else(|| crate::error::plain(format!("no bundled script {file}")))?;
-    run_source(&format!("scripts/{file}"), source, args)
+    run_source(&format!("scripts/{file}"), source, args, &Limits::PLAYBOOK)
 }
 
-/// Runs a script file from disk (a playbook).
-pub fn run_file(path: &Path, args: rhai::Map) -> Result<Dynamic> {
+/// Runs a script file from disk (a playbook or project script); Ctrl-C stops it.
+pub fn run_file(path: &Path, args: rhai::Map, limits: &Limits) -> Result<Dynamic> {
     let source = crate::project::fsutil::read_text(path)?;
-    run_source(&path.display().to_string(), &source, args)
+    crate::sandbox::interrupt::install();
+    let _running = crate::sandbox::interrupt::running();
+    run_source(&path.display().to_string(), &source, args, limits)
 }
 
 /// Compiles and runs script text; errors carry the script name, line and column.
-pub fn run_source(name: &str, source: &str, args: rhai::Map) -> Result<Dynamic> {
-    crate::sandbox::run(&engine(), name, source, args)
+pub fn run_source(name: &str, source: &str, args: rhai::Map, limits: &Limits) -> Result<Dynamic> {
+    crate::sandbox::run(&engine(limits), limits, name, source, args)
 }
 
 #[cfg(test)]
@@ -63,12 +67,17 @@ mod tests {
 
     #[test]
     fn script_errors_carry_position() {
-        let err =
-            run_source("t.rhai", "let x = 1;\nundefined_fn(x);", rhai::Map::new()).unwrap_err();
+        let err = run_source(
+            "t.rhai",
+            "let x = 1;\nundefined_fn(x);",
+            rhai::Map::new(),
+            &Limits::PLAYBOOK,
+        )
+        .unwrap_err();
         let text = crate::error::render(&err);
         assert!(text.contains("t.rhai:2:1"), "{text}");
         assert!(text.contains("undefined_fn"), "{text}");
-        let err = run_source("s.rhai", "let = ;", rhai::Map::new()).unwrap_err();
+        let err = run_source("s.rhai", "let = ;", rhai::Map::new(), &Limits::PLAYBOOK).unwrap_err();
         assert!(err.to_string().starts_with("s.rhai:1:"), "{err}");
     }
 
@@ -76,7 +85,7 @@ mod tests {
     fn fail_passes_message_and_hint_through_functions() {
         let src =
             "fn inner() { fail(\"bad thing\", \"do better\") }\nfn outer() { inner() }\nouter();";
-        let err = run_source("t.rhai", src, rhai::Map::new()).unwrap_err();
+        let err = run_source("t.rhai", src, rhai::Map::new(), &Limits::PLAYBOOK).unwrap_err();
         assert_eq!(
             crate::error::render(&err),
             "Error: bad thing\nhint: do better\n"

@@ -1,7 +1,8 @@
 //! `talm repl`: an interactive Rhai session over the talm API (rustyline): history in a file,
 //! tab completion of API functions and of the session's variables, multi-line input while
 //! brackets are open, `help` / `help NAME` from the API's doc comments, maps and arrays printed
-//! as YAML, variables (and node connections) kept between lines, Ctrl-C drops the line only.
+//! as YAML, variables (and node connections) kept between lines, Ctrl-C drops the line being
+//! typed or stops the line being run (playbook limits; `talm repl --max-ops N`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -222,12 +223,36 @@ fn help(docs: &BTreeMap<String, Doc>, topic: &str) -> String {
 
 /// `talm help api [NAME]`: the API listing, or one function's signatures and docs.
 pub fn api_help(topic: &str) -> String {
-    help(&api_docs(&super::engine()), topic)
+    help(&api_docs(&super::engine(&super::Limits::PLAYBOOK)), topic)
+}
+
+/// Evaluates one line; a Ctrl-C while it runs stops it and the session goes on.
+fn eval_line(engine: &Engine, limits: &super::Limits, scope: &mut Scope, input: &str) {
+    use crate::sandbox::interrupt;
+    interrupt::clear();
+    let result = {
+        let _running = interrupt::running();
+        engine.eval_with_scope::<Dynamic>(scope, input)
+    };
+    interrupt::clear();
+    match result {
+        Ok(v) => {
+            let text = show(&v);
+            if !text.is_empty() {
+                println!("{text}");
+            }
+        }
+        Err(e) => eprint!(
+            "{}",
+            crate::error::render(&crate::sandbox::from_rhai_within(*e, "repl", limits))
+        ),
+    }
 }
 
 /// Runs the session on stdin/stdout until end of input; returns the exit code.
-pub fn run(args: rhai::Map) -> Result<i32> {
-    let engine = super::engine();
+pub fn run(args: rhai::Map, limits: &super::Limits) -> Result<i32> {
+    crate::sandbox::interrupt::install();
+    let engine = super::engine(limits);
     let docs = api_docs(&engine);
     let mut scope = Scope::new();
     scope.push_constant("ARGS", args);
@@ -265,18 +290,7 @@ pub fn run(args: rhai::Map) -> Result<i32> {
                 if input == "exit" || input == "quit" {
                     break;
                 }
-                match engine.eval_with_scope::<Dynamic>(&mut scope, input) {
-                    Ok(v) => {
-                        let text = show(&v);
-                        if !text.is_empty() {
-                            println!("{text}");
-                        }
-                    }
-                    Err(e) => eprint!(
-                        "{}",
-                        crate::error::render(&crate::sandbox::from_rhai(*e, "repl"))
-                    ),
-                }
+                eval_line(&engine, limits, &mut scope, input);
                 *vars.lock().unwrap_or_else(|e| e.into_inner()) =
                     scope.iter().map(|(name, _, _)| name.to_string()).collect();
             }
@@ -307,7 +321,7 @@ mod tests {
 
     #[test]
     fn help_comes_from_the_api_docs() {
-        let docs = api_docs(&super::super::engine());
+        let docs = api_docs(&super::super::engine(&super::super::Limits::PLAYBOOK));
         assert!(
             docs.contains_key("node")
                 && docs.contains_key("talos::targets")

@@ -1,10 +1,17 @@
 //! The sandboxed Rhai engine: the embedded stdlib, pure helpers and `fail`/`warn`, nothing that
 //! touches files or nodes. Preset logic runs here; the runtime builds its engine on top of it.
 //! Also the bridge between Rust errors and Rhai errors, so messages and hints survive scripts.
+//! Every engine runs bounded (`limits`), stops on Ctrl-C (`interrupt`) and fails on a missing
+//! map property instead of reading `()`.
 
+pub mod guard;
+pub mod interrupt;
 pub mod ip;
+pub mod limits;
 mod stdlib;
 pub mod text;
+
+pub use limits::{Limits, Profile};
 
 use anyhow::Result;
 use rhai::{Dynamic, Engine, EvalAltResult, FuncRegistration, Position, Scope};
@@ -15,8 +22,24 @@ use crate::error::Hinted;
 #[derive(Debug, Clone)]
 pub struct ScriptError(pub Hinted);
 
-/// Turns any error into a Rhai runtime error that keeps its message and hints.
+/// What `on_progress` hands Rhai to stop a script on Ctrl-C.
+const INTERRUPT_TOKEN: &str = "interrupted";
+/// Operations between two looks at talm's memory (a look costs a read of /proc).
+const MEMORY_CHECK_EVERY: u64 = 1 << 16;
+
+fn terminated() -> Box<EvalAltResult> {
+    Box::new(EvalAltResult::ErrorTerminated(
+        INTERRUPT_TOKEN.into(),
+        Position::NONE,
+    ))
+}
+
+/// Turns any error into a Rhai runtime error that keeps its message and hints (an interruption
+/// stays one, so it ends the script however deep it happened).
 pub fn to_rhai(err: anyhow::Error) -> Box<EvalAltResult> {
+    if interrupt::is_interrupted(&err) {
+        return terminated();
+    }
     let mut hints = Vec::new();
     for cause in err.chain() {
         hints.extend(crate::error::hints_of(cause).iter().cloned());
@@ -47,10 +70,36 @@ fn fail(message: &str, hints: Vec<String>) -> Result<(), Box<EvalAltResult>> {
     )))
 }
 
-/// The sandbox: stdlib modules, the `ip::` and `text::` helpers, `fail`, `warn`.
-pub fn engine() -> Engine {
+/// [`interrupt::sleep`] for natives: a Ctrl-C while sleeping stops the script.
+pub fn sleep(d: std::time::Duration) -> Result<(), Box<EvalAltResult>> {
+    interrupt::sleep(d).map_err(|_| terminated())
+}
+
+/// Settings every talm engine shares: the profile's limits, Ctrl-C checked between
+/// operations, and a missing map property being an error (`m.get("k")` reads optional keys).
+pub fn configure(engine: &mut Engine, limits: &Limits) {
+    limits.apply(engine);
+    engine.set_fail_on_invalid_map_property(true);
+    let max_kib = limits.max_memory_mib.map(|m| m * 1024);
+    let base = guard::resident_kib().unwrap_or(0);
+    engine.on_progress(move |count| {
+        if interrupt::pending() {
+            return Some(INTERRUPT_TOKEN.into());
+        }
+        let over = |max| guard::resident_kib().is_some_and(|k| k.saturating_sub(base) > max);
+        match max_kib {
+            Some(max) if count % MEMORY_CHECK_EVERY == 0 && over(max) => {
+                Some(limits::MEMORY_TOKEN.into())
+            }
+            _ => None,
+        }
+    });
+}
+
+/// The sandbox under `limits`: stdlib modules, the `ip::` and `text::` helpers, `fail`, `warn`.
+pub fn engine(limits: &Limits) -> Engine {
     let mut engine = Engine::new();
-    set_limits(&mut engine);
+    configure(&mut engine, limits);
     FuncRegistration::new("warn")
         .with_comments(["/// Prints `WARN: <msg>` on stderr."])
         .register_into_engine(&mut engine, |msg: &str| {
@@ -78,15 +127,15 @@ pub fn engine() -> Engine {
     engine
 }
 
-/// The expression limits every talm engine uses (deep stdlib functions need more than the
-/// debug-build defaults).
-pub fn set_limits(engine: &mut Engine) {
-    engine.set_max_expr_depths(256, 256);
-}
-
 /// Compiles and runs script text with `args` bound to the constant `ARGS`; errors carry the
-/// script name, line and column.
-pub fn run(engine: &Engine, name: &str, source: &str, args: rhai::Map) -> Result<Dynamic> {
+/// script name, line and column, and a limit error names the limit of `limits`.
+pub fn run(
+    engine: &Engine,
+    limits: &Limits,
+    name: &str,
+    source: &str,
+    args: rhai::Map,
+) -> Result<Dynamic> {
     let mut ast = engine.compile(source).map_err(|e| {
         crate::error::hinted(
             format!(
@@ -102,7 +151,7 @@ pub fn run(engine: &Engine, name: &str, source: &str, args: rhai::Map) -> Result
     scope.push_constant("ARGS", args);
     engine
         .eval_ast_with_scope::<Dynamic>(&mut scope, &ast)
-        .map_err(|e| from_rhai(*e, name))
+        .map_err(|e| from_rhai_within(*e, name, limits))
 }
 
 fn pos(p: Position) -> String {
@@ -116,6 +165,15 @@ fn pos(p: Position) -> String {
 /// Unwraps a Rhai error back into the user-facing error: natives' and `fail()`'s messages pass
 /// through as they were; anything else is a script fault shown with file, line and column.
 pub fn from_rhai(err: EvalAltResult, script: &str) -> anyhow::Error {
+    convert(err, script, None)
+}
+
+/// [`from_rhai`] for a script that ran under `limits`: a limit error names the limit.
+pub fn from_rhai_within(err: EvalAltResult, script: &str, limits: &Limits) -> anyhow::Error {
+    convert(err, script, Some(limits))
+}
+
+fn convert(err: EvalAltResult, script: &str, limits: Option<&Limits>) -> anyhow::Error {
     match err {
         EvalAltResult::ErrorRuntime(ref d, _) if d.is::<ScriptError>() => {
             d.clone().cast::<ScriptError>().0.into()
@@ -124,7 +182,7 @@ pub fn from_rhai(err: EvalAltResult, script: &str) -> anyhow::Error {
         | EvalAltResult::ErrorInModule(ref src, inner, _)
             if is_passthrough(&inner) =>
         {
-            from_rhai(*inner, if src.is_empty() { script } else { src })
+            convert(*inner, if src.is_empty() { script } else { src }, limits)
         }
         EvalAltResult::ErrorInFunctionCall(_, src, inner, _) => {
             let src = if src.is_empty() {
@@ -132,14 +190,32 @@ pub fn from_rhai(err: EvalAltResult, script: &str) -> anyhow::Error {
             } else {
                 src
             };
-            from_rhai(*inner, &src)
+            convert(*inner, &src, limits)
+        }
+        EvalAltResult::ErrorTerminated(ref token, p)
+            if token.clone().into_string().ok().as_deref() == Some(INTERRUPT_TOKEN) =>
+        {
+            interrupt::Interrupted {
+                at: Some(format!("{script}:{}", pos(p))),
+            }
+            .into()
         }
         mut other => {
             let p = other.position();
+            let at = format!("{script}:{}", pos(p));
+            if let Some(h) = limits.and_then(|l| l.explain(&other, &at)) {
+                return h.into();
+            }
+            let mut hints = vec![format!("the script {script} failed at the position shown")];
+            if let EvalAltResult::ErrorPropertyNotFound(key, _) = &other {
+                hints.push(format!(
+                    "a map has no {key:?}: read an optional key with `m.get(\"{key}\")` (or test `\"{key}\" in m`)"
+                ));
+            }
             other.clear_position();
             Hinted {
-                message: format!("{script}:{}: {other}", pos(p)),
-                hints: vec![format!("the script {script} failed at the position shown")],
+                message: format!("{at}: {other}"),
+                hints,
             }
             .into()
         }

@@ -22,7 +22,7 @@ pub fn resolver() -> StaticModuleResolver {
 fn compile_all() -> Vec<(String, Shared<Module>)> {
     let mut out = Vec::new();
     let mut engine = Engine::new();
-    super::set_limits(&mut engine);
+    super::configure(&mut engine, &super::Limits::TEMPLATE);
     for (path, source) in STDLIB {
         let Some(name) = path.strip_suffix(".rhai") else {
             continue;
@@ -47,7 +47,7 @@ mod tests {
     #[test]
     fn every_stdlib_module_compiles() {
         let mut engine = rhai::Engine::new();
-        super::super::set_limits(&mut engine);
+        super::super::configure(&mut engine, &super::super::Limits::TEMPLATE);
         for (path, source) in super::STDLIB {
             engine
                 .compile(source)

@@ -379,6 +379,7 @@ impl Node {
             }
         }
         st.reset_pending = true;
+        st.last_reset = Some(req.clone());
         st.rebooting = true;
         drop(st);
         self.reboot_soon();

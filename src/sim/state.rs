@@ -166,6 +166,8 @@ pub struct State {
     pub rebooting: bool,
     /// Wipe the config at the next boot (a reset).
     pub reset_pending: bool,
+    /// The last reset asked of the node (what it wiped), for tests and the log.
+    pub last_reset: Option<crate::proto::machine::ResetRequest>,
     pub boots: u64,
     /// Seed of the stable hostname.
     pub node_id: String,
@@ -186,6 +188,7 @@ impl State {
             pending_version: None,
             rebooting: false,
             reset_pending: false,
+            last_reset: None,
             boots: 1,
             node_id: node_id.to_string(),
             started: time::OffsetDateTime::now_utc().unix_timestamp(),

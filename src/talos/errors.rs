@@ -158,7 +158,8 @@ pub(super) const REGEN_HINT: &str = "the talosconfig must come from this cluster
 const NOT_TALOS_HINT: &str = "check the endpoint and node addresses and the port: the Talos API listens on port 50000 of each node";
 pub(super) const RETRY_HINT: &str =
     "the node may be rebooting or the network dropped; retry once it answers again";
-const SLOW_HINT: &str = "the node is slow or unreachable; raise --call-timeout, or check the network";
+const SLOW_HINT: &str =
+    "the node is slow or unreachable; raise --call-timeout, or check the network";
 
 /// A call that ran past its deadline.
 pub fn timeout(site: Site, after: Duration) -> anyhow::Error {

@@ -32,4 +32,5 @@ mod faults;
 mod inputs;
 mod kills;
 mod properties;
+mod sandbox;
 mod secrets;

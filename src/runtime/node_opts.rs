@@ -1,0 +1,95 @@
+//! The option maps of the node API (`node`, `talos::targets`, `talos::scan` and the methods of
+//! a Node), each declared once with its keys and types (`options!`).
+
+use std::time::Duration;
+
+use super::opts::options;
+
+options! {
+    /// `node(addr, #{...})`.
+    pub struct NodeOpts for "node" {
+        /// Maintenance mode: no client certificate, server not verified.
+        insecure: bool,
+        /// Reach the node through this endpoint (ignored when insecure).
+        endpoint: String,
+        /// The talosconfig (default: the project's).
+        talosconfig: String,
+        /// Its context (default: the current one).
+        context: String,
+        /// Deadline of the connection and of each call.
+        timeout: Option<Duration>,
+    }
+}
+
+options! {
+    /// `talos::targets(#{...})`.
+    pub struct TargetsOpts for "talos::targets" {
+        nodes: Vec<String>,
+        endpoints: Vec<String>,
+        /// Node files whose modelines give nodes and endpoints.
+        files: Vec<String>,
+        insecure: bool,
+        talosconfig: String,
+        context: String,
+        timeout: Option<Duration>,
+    }
+}
+
+options! {
+    /// `n.apply(config, #{...})`.
+    pub struct ApplyOpts for "n.apply" {
+        /// auto (default), no-reboot, reboot, staged or try.
+        mode: String,
+        dry_run: bool,
+        /// Try-mode rollback (default 1m).
+        timeout: Option<Duration>,
+    }
+}
+
+options! {
+    /// `n.upgrade(#{...})`.
+    pub struct UpgradeOpts for "n.upgrade" {
+        image: String,
+        stage: bool,
+        force: bool,
+    }
+}
+
+options! {
+    /// `n.reboot(#{...})`.
+    pub struct RebootOpts for "n.reboot" {
+        /// default or powercycle.
+        mode: String,
+    }
+}
+
+options! {
+    /// `n.logs(service, #{...})`.
+    pub struct LogsOpts for "n.logs" {
+        tail: Option<i64>,
+        kubernetes: bool,
+    }
+}
+
+options! {
+    /// `n.reset(#{...})`: every option may be left out; the defaults are `talm reset`'s.
+    pub struct ResetOpts for "n.reset" {
+        /// Leave etcd and Kubernetes first (default true).
+        graceful: Option<bool>,
+        reboot: bool,
+        /// all, system-disk or user-disks ("" or absent: only the system labels are wiped).
+        wipe_mode: String,
+        /// Partitions to wipe (default STATE and EPHEMERAL, keeping META).
+        system_labels: Vec<String>,
+        user_disks: Vec<String>,
+    }
+}
+
+options! {
+    /// `talos::scan(cidr, #{...})`.
+    pub struct ScanOpts for "talos::scan" {
+        port: Option<i64>,
+        timeout: Option<Duration>,
+        concurrency: Option<i64>,
+    }
+}

@@ -1,0 +1,123 @@
+//! Ctrl-C for scripts: `talm run`, project scripts and the REPL install a SIGINT handler that
+//! asks the running script to stop (every engine checks between operations, `sleep` and node
+//! waits check while they wait). With no script running, or on a second Ctrl-C, or when the
+//! script does not stop within a grace period (blocked in a node call), talm exits with 130.
+//! Other commands keep the default Ctrl-C behaviour: the handler is installed only here.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+/// The exit code of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
+pub const EXIT_CODE: i32 = 130;
+
+/// How long a script may take to notice Ctrl-C before talm exits anyway.
+const GRACE: Duration = Duration::from_secs(3);
+
+static PENDING: AtomicBool = AtomicBool::new(false);
+static PRESSES: AtomicU64 = AtomicU64::new(0);
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// The error a script stopped by Ctrl-C ends with; `talm` exits with [`EXIT_CODE`] on it.
+#[derive(Debug, Clone)]
+pub struct Interrupted {
+    /// Where the script was (`script:line:col`), when known.
+    pub at: Option<String>,
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.at {
+            Some(at) => write!(f, "{at}: interrupted (Ctrl-C)"),
+            None => f.write_str("interrupted (Ctrl-C)"),
+        }
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Whether an error is (or wraps) an interruption.
+pub fn is_interrupted(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| c.is::<Interrupted>())
+}
+
+/// Whether Ctrl-C was pressed and the running script has not stopped yet.
+pub fn pending() -> bool {
+    PENDING.load(Ordering::Relaxed)
+}
+
+/// Forgets a handled Ctrl-C (the REPL goes on with the next line).
+pub fn clear() {
+    PENDING.store(false, Ordering::SeqCst);
+}
+
+/// Marks a script as running while the guard lives: Ctrl-C then asks it to stop instead of
+/// ending talm at once.
+pub struct Running(());
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// See [`Running`].
+pub fn running() -> Running {
+    RUNNING.fetch_add(1, Ordering::SeqCst);
+    Running(())
+}
+
+fn exit_now() -> ! {
+    eprintln!("Error: interrupted (Ctrl-C)");
+    std::process::exit(EXIT_CODE)
+}
+
+fn on_sigint() {
+    if RUNNING.load(Ordering::SeqCst) == 0 || PENDING.swap(true, Ordering::SeqCst) {
+        exit_now();
+    }
+    let press = PRESSES.fetch_add(1, Ordering::SeqCst) + 1;
+    std::thread::spawn(move || {
+        std::thread::sleep(GRACE);
+        if pending() && PRESSES.load(Ordering::SeqCst) == press {
+            exit_now();
+        }
+    });
+}
+
+/// Installs the SIGINT handler (once per process). The handler is registered before this
+/// returns, so a Ctrl-C right after it is never lost to the default action.
+pub fn install() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        use tokio::signal::unix::{signal, SignalKind};
+        let rt = crate::talos::runtime();
+        let _entered = rt.enter();
+        match signal(SignalKind::interrupt()) {
+            Ok(mut sigint) => {
+                rt.spawn(async move {
+                    while sigint.recv().await.is_some() {
+                        on_sigint();
+                    }
+                });
+            }
+            // Without a handler Ctrl-C keeps its default action: talm ends at once.
+            Err(e) => eprintln!("WARN: cannot watch for Ctrl-C ({e}); it will end talm at once"),
+        }
+    });
+}
+
+/// Sleeps for `d`, waking early with [`Interrupted`] when Ctrl-C is pressed.
+pub fn sleep(d: Duration) -> Result<(), Interrupted> {
+    let end = Instant::now() + d;
+    loop {
+        if pending() {
+            return Err(Interrupted { at: None });
+        }
+        let now = Instant::now();
+        if now >= end {
+            return Ok(());
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(50)));
+    }
+}

@@ -1,0 +1,481 @@
+//! Scripts and templates run bounded (issue 9, section 4): strict limits for templates and
+//! preset logic, generous ones for playbooks (`--max-ops`), Tera renders watched, Ctrl-C stopping
+//! a playbook with 130, project paths confined through symbolic links, `parallel()` on a bounded
+//! pool, typed option maps (an unknown key is an error, `reset` never defaults to everything) and
+//! a missing map property being an error. Simulated nodes use 127.9.2.0/24 only.
+
+mod ctrl_c;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::sim::{template_node, Nodes};
+use crate::common::{Dir, Out, Run};
+
+/// Runs a command that must end on its own well within `secs` (a hang fails the test).
+fn within(secs: u64, mut r: Run) -> Out {
+    r.cmd.timeout(Duration::from_secs(secs));
+    let start = Instant::now();
+    let o = r.run();
+    assert!(
+        start.elapsed() < Duration::from_secs(secs),
+        "still running after {secs}s: {}",
+        o.stderr
+    );
+    o
+}
+
+fn fails(secs: u64, r: Run, needle: &str) -> Out {
+    let o = within(secs, r);
+    assert_ne!(o.code, 0, "unexpectedly succeeded:\n{}", o.stderr);
+    assert!(
+        o.stderr.contains(needle),
+        "expected {needle:?} in stderr:\n{}",
+        o.stderr
+    );
+    o
+}
+
+// ---- limits -------------------------------------------------------------------------------
+
+#[test]
+fn template_logic_runs_under_strict_limits() {
+    let d = Dir::project("generic");
+    d.write("templates/spin.rhai", "let i = 0;\nloop { i += 1; }\n");
+    let o = fails(
+        60,
+        d.talm(["template", "--offline", "-t", "templates/spin.rhai"]),
+        "the script exceeded the limit of 20000000 operations (templates and preset logic run with strict limits)",
+    );
+    assert!(
+        o.stderr.contains("Error: templates/spin.rhai:2:"),
+        "{}",
+        o.stderr
+    );
+    d.write("templates/grow.rhai", "let s = \"x\";\nloop { s += s; }\n");
+    let o = fails(
+        60,
+        d.talm(["template", "--offline", "-t", "templates/grow.rhai"]),
+        "templates/grow.rhai:2:10: the script exceeded the size limit of 16777216 bytes of text (templates and preset logic run with strict limits)",
+    );
+    assert!(
+        o.stderr.contains("hint: template logic cannot raise"),
+        "{}",
+        o.stderr
+    );
+    d.write(
+        "templates/deep.rhai",
+        "fn down(n) { down(n + 1) }\ndown(0)\n",
+    );
+    fails(
+        60,
+        d.talm(["template", "--offline", "-t", "templates/deep.rhai"]),
+        "the script exceeded the limit of 64 nested function calls (call depth)",
+    );
+    d.write(
+        "templates/wide.rhai",
+        "let a = [];\nfor i in 0..1000000 { a.push(i); }\n",
+    );
+    fails(
+        60,
+        d.talm(["template", "--offline", "-t", "templates/wide.rhai"]),
+        "templates/wide.rhai:2:25: the script exceeded the size limit of 100000 array items",
+    );
+    // A map filled key by key escapes Rhai's size checks; the memory limit catches it.
+    d.write(
+        "templates/fill.rhai",
+        "let m = #{};\nlet s = \"x\";\ns.pad(1000, \"y\");\nlet i = 0;\nloop { m[`k${i}`] = s + i; i += 1; }\n",
+    );
+    fails(
+        60,
+        d.talm(["template", "--offline", "-t", "templates/fill.rhai"]),
+        "the script exceeded the memory limit of 512 MiB (growth of talm's memory while it runs)",
+    );
+    // Preset logic: the project's _context.rhai runs before every template.
+    d.write(
+        "templates/_context.rhai",
+        "// preset logic\nwhile true {}\n",
+    );
+    let o = fails(
+        60,
+        d.talm(["template", "--offline", "-t", "templates/controlplane.yaml"]),
+        "the script exceeded the limit of 20000000 operations",
+    );
+    assert!(
+        o.stderr.contains("Error: templates/_context.rhai:2:"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn playbooks_run_under_generous_limits_that_max_ops_sets() {
+    let d = Dir::project("generic");
+    d.write("spin.rhai", "let i = 0;\nloop { i += 1; }\n");
+    let o = fails(
+        60,
+        d.talm(["run", "--max-ops", "100000", "spin.rhai"]),
+        "the script exceeded the limit of 100000 operations (playbooks run with generous limits)",
+    );
+    assert!(o.stderr.contains("Error: spin.rhai:2:"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "hint: raise it with `talm run --max-ops N` (or TALM_MAX_OPS=N; 0 = no limit)"
+        ),
+        "{}",
+        o.stderr
+    );
+    // The environment sets it too, for project scripts (`talm NAME`) as for `talm run`.
+    d.write("scripts/spin.rhai", "let i = 0;\nloop { i += 1; }\n");
+    let o = fails(
+        60,
+        d.talm(["spin"]).env("TALM_MAX_OPS", "5000"),
+        "the script exceeded the limit of 5000 operations",
+    );
+    assert!(o.stderr.contains("scripts/spin.rhai:2:"), "{}", o.stderr);
+    d.talm(["spin"])
+        .env("TALM_MAX_OPS", "lots")
+        .fails_with("TALM_MAX_OPS=\"lots\" is not a number of operations");
+    // A playbook may count far beyond a template's limit; 0 lifts the limit.
+    d.write(
+        "count.rhai",
+        "let i = 0;\nwhile i < 8000000 { i += 1; }\nout(`${i}`);\n",
+    );
+    assert_eq!(within(120, d.talm(["run", "count.rhai"])).stdout, "8000000");
+    assert_eq!(
+        within(120, d.talm(["run", "--max-ops", "0", "count.rhai"])).stdout,
+        "8000000"
+    );
+    d.write("grow.rhai", "let s = \"x\";\nloop { s += s; }\n");
+    fails(
+        60,
+        d.talm(["run", "grow.rhai"]),
+        "grow.rhai:2:10: the script exceeded the size limit of 67108864 bytes of text (playbooks run with generous limits)",
+    );
+    d.write("deep.rhai", "fn down(n) { down(n + 1) }\ndown(0);\n");
+    fails(
+        60,
+        d.talm(["run", "deep.rhai"]),
+        "the script exceeded the limit of 128 nested function calls (call depth)",
+    );
+    d.write(
+        "wide.rhai",
+        "let m = #{};\nfor i in 0..600000 { m[`k${i}`] = i; }\nout(`${m.len()}`);\n",
+    );
+    fails(
+        120,
+        d.talm(["run", "wide.rhai"]),
+        "the script exceeded the size limit of 500000 map entries",
+    );
+}
+
+#[test]
+fn tera_renders_are_bounded() {
+    let d = Dir::project("generic");
+    // Tera's own bounds hold: an include cycle and a huge range are errors, not hangs.
+    d.write("templates/a.tera", "{% include \"b.tera\" %}");
+    d.write("templates/b.tera", "{% include \"a.tera\" %}");
+    d.write("templates/cycle.yaml", "{% include \"a.tera\" %}\n");
+    fails(
+        60,
+        d.talm(["template", "--offline", "-t", "templates/cycle.yaml"]),
+        "a.tera",
+    );
+    d.remove("templates/a.tera");
+    d.remove("templates/b.tera");
+    d.remove("templates/cycle.yaml");
+    d.write(
+        "templates/range.yaml",
+        "{% for i in range(end=1000000000) %}x{% endfor %}\n",
+    );
+    fails(
+        60,
+        d.talm(["template", "--offline", "-t", "templates/range.yaml"]),
+        "exceeds the limit of 100000",
+    );
+    // What Tera does not bound: a value doubling in a loop, loops nested over large ranges, a
+    // filter asked for a giant indent.
+    d.write(
+        "templates/grow.yaml",
+        "{% set s = \"x\" %}{% for i in range(end=64) %}{% set_global s = s ~ s %}{% endfor %}a: {{ s | length }}\n",
+    );
+    let o = fails(
+        60,
+        d.talm(["template", "--offline", "-t", "templates/grow.yaml"]),
+        "templates/grow.yaml: the render grew talm's memory by more than 512 MiB (templates and preset logic run with strict limits)",
+    );
+    assert_eq!(o.code, 1, "an error, not an abort: {}", o.stderr);
+    d.write(
+        "templates/indent.yaml",
+        "a: {{ \"x\\ny\" | indent(width=100000000000) }}\n",
+    );
+    fails(
+        60,
+        d.talm(["template", "--offline", "-t", "templates/indent.yaml"]),
+        "indent width 100000000000 is out of range (0 to 1024)",
+    );
+    d.write(
+        "templates/nested.yaml",
+        "{% for a in range(end=100000) %}{% for b in range(end=100000) %}{% endfor %}{% endfor %}a: 1\n",
+    );
+    fails(
+        60,
+        d.talm(["template", "--offline", "-t", "templates/nested.yaml"]),
+        "templates/nested.yaml: the render did not finish within 10s",
+    );
+}
+
+// ---- symbolic links -----------------------------------------------------------------------
+
+#[cfg(unix)]
+#[test]
+fn links_cannot_lead_scripts_or_templates_outside_the_project() {
+    use std::os::unix::fs::symlink;
+    let outside = Dir::new();
+    outside.write("secret.txt", "s3cret\n");
+    outside.write("part.tera", "leaked: {{ 1 }}\n");
+    let real = outside.path().canonicalize().unwrap();
+    let d = Dir::project("generic");
+
+    symlink(outside.join("secret.txt"), d.join("link.txt")).unwrap();
+    d.write("read.rhai", "out(file::read(\"link.txt\"));\n");
+    let o = d.talm(["run", "read.rhai"]).fails_with(&format!(
+        "link.txt leads outside the project at {}: through a symbolic link it resolves to {}",
+        d.path().display(),
+        real.join("secret.txt").display()
+    ));
+    assert!(!o.stdout.contains("s3cret"));
+    d.write("exists.rhai", "out(`${file::exists(\"link.txt\")}`);\n");
+    d.talm(["run", "exists.rhai"])
+        .fails_with("link.txt leads outside the project");
+
+    symlink(outside.path(), d.join("shared")).unwrap();
+    d.write("write.rhai", "file::write(\"shared/new.txt\", \"x\");\n");
+    d.talm(["run", "write.rhai"])
+        .fails_with("shared/new.txt leads outside the project");
+    assert!(!outside.exists("new.txt"));
+
+    // A link that stays inside the project is fine.
+    symlink(d.join("values.yaml"), d.join("values-link.yaml")).unwrap();
+    d.write("inside.rhai", "out(file::read(\"values-link.yaml\"));\n");
+    assert_eq!(
+        d.talm(["run", "inside.rhai"]).ok().stdout,
+        d.read("values.yaml")
+    );
+
+    // Templates: an include through a link, and a linked template itself.
+    symlink(outside.join("part.tera"), d.join("templates/part.tera")).unwrap();
+    d.write("templates/inc.yaml", "{% include \"part.tera\" %}\n");
+    let o = d
+        .talm(["template", "--offline", "-t", "templates/inc.yaml"])
+        .fails_with("templates/part.tera leads outside the project");
+    assert!(!o.stdout.contains("leaked"));
+    d.remove("templates/part.tera");
+    symlink(outside.join("part.tera"), d.join("templates/cp.yaml")).unwrap();
+    d.talm(["template", "--offline", "-t", "templates/cp.yaml"])
+        .fails_with("templates/cp.yaml leads outside the project");
+    d.remove("templates/cp.yaml");
+    d.remove("templates/inc.yaml");
+    // Links that stay inside the project work for templates too.
+    d.write("templates/plain.yaml", "machine:\n  type: worker\n");
+    symlink(
+        d.join("templates/plain.yaml"),
+        d.join("templates/alias.yaml"),
+    )
+    .unwrap();
+    let o = d
+        .talm(["template", "--offline", "-t", "templates/alias.yaml"])
+        .ok();
+    assert!(o.stdout.contains("type: worker"), "{}", o.stdout);
+
+    // talm([...]) runs a command line as typed, and says so.
+    let help = d.talm(["help", "api", "talm"]).ok().stdout;
+    assert!(help.contains("not confined to the project"), "{help}");
+}
+
+// ---- parallel -----------------------------------------------------------------------------
+
+fn threads(pid: u32) -> Option<usize> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+#[test]
+fn parallel_runs_on_a_bounded_pool() {
+    let d = Dir::new();
+    d.write(
+        "many.rhai",
+        "let items = [];\nfor i in 0..2000 { items.push(i); }\nlet r = parallel(items, |x| { sleep(0.01); x * 2 });\nout(`${r.len()} ${r[1999]}`);\n",
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_talm"))
+        .args(["run", "many.rhai"])
+        .current_dir(d.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let sampler = std::thread::spawn(move || {
+        let mut most = 0;
+        while let Some(n) = threads(pid) {
+            most = most.max(n);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        most
+    });
+    let out = child.wait_with_output().unwrap();
+    let most = sampler.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "2000 3998");
+    assert!(most <= 48, "{most} threads at once");
+
+    d.write("zero.rhai", "parallel([1, 2], |x| x, 0);\n");
+    d.talm(["run", "zero.rhai"])
+        .fails_with("parallel: limit 0 is not a number of items at once");
+    d.write("neg.rhai", "parallel([1, 2], |x| x, #{ limit: -3 });\n");
+    d.talm(["run", "neg.rhai"])
+        .fails_with("parallel: limit -3 is not a number of items at once");
+    d.write("typo.rhai", "parallel([1, 2], |x| x, #{ limt: 2 });\n");
+    d.talm(["run", "typo.rhai"])
+        .fails_with("unknown option \"limt\" for parallel; the options are: limit, fail_fast");
+}
+
+// ---- option maps and map properties -------------------------------------------------------
+
+#[test]
+fn missing_map_properties_are_errors() {
+    let d = Dir::project("generic");
+    d.write(
+        "prop.rhai",
+        "let m = #{ a: 1 };\nout(`${m.get(\"b\") ?? 5} ${\"b\" in m}` + \"\\n\");\nlet x = m.b;\n",
+    );
+    let o = d
+        .talm(["run", "prop.rhai"])
+        .fails_with("prop.rhai:3:11: Property not found: b");
+    assert_eq!(o.stdout, "5 false\n");
+    assert!(
+        o.stderr
+            .contains("read an optional key with `m.get(\"b\")`"),
+        "{}",
+        o.stderr
+    );
+    d.write("templates/t.rhai", "#{ a: ARGS.values.no_such_value }\n");
+    d.talm(["template", "--offline", "-t", "templates/t.rhai"])
+        .fails_with("templates/t.rhai:1:19: Property not found: no_such_value");
+}
+
+#[test]
+fn apply_options_are_typed() {
+    let ip = "127.9.2.1";
+    let nodes = Nodes::start(&[ip], |_| {});
+    let d = Dir::project("generic");
+    d.write(
+        "cfg.yaml",
+        &crate::common::sim::config(
+            talm::config::generate::MachineType::ControlPlane,
+            Some("/dev/nvme0n1"),
+        ),
+    );
+    d.write(
+        "typo.rhai",
+        &format!("let n = node(\"{ip}\", #{{ insecure: true }});\nn.apply(file::read(\"cfg.yaml\"), #{{ dryrun: true }});\n"),
+    );
+    let o = d.talm(["run", "typo.rhai"]).fails_with(
+        "unknown option \"dryrun\" for n.apply; the options are: mode, dry_run, timeout",
+    );
+    assert!(
+        o.stderr
+            .contains("hint: did you mean \"dry_run\" instead of \"dryrun\"?"),
+        "{}",
+        o.stderr
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let st = nodes.node(ip).state();
+    assert!(
+        st.in_maintenance() && st.config_version == 0,
+        "nothing applied"
+    );
+    drop(st);
+    d.write(
+        "bad.rhai",
+        &format!("node(\"{ip}\", #{{ insecure: \"yes\" }});\n"),
+    );
+    d.talm(["run", "bad.rhai"])
+        .fails_with("option \"insecure\" of node must be true or false, not \"yes\" (string)");
+    d.write(
+        "dry.rhai",
+        &format!("let n = node(\"{ip}\", #{{ insecure: true }});\nout(n.apply(file::read(\"cfg.yaml\"), #{{ dry_run: true }}).mode);\n"),
+    );
+    d.talm(["run", "dry.rhai"]).ok();
+    assert!(
+        nodes.node(ip).state().in_maintenance(),
+        "a dry run applies nothing"
+    );
+}
+
+/// A generic project whose control plane at `ip` is configured.
+fn configured(nodes: &Nodes, ip: &str) -> Dir {
+    let d = Dir::project("generic");
+    d.write("nodes/cp.yaml", &template_node(&d, ip));
+    let boots = nodes.boots(ip);
+    d.talm(["apply", "-f", "nodes/cp.yaml", "-i"]).ok();
+    nodes.wait_reboot(ip, boots);
+    d
+}
+
+fn labels(nodes: &Nodes, ip: &str) -> Option<(Vec<String>, i32, bool)> {
+    let st = nodes.node(ip).state();
+    st.last_reset.as_ref().map(|r| {
+        (
+            r.system_partitions_to_wipe
+                .iter()
+                .map(|p| p.label.clone())
+                .collect(),
+            r.mode,
+            r.graceful,
+        )
+    })
+}
+
+#[test]
+fn reset_never_defaults_to_everything() {
+    let (a, b) = ("127.9.2.11", "127.9.2.12");
+    let nodes = Nodes::start(&[a, b], |_| {});
+    for (ip, call) in [(a, "n.reset(#{})"), (b, "n.reset()")] {
+        let d = configured(&nodes, ip);
+        d.write(
+            "typo.rhai",
+            &format!("let n = node(\"{ip}\");\nn.reset(#{{ system_label: [\"STATE\"] }});\n"),
+        );
+        d.talm(["run", "typo.rhai"]).fails_with(
+            "unknown option \"system_label\" for n.reset; the options are: graceful, reboot, wipe_mode, system_labels, user_disks",
+        );
+        d.write(
+            "mode.rhai",
+            &format!("let n = node(\"{ip}\");\nn.reset(#{{ wipe_mode: \"everything\" }});\n"),
+        );
+        d.talm(["run", "mode.rhai"])
+            .fails_with("unknown wipe mode \"everything\" for n.reset");
+        assert_eq!(labels(&nodes, ip), None, "nothing was reset");
+        assert!(!nodes.node(ip).state().in_maintenance());
+
+        d.write("reset.rhai", &format!("let n = node(\"{ip}\");\n{call};\n"));
+        let boots = nodes.boots(ip);
+        d.talm(["run", "reset.rhai"]).ok();
+        assert_eq!(
+            labels(&nodes, ip),
+            Some((vec!["STATE".to_string(), "EPHEMERAL".to_string()], 0, true)),
+            "{call} wipes STATE and EPHEMERAL only, gracefully (META kept)"
+        );
+        nodes.wait_reboot(ip, boots);
+    }
+}
