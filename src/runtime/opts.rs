@@ -89,29 +89,35 @@ impl FromOpt for i64 {
     }
 }
 
-/// A duration: whole or fractional seconds, or Go duration text (`30s`, `2m`).
+/// A duration: whole or fractional seconds, or Go duration text (`30s`, `2m`). Every duration
+/// option is a deadline, so it must be above zero and within Go's range.
 impl FromOpt for Duration {
     const EXPECTED: &'static str = "seconds or Go duration text such as 30s or 2m";
     fn absent() -> Self {
         Duration::ZERO
     }
-    /// Negative, not a number, or beyond Go's longest duration: not a duration.
     fn read(v: &Dynamic) -> Option<Self> {
-        use crate::talos::duration;
-        if let Ok(i) = v.as_int() {
-            return duration::from_seconds(i as f64).ok();
-        }
-        if let Ok(f) = v.as_float() {
-            return duration::from_seconds(f).ok();
-        }
-        crate::talos::parse_duration(&v.clone().into_string().ok()?).ok()
+        deadline(v, "").ok()
     }
-    fn why(v: &Dynamic, function: &str, key: &str) -> Option<anyhow::Error> {
-        let text = v.clone().into_string().ok()?;
-        Some(crate::error::hinted(
-            format!("option {key:?} of {function}: {text:?} is not a duration"),
-            "give seconds, or Go duration text such as 30s or 2m",
-        ))
+    fn why(v: &Dynamic, _function: &str, key: &str) -> Option<anyhow::Error> {
+        deadline(v, key).err()
+    }
+}
+
+fn deadline(v: &Dynamic, key: &str) -> Result<Duration> {
+    use crate::talos::duration::{self, Zero};
+    let zero = Zero::Refused(
+        "a deadline of zero leaves no time at all; give seconds, or text such as 30s or 2m",
+    );
+    if let Ok(i) = v.as_int() {
+        return duration::checked(key, &i.to_string(), duration::from_seconds(i as f64), zero);
+    }
+    if let Ok(f) = v.as_float() {
+        return duration::checked(key, &f.to_string(), duration::from_seconds(f), zero);
+    }
+    match v.clone().into_string() {
+        Ok(t) => duration::flag(key, &t, zero),
+        Err(t) => anyhow::bail!("{key} must be seconds or Go duration text, not {t}"),
     }
 }
 
