@@ -295,6 +295,6 @@ fn sleep(
     given: String,
     d: Result<std::time::Duration, duration::DurationError>,
 ) -> Result<(), Box<EvalAltResult>> {
-    let d = crate::sandbox::native(|| Ok(duration::checked("sleep", &given, d, Zero::Allowed)?))?;
+    let d = crate::sandbox::native(|| duration::checked("sleep", &given, d, Zero::Allowed))?;
     crate::sandbox::sleep(d)
 }

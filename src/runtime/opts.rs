@@ -344,7 +344,7 @@ mod tests {
         let err = Demo::read(&map(&[("timeout", "soon".into())])).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "option \"timeout\" of n.demo: \"soon\" is not a duration"
+            "timeout \"soon\" is not a duration: time: invalid duration \"soon\""
         );
     }
 
