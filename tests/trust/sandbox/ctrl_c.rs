@@ -48,8 +48,8 @@ fn interrupt(
     }
     std::thread::sleep(Duration::from_millis(200));
     let sent = Instant::now();
-    let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+    let kill = Command::new("sh")
+        .args(["-c", &format!("kill -INT {}", child.id())])
         .status()
         .unwrap();
     assert!(kill.success());
@@ -127,8 +127,8 @@ fn ctrl_c_in_the_repl_stops_the_line_only() {
         assert!(stdout.read_line(&mut line).unwrap() > 0, "repl ended early");
     }
     std::thread::sleep(Duration::from_millis(200));
-    let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+    let kill = Command::new("sh")
+        .args(["-c", &format!("kill -INT {}", child.id())])
         .status()
         .unwrap();
     assert!(kill.success());
