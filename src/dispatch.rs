@@ -106,6 +106,7 @@ fn root_from_file(first: &str, g: &Global, root_explicit: bool) -> Result<String
 /// drift checks.
 fn check_project(root: &str, g: &Global) -> Result<()> {
     crate::project::txn::recover(Path::new(root))?;
+    crate::project::txn::recover(&Path::new(root).join("nodes"))?;
     let chart = Chart::load(Path::new(root))?;
     drift::check(Path::new(root), chart.strict_charts || g.strict_charts)
 }

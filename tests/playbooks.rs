@@ -122,7 +122,7 @@ let s = secrets::load("secrets.yaml");
 out(`cluster=${s.cluster.id != ()}\n`);
 file::write("extra.yaml", "token: abc\n");
 secrets::encrypt("extra.yaml");
-out(`sealed=${file::read("extra.yaml.encrypted").contains("ENC[AGE,data:")}\n`);
+out(`sealed=${file::read("extra.encrypted.yaml").contains("ENC[AGE,data:")}\n`);
 let j = json::parse(json::to_string(#{ a: [1, 2] }));
 out(`json=${j.a[1]}\n`);
 "#,

@@ -15,6 +15,8 @@ use super::fsutil::Mode;
 /// Names of staging folders start with this; the process id and a sequence number follow.
 pub const STAGING_PREFIX: &str = ".talm-txn-";
 const JOURNAL: &str = "journal";
+/// The file a live transaction holds locked.
+const OWNER: &str = "owner.lock";
 /// Every staging folder holds this `.gitignore`, so nothing staged can be committed to git.
 const IGNORE_ALL: &str =
     "# talm's staging folder for an all-or-nothing write; never commit it\n*\n";
@@ -43,6 +45,8 @@ pub struct Txn {
     staging: PathBuf,
     label: String,
     ops: Vec<Op>,
+    /// Held (locked) while this transaction lives: how `recover` tells a live one from a dead one.
+    _owner: fs::File,
 }
 
 /// What `recover` found in a folder.
@@ -110,11 +114,18 @@ impl Txn {
     pub fn begin(dir: &Path, label: &str) -> Result<Txn> {
         fs::create_dir_all(dir).with_context(|| format!("creating directory {}", dir.display()))?;
         recover(dir)?;
-        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let staging = dir.join(format!("{STAGING_PREFIX}{}-{n}", std::process::id()));
+        let nonce: String = crate::secrets::pki::random_bytes::<6>()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let staging = dir.join(format!("{STAGING_PREFIX}{}-{nonce}", std::process::id()));
         fs::create_dir(&staging).with_context(|| format!("creating {}", staging.display()))?;
         set_mode(&staging, 0o700)?;
+        let owner = fs::File::create(staging.join(OWNER))
+            .with_context(|| format!("creating {}", staging.display()))?;
+        owner
+            .try_lock()
+            .map_err(|e| anyhow::anyhow!("locking {}: {e}", staging.display()))?;
         write_new(
             &staging.join(".gitignore"),
             IGNORE_ALL.as_bytes(),
@@ -125,6 +136,7 @@ impl Txn {
             staging,
             label: label.to_string(),
             ops: Vec::new(),
+            _owner: owner,
         })
     }
 
@@ -211,6 +223,8 @@ fn apply(dir: &Path, staging: &Path, ops: &[Op]) -> Result<()> {
         if let Some(d) = delay {
             std::thread::sleep(d);
         }
+        let (Op::Write { target, .. } | Op::Mkdir { target } | Op::Remove { target }) = op;
+        super::confine::check(dir, &dir.join(target))?;
         match op {
             Op::Write { target, staged } => {
                 let to = dir.join(target);
@@ -260,14 +274,18 @@ fn remove_empty_parents(stop: &Path, path: &Path) {
     }
 }
 
-/// Whether the process that owns a staging folder is still running (this one included: its
-/// other threads may be writing).
-fn owner_alive(pid: u32) -> bool {
-    if pid == std::process::id() {
-        return true;
+/// Whether a staging folder belongs to a transaction still going (in this process or another):
+/// its owner holds `owner.lock` locked. A dead owner's lock is released by the kernel, so a
+/// process id that was reused (a container's pid 1) does not keep leftovers alive. Returns the
+/// lock, held while the caller recovers the folder.
+fn claim(staging: &Path) -> Option<fs::File> {
+    match fs::File::open(staging.join(OWNER)) {
+        Ok(f) => f.try_lock().ok().map(|_| f),
+        // No lock file: a run killed between making the folder and its lock. (A run of another
+        // process in its first microseconds would lose its folder and fail cleanly: nothing
+        // outside the folder has changed by then.)
+        Err(_) => fs::File::open(staging).ok(),
     }
-    let proc_root = Path::new("/proc");
-    proc_root.is_dir() && proc_root.join(pid.to_string()).exists()
 }
 
 /// Finishes or discards what killed runs left in `dir`: a committed journal is carried out, an
@@ -277,20 +295,17 @@ pub fn recover(dir: &Path) -> Result<Recovered> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Ok(out);
     };
-    let mut found: Vec<(PathBuf, u32)> = entries
+    let mut found: Vec<PathBuf> = entries
         .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let rest = name.strip_prefix(STAGING_PREFIX)?;
-            let pid = rest.split('-').next()?.parse::<u32>().ok()?;
-            Some((e.path(), pid))
-        })
+        .filter(|e| e.file_name().to_string_lossy().starts_with(STAGING_PREFIX))
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
         .collect();
     found.sort();
-    for (staging, pid) in found {
-        if owner_alive(pid) {
+    for staging in found {
+        let Some(_claimed) = claim(&staging) else {
             continue;
-        }
+        };
         let journal = staging.join(JOURNAL);
         if journal.is_file() {
             let text = fs::read(&journal)
@@ -365,15 +380,17 @@ mod tests {
     fn uncommitted_staging_is_discarded_and_journal_completed() {
         let d = tempfile::tempdir().unwrap();
         fs::write(d.path().join("keep"), "old").unwrap();
-        // A run that died before its journal: a staging folder of a dead pid.
-        let dead = d.path().join(format!("{STAGING_PREFIX}{}", u32::MAX - 1));
+        // A run that died before its journal: a staging folder nobody holds.
+        let dead = d.path().join(format!("{STAGING_PREFIX}1-dead"));
         fs::create_dir(&dead).unwrap();
+        fs::write(dead.join(OWNER), "").unwrap();
         fs::write(dead.join("0"), "new").unwrap();
         let r = recover(d.path()).unwrap();
         assert_eq!(r.discarded, 1);
         assert_eq!(listing(d.path()), ["keep"]);
         // A run that died after its journal, with one file already moved.
         fs::create_dir(&dead).unwrap();
+        fs::write(dead.join(OWNER), "").unwrap();
         fs::write(dead.join("1"), "second").unwrap();
         fs::write(d.path().join("first"), "first").unwrap();
         let j = Journal {
@@ -394,6 +411,33 @@ mod tests {
         assert_eq!(r.completed, ["init"]);
         assert_eq!(listing(d.path()), ["first", "keep"]);
         assert_eq!(fs::read_to_string(d.path().join("keep")).unwrap(), "second");
+    }
+
+    #[test]
+    fn live_transactions_are_left_alone_and_links_are_not_followed_out() {
+        let d = tempfile::tempdir().unwrap();
+        let live = Txn::begin(d.path(), "live").unwrap();
+        let r = recover(d.path()).unwrap();
+        assert_eq!(r, Recovered::default());
+        assert!(live.staging.is_dir(), "a live transaction's folder stays");
+        live.abort();
+        // A journal that writes through a link out of the folder is refused.
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), d.path().join("out")).unwrap();
+        let dead = d.path().join(format!("{STAGING_PREFIX}1-evil"));
+        fs::create_dir(&dead).unwrap();
+        fs::write(dead.join(OWNER), "").unwrap();
+        fs::write(dead.join("0"), "x").unwrap();
+        let j = Journal {
+            label: "evil".into(),
+            ops: vec![Op::Write {
+                target: "out/pwned".into(),
+                staged: "0".into(),
+            }],
+        };
+        fs::write(dead.join(JOURNAL), serde_json::to_vec(&j).unwrap()).unwrap();
+        assert!(recover(d.path()).is_err());
+        assert!(!outside.path().join("pwned").exists());
     }
 
     #[test]

@@ -88,19 +88,6 @@ fn leaf_paths(v: &Value, path: String, out: &mut Vec<String>) {
     }
 }
 
-/// Every scalar of a value as text, for masking.
-fn scalar_texts(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::Mapping(m) => m.values().for_each(|x| scalar_texts(x, out)),
-        Value::Sequence(s) => s.iter().for_each(|x| scalar_texts(x, out)),
-        Value::String(s) => out.push(s.clone()),
-        Value::Number(n) => out.push(n.to_string()),
-        Value::Bool(b) => out.push(b.to_string()),
-        Value::Tagged(t) => scalar_texts(&t.value, out),
-        Value::Null => {}
-    }
-}
-
 /// Whether `a` and `b` are the same key path or one lies below the other.
 fn related(a: &str, b: &str) -> bool {
     let below = |long: &str, short: &str| {
@@ -318,13 +305,15 @@ fn read_encrypted(root: &Path, path: &Path, label: &str) -> Result<Mapping> {
     }
 }
 
-fn resolve(root: &Path, file: &str) -> PathBuf {
-    let p = Path::new(file);
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        root.join(p)
-    }
+/// A file Chart.yaml names (relative to the project root): it must stay inside the project, links
+/// followed, since a project folder (maybe someone else's) must not read files beyond itself.
+pub fn chart_path(root: &Path, file: &str, key: &str) -> Result<PathBuf> {
+    crate::project::confine::inside(&root.display().to_string(), file).map_err(|e| {
+        hinted(
+            format!("Chart.yaml templateOptions.{key}: {e}"),
+            "files Chart.yaml names must lie inside the project; pass a file from elsewhere on the command line (--values, --set-file) instead",
+        )
+    })
 }
 
 impl Values {
@@ -348,17 +337,16 @@ pub fn load(
         ..Values::default()
     };
     out.record("values.yaml", &out.tree.clone());
-    let files = chart_files
-        .iter()
-        .map(|f| (resolve(root, f), f.clone()))
-        .chain(flags.values.iter().map(|f| (PathBuf::from(f), f.clone())));
+    let mut files = Vec::new();
+    for f in chart_files {
+        files.push((chart_path(root, f, "valueFiles")?, f.clone()));
+    }
+    files.extend(flags.values.iter().map(|f| (PathBuf::from(f), f.clone())));
     for (path, label) in files {
         let map = if label.ends_with(".encrypted.yaml") {
             let m = read_encrypted(root, &path, &label)?;
             let v = Value::Mapping(m.clone());
-            let mut texts = Vec::new();
-            scalar_texts(&v, &mut texts);
-            crate::mask::register(texts);
+            crate::mask::register(crate::secrets::twins::scalar_texts(&v));
             let mut paths = Vec::new();
             leaf_paths(&v, String::new(), &mut paths);
             out.sealed_origins.push((label.clone(), paths));

@@ -18,12 +18,23 @@ pub enum Seal {
     Redact,
 }
 
-/// Every non-empty string leaf of the given values.
+/// Every non-empty text leaf of the given values, with the forms templates commonly print it
+/// in: trimmed, as one line-ended block, and base64 of each (the registry TLS keys are base64
+/// of the trimmed PEM and a line break).
+/// Numbers and booleans are left out: alone they cannot be told from the config's own.
 pub fn secret_strings(values: &[Value]) -> BTreeSet<String> {
+    use base64::Engine as _;
     fn walk(v: &Value, out: &mut BTreeSet<String>) {
         match v {
-            Value::String(s) if !s.is_empty() => {
+            Value::String(s) if !s.trim().is_empty() => {
+                let b64 = |t: &str| base64::engine::general_purpose::STANDARD.encode(t);
+                let line = format!("{}\n", s.trim());
                 out.insert(s.clone());
+                out.insert(s.trim().to_string());
+                out.insert(b64(s));
+                out.insert(b64(s.trim()));
+                out.insert(b64(&line));
+                out.insert(line);
             }
             Value::Mapping(m) => m.values().for_each(|x| walk(x, out)),
             Value::Sequence(s) => s.iter().for_each(|x| walk(x, out)),
@@ -242,6 +253,16 @@ mod tests {
             apply("# c\na: b\n", &BTreeSet::new(), Seal::Omit).unwrap(),
             "# c\na: b\n"
         );
+    }
+
+    #[test]
+    fn derived_forms_of_a_secret_are_sealed_too() {
+        use base64::Engine as _;
+        let pem = "-----BEGIN KEY-----\nabc\n-----END KEY-----\n";
+        let set = secret_strings(&[serde_yaml_ng::from_str(&format!("k: {pem:?}")).unwrap()]);
+        let b64 = base64::engine::general_purpose::STANDARD.encode(pem.trim());
+        let text = format!("key: {b64}\nother: x\n");
+        assert_eq!(apply(&text, &set, Seal::Omit).unwrap(), "other: x\n");
     }
 
     #[test]

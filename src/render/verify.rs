@@ -12,11 +12,13 @@ use crate::yaml::located::{self, Kind, Node};
 /// line breaks, quotes, `: `, ` #`, or a leading flow/anchor/alias/tag/block indicator. (One
 /// character alone cannot; what breaks the parse is caught by parsing.)
 fn risky(s: &str) -> bool {
-    s.chars().count() >= 2
-        && (s.contains(['\n', '\r', '"', '\''])
-            || s.contains(": ")
-            || s.contains(" #")
-            || s.starts_with(['{', '[', '&', '*', '!', '|', '>', '%', '@']))
+    s == "#"
+        || s.starts_with("# ")
+        || s.chars().count() >= 2
+            && (s.contains(['\n', '\r', '"', '\''])
+                || s.contains(": ")
+                || s.contains(" #")
+                || s.starts_with(['{', '[', '&', '*', '!', '|', '>', '%', '@']))
 }
 
 /// Every risky string leaf of a JSON value with its path.
@@ -30,6 +32,9 @@ fn risky_leaves(v: &Json, path: String, out: &mut Vec<(String, String)>) {
         }
         Json::Object(m) => {
             for (k, x) in m {
+                if risky(k) {
+                    out.push((format!("{path} (the key {k:?})"), k.clone()));
+                }
                 risky_leaves(x, format!("{path}.{k}"), out);
             }
         }
@@ -112,8 +117,8 @@ fn what(v: &str) -> &'static str {
         "a quote"
     } else if v.contains(": ") || v.ends_with(':') {
         "`: `"
-    } else if v.contains(" #") {
-        "` #` (a comment)"
+    } else if v.contains(" #") || v.starts_with('#') {
+        "`#` (a comment)"
     } else {
         "a leading YAML indicator"
     }
@@ -143,5 +148,14 @@ mod tests {
         .unwrap();
         let err = check("t", "ok: a: b\n", &ctx).unwrap_err();
         assert!(err.to_string().contains("not valid YAML"), "{err}");
+        // Keys are values too.
+        let sysctls = json!({"extraSysctls": {"a: \"1\"\n  evil": "2"}});
+        let err = check(
+            "t",
+            "sysctls:\n  a: \"1\"\n  evil: \"2\"\n",
+            &[("values", &sysctls)],
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("(the key"), "{err}");
     }
 }

@@ -137,25 +137,25 @@ fn key() -> Result<age::x25519::Identity> {
 }
 
 fn secrets_load(rel: &str) -> Result<Dynamic> {
+    use crate::secrets::twins;
     let plain = project_path(rel)?;
-    let text = if plain.exists() {
-        fsutil::read_text(&plain)?
+    let value = if plain.exists() {
+        crate::yaml::parse(&fsutil::read_text(&plain)?, rel)?
     } else {
-        let enc = project_path(&format!("{rel}.encrypted"))?;
-        crate::secrets::crypt::decrypt_yaml(
-            &key()?,
-            &fsutil::read_text(&enc)?,
-            &format!("{rel}.encrypted"),
-        )?
+        let enc_name = twins::twin_name(rel);
+        let enc = project_path(&enc_name)?;
+        crate::secrets::crypt::decrypt_value(&key()?, &fsutil::read_text(&enc)?, &enc_name)?
     };
-    Ok(rhai::serde::to_dynamic(crate::yaml::parse(&text, rel)?)?)
+    // What a playbook loads from a secrets file is never printed in clear by talm.
+    crate::mask::register(twins::scalar_texts(&value));
+    Ok(rhai::serde::to_dynamic(value)?)
 }
 
 fn secrets_seal(rel: &str, encrypt: bool) -> Result<String> {
     use crate::secrets::{crypt, twins};
     let plain = project_path(rel)?;
-    let enc = project_path(&format!("{rel}.encrypted"))?;
-    let enc_name = format!("{rel}.encrypted");
+    let enc_name = twins::twin_name(rel);
+    let enc = project_path(&enc_name)?;
     let kind = twins::Kind::of_file(rel);
     let id = key()?;
     if encrypt {
@@ -201,13 +201,13 @@ fn project_path(rel: &str) -> Result<PathBuf> {
 /// `secrets` module by api_secrets).
 pub fn add_secret_files(sec: &mut Module) {
     FuncRegistration::new("load")
-        .with_comments(["/// A project secrets file as a map: the plain file, or its `.encrypted` twin opened with talm.key."])
+        .with_comments(["/// A project secrets file as a map: the plain file, or its encrypted twin (`secrets.encrypted.yaml` for `secrets.yaml`, `talosconfig.encrypted` for `talosconfig`) opened with talm.key; its values are masked in every message."])
         .set_into_module(sec, |rel: &str| native(|| secrets_load(rel)));
     FuncRegistration::new("encrypt")
-        .with_comments(["/// Writes `<file>.encrypted` (0600) from the plain project file with talm.key; returns its path."])
+        .with_comments(["/// Writes the encrypted twin (0600; `x.encrypted.yaml` for `x.yaml`, else `x.encrypted`) from the plain project file with talm.key, after checking the plain file is whole; returns its path."])
         .set_into_module(sec, |rel: &str| native(|| secrets_seal(rel, true)));
     FuncRegistration::new("decrypt")
-        .with_comments(["/// Writes the plain project file (0600) from `<file>.encrypted` with talm.key; returns its path."])
+        .with_comments(["/// Writes the plain project file (0600) from its encrypted twin with talm.key; refused when the plain file holds what the twin does not. Returns its path."])
         .set_into_module(sec, |rel: &str| native(|| secrets_seal(rel, false)));
 }
 

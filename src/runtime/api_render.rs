@@ -122,7 +122,10 @@ pub(super) fn template(o: TemplateOpts) -> Result<Map> {
         values: flags.values.clone(),
         set: concat(&t.values, &flags.set),
         set_string: concat(&t.string_values, &flags.set_string),
-        set_file: concat(&t.file_values, &flags.set_file),
+        set_file: concat(
+            &chart_set_files(root_path, &t.file_values)?,
+            &flags.set_file,
+        ),
         set_json: concat(&t.json_values, &flags.set_json),
         set_literal: concat(&t.literal_values, &flags.set_literal),
     };
@@ -177,6 +180,21 @@ pub(super) fn template(o: TemplateOpts) -> Result<Map> {
     let warnings: Array = vals.warnings.into_iter().map(Dynamic::from).collect();
     m.insert("warnings".into(), warnings.into());
     Ok(m)
+}
+
+/// Chart.yaml's `fileValues` (`key=path`, relative to the project) with their paths checked to
+/// stay inside the project and made absolute, so they read the same from any folder.
+fn chart_set_files(root: &Path, entries: &[String]) -> Result<Vec<String>> {
+    entries
+        .iter()
+        .map(|kv| match kv.split_once('=') {
+            Some((key, path)) => Ok(format!(
+                "{key}={}",
+                values::chart_path(root, path, "fileValues")?.display()
+            )),
+            None => Ok(kv.clone()),
+        })
+        .collect()
 }
 
 /// The values.yaml of the preset the project was made from (by its lock), for the shapes of

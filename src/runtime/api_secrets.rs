@@ -118,6 +118,32 @@ pub fn register(engine: &mut Engine) {
                 Ok(plain)
             })
         });
+    FuncRegistration::new("newer_twin_losses")
+        .with_comments(["/// What encrypting `plain` over `enc` (files of the project at `root`) would lose when `enc` is the newer file (after a `git pull`, say): the key paths its values hold that the plain file does not; [] otherwise."])
+        .set_into_module(&mut m, |root: &str, plain: &str, enc: &str, key: &str| {
+            native(|| {
+                let p = crate::project::confine::inside(root, plain)?;
+                let e = crate::project::confine::inside(root, enc)?;
+                let mtime = |f: &std::path::Path| std::fs::metadata(f).and_then(|m| m.modified()).ok();
+                let (Some(pm), Some(em)) = (mtime(&p), mtime(&e)) else {
+                    return Ok(Array::new());
+                };
+                if em <= pm {
+                    return Ok(Array::new());
+                }
+                let id = crypt::parse_key(key, "talm.key")?;
+                let enc_text = crate::project::fsutil::read_text(&e)?;
+                // A twin that does not open is replaced: there is nothing in it to keep.
+                let Ok(opened) = crypt::decrypt_yaml(&id, &enc_text, enc) else {
+                    return Ok(Array::new());
+                };
+                let plain_text = crate::project::fsutil::read_text(&p)?;
+                Ok(twins::losses(&opened, &plain_text)
+                    .into_iter()
+                    .map(|l| rhai::Dynamic::from(l.to_string().replace("only in the plain file", &format!("only in {enc}"))))
+                    .collect::<Array>())
+            })
+        });
     FuncRegistration::new("losses")
         .with_comments(["/// What replacing the plain text `old` with `new` would lose, one line per key path (`~ path` changed, `- path` dropped); values are never shown."])
         .set_into_module(&mut m, |old: &str, new: &str| {

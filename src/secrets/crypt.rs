@@ -99,21 +99,70 @@ pub fn new_key_for(root: &std::path::Path) -> Result<String> {
 /// The hint for a missing or unusable key: restore it, or start over with new secrets.
 pub fn key_recovery_hint(encrypted: &str) -> String {
     format!(
-        "talm.key is required to decrypt {encrypted}. Restore your backed-up key, or re-run `talm init` to regenerate (this writes new secrets — the old {encrypted} will not be decryptable without the original key)."
+        "talm.key is required to decrypt {encrypted}: restore your backed-up key into the project. If it is lost for good, no one can open {encrypted}: keep the plain files you still have, move the *.encrypted* files out of the project and run `talm init --encrypt` to seal them to a new key (a new cluster needs `talm init` in a new folder)"
     )
 }
 
-fn at_path<'v>(v: &'v Value, path: &[Seg]) -> Option<&'v Value> {
-    let mut cur = v;
-    for seg in path {
-        cur = match (seg, cur) {
-            (_, Value::Tagged(t)) => return at_path(&t.value, std::slice::from_ref(seg)),
-            (Seg::Key(k), Value::Mapping(m)) => m.get(k.as_str())?,
-            (Seg::Index(i), Value::Sequence(s)) => s.get(*i)?,
-            _ => return None,
-        };
+/// The first line of an encrypted file: the sealed SHA-256 of the values it holds, so a file
+/// cut short at a line, or with values removed by hand, is refused. Only the key's holder can
+/// seal one; files without it (older talm, the Go talm) are read as before.
+const DIGEST_PREFIX: &str = "# talm-digest: ";
+
+fn digest_of(v: &Value) -> String {
+    use sha2::Digest as _;
+    let json = serde_json::to_string(v).unwrap_or_default();
+    sha2::Sha256::digest(json.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The digest line and the rest of an encrypted text.
+fn split_digest(text: &str) -> (Option<&str>, &str) {
+    match text.strip_prefix(DIGEST_PREFIX) {
+        Some(rest) => {
+            let (line, body) = rest.split_once('\n').unwrap_or((rest, ""));
+            (Some(line.trim()), body)
+        }
+        None => (None, text),
     }
-    Some(cur)
+}
+
+/// Checks the opened values of an encrypted text against its digest line, if it has one.
+fn check_digest(
+    id: &Identity,
+    sealed_digest: Option<&str>,
+    opened: &Value,
+    file: &str,
+) -> Result<()> {
+    let Some(sealed) = sealed_digest else {
+        return Ok(());
+    };
+    let want = open_one(id, sealed, "its digest line", file)?;
+    if want.as_str() == Some(digest_of(opened).as_str()) {
+        return Ok(());
+    }
+    Err(hinted(
+        format!("{file} does not hold what was encrypted into it: values were removed, added or changed outside talm (the file may have been cut short); nothing was written"),
+        format!("restore {file} from git (`git checkout -- {file}`) or a backup; if you edited it by hand on purpose, edit the plain file instead and run `talm init --encrypt`"),
+    ))
+}
+
+/// The value at `path`; keys match by their text (`100` finds the number key 100) and tags are
+/// looked through.
+fn at_path<'v>(v: &'v Value, path: &[Seg]) -> Option<&'v Value> {
+    let Some((first, rest)) = path.split_first() else {
+        return Some(v);
+    };
+    match (first, v) {
+        (_, Value::Tagged(t)) => at_path(&t.value, path),
+        (Seg::Key(k), Value::Mapping(m)) => {
+            let (_, x) = m.iter().find(|(key, _)| key_name(key) == *k)?;
+            at_path(x, rest)
+        }
+        (Seg::Index(i), Value::Sequence(s)) => at_path(s.get(*i)?, rest),
+        _ => None,
+    }
 }
 
 fn set_path(v: &mut Value, path: &[Seg], new: Value) {
@@ -122,12 +171,28 @@ fn set_path(v: &mut Value, path: &[Seg], new: Value) {
         return;
     };
     let next = match (first, v) {
-        (Seg::Key(k), Value::Mapping(m)) => m.get_mut(k.as_str()),
+        (_, Value::Tagged(t)) => return set_path(&mut t.value, path, new),
+        (Seg::Key(k), Value::Mapping(m)) => m
+            .iter_mut()
+            .find(|(key, _)| key_name(key) == *k)
+            .map(|(_, x)| x),
         (Seg::Index(i), Value::Sequence(s)) => s.get_mut(*i),
         _ => None,
     };
     if let Some(n) = next {
         set_path(n, rest, new);
+    }
+}
+
+/// Whether every scalar of a value is an envelope (or null): nothing left in clear.
+fn all_sealed(v: &Value) -> bool {
+    match v {
+        Value::Mapping(m) => m.values().all(all_sealed),
+        Value::Sequence(s) => s.iter().all(all_sealed),
+        Value::Tagged(t) => all_sealed(&t.value),
+        Value::String(s) => envelope::claims(s),
+        Value::Null => true,
+        _ => false,
     }
 }
 
@@ -213,9 +278,14 @@ pub fn encrypt_yaml(
     plain_file: &str,
     previous: Option<&str>,
 ) -> Result<String> {
+    let (_, plain_text) = split_digest(plain_text);
     let plain = Value::Mapping(crate::yaml::parse_map(plain_text, plain_file)?);
-    let prev = previous
-        .and_then(|p| serde_yaml_ng::from_str::<Value>(p).ok())
+    let (prev_digest, prev_body) = match previous {
+        Some(p) => split_digest(p),
+        None => (None, ""),
+    };
+    let prev = serde_yaml_ng::from_str::<Value>(prev_body)
+        .ok()
         .filter(Value::is_mapping);
     let recipient = identity.to_public();
     let mut expected = plain.clone();
@@ -249,7 +319,25 @@ pub fn encrypt_yaml(
         }
         Some(located::splice(plain_text, edits))
     });
-    Ok(checked(in_place, &expected))
+    let body = checked(in_place, &expected);
+    let reread = serde_yaml_ng::from_str::<Value>(&body).unwrap_or(Value::Null);
+    if !all_sealed(&reread) {
+        return Err(hinted(
+            format!("refusing to encrypt {plain_file}: a value would be left in clear (a key or tag talm cannot seal in place)"),
+            format!("write {plain_file} with text keys and no YAML tags, then run `talm init --encrypt` again"),
+        ));
+    }
+    let digest = digest_of(&plain);
+    let kept = prev_digest.filter(|d| {
+        open_one(identity, d, "its digest line", plain_file)
+            .ok()
+            .is_some_and(|v| v.as_str() == Some(digest.as_str()))
+    });
+    let sealed_digest = match kept {
+        Some(d) => d.to_string(),
+        None => envelope::seal(&recipient, &Value::String(digest))?.unwrap_or_default(),
+    };
+    Ok(format!("{DIGEST_PREFIX}{sealed_digest}\n{body}"))
 }
 
 /// The text edited in place when it reads back as `expected`, else `expected` re-encoded.
@@ -295,6 +383,7 @@ fn leaves(v: &Value) -> Vec<(Vec<Seg>, &Value)> {
 /// file and the key path.
 pub fn decrypt_yaml(identity: &Identity, text: &str, file: &str) -> Result<String> {
     let opened = decrypt_value(identity, text, file)?;
+    let (_, text) = split_digest(text);
     let in_place = located::locate(text).ok().and_then(|l| {
         let [doc] = l.docs.as_slice() else {
             return None;
@@ -319,8 +408,17 @@ pub fn decrypt_yaml(identity: &Identity, text: &str, file: &str) -> Result<Strin
 
 /// Decrypts an encrypted YAML file into a value, for reading in memory only.
 pub fn decrypt_value(identity: &Identity, text: &str, file: &str) -> Result<Value> {
-    let value = Value::Mapping(crate::yaml::parse_map(text, file)?);
-    open_walk(identity, &value, "", file)
+    let (digest, body) = split_digest(text);
+    // The digest line stays a line, so positions in errors match the file.
+    let shifted = if digest.is_some() {
+        format!("\n{body}")
+    } else {
+        body.to_string()
+    };
+    let value = Value::Mapping(crate::yaml::parse_map(&shifted, file)?);
+    let opened = open_walk(identity, &value, "", file)?;
+    check_digest(identity, digest, &opened, file)?;
+    Ok(opened)
 }
 
 /// Counts the values that claim to be envelopes.
@@ -372,7 +470,10 @@ fn open_walk(id: &Identity, v: &Value, path: &str, file: &str) -> Result<Value> 
             Value::Sequence(out)
         }
         Value::String(s) if envelope::claims(s) => open_one(id, s, path, file)?,
-        Value::Tagged(t) => open_walk(id, &t.value, path, file)?,
+        Value::Tagged(t) => Value::Tagged(Box::new(serde_yaml_ng::value::TaggedValue {
+            tag: t.tag.clone(),
+            value: open_walk(id, &t.value, path, file)?,
+        })),
         other => other.clone(),
     })
 }
@@ -451,6 +552,50 @@ mod tests {
             "{enc}"
         );
         assert_eq!(decrypt_yaml(&id, &enc, "v.encrypted.yaml").unwrap(), plain);
+    }
+
+    #[test]
+    fn a_file_cut_at_a_line_or_edited_is_refused_by_its_digest() {
+        let id = key();
+        let enc = encrypt_yaml(&id, "a: one\nb: two\nc: [x, y]\n", "v.yaml", None).unwrap();
+        let lines: Vec<&str> = enc.lines().collect();
+        let cut = lines[..lines.len() - 2].join("\n") + "\n";
+        let err = decrypt_yaml(&id, &cut, "v.encrypted.yaml").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("v.encrypted.yaml does not hold what was encrypted into it"),
+            "{err}"
+        );
+        // The same values re-encrypted keep the digest line; a changed value gets a new one.
+        let again = encrypt_yaml(&id, "a: one\nb: two\nc: [x, y]\n", "v.yaml", Some(&enc)).unwrap();
+        assert_eq!(again, enc);
+        let changed = encrypt_yaml(&id, "a: one\nb: 2\nc: [x, y]\n", "v.yaml", Some(&enc)).unwrap();
+        assert_ne!(changed.lines().next(), enc.lines().next());
+        // Files without a digest (older talm, the Go talm) still open.
+        let body = enc.split_once('\n').unwrap().1;
+        assert_eq!(
+            decrypt_yaml(&id, body, "v").unwrap(),
+            "a: one\nb: two\nc: [x, y]\n"
+        );
+    }
+
+    #[test]
+    fn odd_keys_and_tags_are_sealed_or_refused_never_left_in_clear() {
+        let id = key();
+        for plain in [
+            "vlans:\n  100: psk-secret\ntrue: yes-secret\n",
+            "db: !vault {pw: tagged-secret}\n",
+        ] {
+            match encrypt_yaml(&id, plain, "v.yaml", None) {
+                Ok(enc) => {
+                    assert!(!enc.contains("-secret"), "{enc}");
+                    let back = decrypt_value(&id, &enc, "v").unwrap();
+                    let want: Value = serde_yaml_ng::from_str(plain).unwrap();
+                    assert_eq!(back, want);
+                }
+                Err(e) => assert!(e.to_string().contains("left in clear"), "{e}"),
+            }
+        }
     }
 
     #[test]

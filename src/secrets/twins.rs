@@ -54,6 +54,33 @@ impl Kind {
     }
 }
 
+/// The encrypted twin of a plain project file, as `talm init --encrypt` names it:
+/// `secrets.yaml` → `secrets.encrypted.yaml`, `talosconfig` → `talosconfig.encrypted`.
+pub fn twin_name(plain: &str) -> String {
+    match plain.strip_suffix(".yaml") {
+        Some(stem) => format!("{stem}.encrypted.yaml"),
+        None => format!("{plain}.encrypted"),
+    }
+}
+
+/// Every scalar of a value as text (for masking).
+pub fn scalar_texts(v: &Value) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Mapping(m) => m.values().for_each(|x| walk(x, out)),
+            Value::Sequence(s) => s.iter().for_each(|x| walk(x, out)),
+            Value::String(s) => out.push(s.clone()),
+            Value::Number(n) => out.push(n.to_string()),
+            Value::Bool(b) => out.push(b.to_string()),
+            Value::Tagged(t) => walk(&t.value, out),
+            Value::Null => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, &mut out);
+    out
+}
+
 /// Fails unless `text` is a whole file of its kind; `file` names it.
 pub fn check(kind: Kind, text: &str, file: &str) -> Result<()> {
     match kind {
@@ -93,6 +120,8 @@ pub enum Loss {
     Changed(String),
     /// This path exists only in the old file.
     Dropped(String),
+    /// Comment lines only the old file holds.
+    Comments(usize),
 }
 
 impl std::fmt::Display for Loss {
@@ -100,6 +129,7 @@ impl std::fmt::Display for Loss {
         match self {
             Loss::Changed(p) => write!(f, "~ {p} (a different value)"),
             Loss::Dropped(p) => write!(f, "- {p} (only in the plain file)"),
+            Loss::Comments(n) => write!(f, "# {n} comment line(s) only in the plain file"),
         }
     }
 }
@@ -120,6 +150,21 @@ pub fn losses(old: &str, new: &str) -> Vec<Loss> {
     };
     let mut out = Vec::new();
     walk(&o, Some(&n), String::new(), &mut out);
+    let comments = |t: &str| -> Vec<String> {
+        t.lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with('#'))
+            .map(str::to_string)
+            .collect()
+    };
+    let new_comments = comments(new);
+    let only_old = comments(old)
+        .into_iter()
+        .filter(|c| !new_comments.contains(c))
+        .count();
+    if only_old > 0 {
+        out.push(Loss::Comments(only_old));
+    }
     out
 }
 
@@ -186,6 +231,9 @@ mod tests {
             ]
         );
         assert!(losses("a: 1\n", "a: 1\nb: 2\n").is_empty());
+        assert_eq!(losses("# mine\na: 1\n", "a: 1\n"), [Loss::Comments(1)]);
+        assert_eq!(twin_name("secrets.yaml"), "secrets.encrypted.yaml");
+        assert_eq!(twin_name("talosconfig"), "talosconfig.encrypted");
         assert!(!got.iter().any(|l| l.contains("secret")));
     }
 

@@ -14,6 +14,8 @@ pub enum BadAddress {
     Host(String),
     #[error("it holds a scheme or a path: give the host (and port) only")]
     Url,
+    #[error("it has blanks around it")]
+    Blanks,
 }
 
 fn dns_name(h: &str) -> bool {
@@ -39,6 +41,9 @@ pub fn check(addr: &str) -> Result<&str, BadAddress> {
     let a = addr.trim();
     if a.is_empty() {
         return Err(BadAddress::Empty);
+    }
+    if a != addr {
+        return Err(BadAddress::Blanks);
     }
     if a.contains("://") || a.contains('/') {
         return Err(BadAddress::Url);

@@ -33,12 +33,23 @@ pub fn pack(name: &str, mode: u32, mtime: u64, data: &[u8]) -> Result<Vec<u8>> {
     Ok(gz.finish()?)
 }
 
+/// The most a node's archive may unpack to: a kubeconfig is a few KiB, so anything near this is
+/// not one (and a gzip bomb must not exhaust memory).
+const MAX_UNPACKED: u64 = 16 << 20;
+
 /// The first entry of a gzipped tar stream: its name and contents.
 pub fn first_entry(gz: &[u8]) -> Result<(String, Vec<u8>)> {
     let mut raw = Vec::new();
     GzDecoder::new(gz)
+        .take(MAX_UNPACKED + 1)
         .read_to_end(&mut raw)
         .context("the archive is not valid gzip")?;
+    if raw.len() as u64 > MAX_UNPACKED {
+        anyhow::bail!(
+            "the archive unpacks to more than {} MiB: it is not a kubeconfig",
+            MAX_UNPACKED >> 20
+        );
+    }
     let mut archive = tar::Archive::new(raw.as_slice());
     let mut entry = archive
         .entries()
@@ -65,6 +76,18 @@ pub fn first_entry(gz: &[u8]) -> Result<(String, Vec<u8>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gzip_bomb_is_refused_not_unpacked() {
+        let mut gz = GzEncoder::new(Vec::new(), Compression::best());
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..20 {
+            gz.write_all(&zeros).unwrap();
+        }
+        let bomb = gz.finish().unwrap();
+        let err = first_entry(&bomb).unwrap_err().to_string();
+        assert!(err.contains("more than 16 MiB"), "{err}");
+    }
 
     fn gunzip(gz: &[u8]) -> Vec<u8> {
         let mut raw = Vec::new();

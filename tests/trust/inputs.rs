@@ -212,3 +212,23 @@ fn in_place_never_replaces_a_good_node_file_with_a_bad_render() {
     );
     assert_eq!(d.read("nodes/n.yaml"), good);
 }
+
+#[test]
+fn hostile_keys_stay_keys() {
+    let d = project();
+    d.write(
+        "hostile.yaml",
+        "extraSysctls:\n  \"net.a: \\\"1\\\"\\n    evil\": \"2\"\n",
+    );
+    let o = render(&d, &["--values", "hostile.yaml"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let docs = yaml_docs(&o.stdout);
+    let sysctls = &docs[0]["machine"]["sysctls"];
+    assert_eq!(
+        sysctls["net.a: \"1\"\n    evil"].as_str(),
+        Some("2"),
+        "{}",
+        o.stdout
+    );
+    assert!(sysctls.get("evil").is_none() && sysctls.get("net.a").is_none());
+}

@@ -20,9 +20,10 @@ fn edit(d: &Dir, rel: &str, from: &str, to: &str) {
 #[test]
 fn decrypt_refuses_a_cut_envelope_naming_file_and_key() {
     let d = sealed_project("password: hunter2\n");
-    // The envelope of the first value loses its closing `]`.
+    // The envelope of the first value (after the digest line) loses its closing `]`.
     let enc = d.read("secrets.encrypted.yaml");
-    let first_close = enc.find("]\n").unwrap();
+    let body_at = enc.find('\n').unwrap() + 1;
+    let first_close = body_at + enc[body_at..].find("]\n").unwrap();
     d.write(
         "secrets.encrypted.yaml",
         &format!("{}{}", &enc[..first_close], &enc[first_close + 1..]),
@@ -38,24 +39,40 @@ fn decrypt_refuses_a_cut_envelope_naming_file_and_key() {
     );
 }
 
+/// The text without its digest line, as older talm and the Go talm write encrypted files.
+fn without_digest(text: &str) -> String {
+    text.split_once('\n').unwrap().1.to_string()
+}
+
 #[test]
 fn decrypt_refuses_truncated_and_tampered_files() {
     let d = sealed_project("password: hunter2\n");
     let good = d.read("secrets.encrypted.yaml");
-    // Cut at a line boundary: valid YAML, but not a whole bundle.
+    d.remove("secrets.yaml");
+    // Cut at a line boundary: valid YAML; the digest line says values are missing.
     let lines: Vec<&str> = good.lines().collect();
     d.write(
         "secrets.encrypted.yaml",
         &(lines[..lines.len() / 2].join("\n") + "\n"),
     );
-    d.remove("secrets.yaml");
+    d.refused(
+        &["init", "--decrypt"],
+        "secrets.encrypted.yaml does not hold what was encrypted into it",
+    );
+    // Without a digest line (a file the Go talm wrote), the bundle check catches it.
+    let plain_body = without_digest(&good);
+    let blines: Vec<&str> = plain_body.lines().collect();
+    d.write(
+        "secrets.encrypted.yaml",
+        &(blines[..blines.len() / 2].join("\n") + "\n"),
+    );
     let err = d.refused(
         &["init", "--decrypt"],
         "secrets.encrypted.yaml is not a valid secrets bundle",
     );
     assert!(!err.contains("BEGIN"), "no key material in messages: {err}");
     // One base64 character flipped inside a ciphertext: authenticated decryption refuses it.
-    let at = good.find("data:").unwrap() + 80;
+    let at = good.find("id: ENC[AGE,data:").unwrap() + 80;
     let flipped = if &good[at..at + 1] == "A" { "B" } else { "A" };
     d.write(
         "secrets.encrypted.yaml",
@@ -68,7 +85,7 @@ fn decrypt_refuses_truncated_and_tampered_files() {
     // A decrypted bundle missing a section.
     let mut cut = String::new();
     let mut skipping = false;
-    for l in good.lines() {
+    for l in plain_body.lines() {
         if l.starts_with("    os:") {
             skipping = true;
             continue;
@@ -175,6 +192,8 @@ fn comments_and_quoting_survive_a_round_trip() {
     let plain = "# Registry credentials for the private mirror.\nregistry:\n  user: \"ci-bot\"   # the CI account\n  password: 'p@ss: word'\n  token: abc123\n  # the CA below is the mirror's\n  ca: |\n    -----BEGIN CERTIFICATE-----\n    MIIB\n    -----END CERTIFICATE-----\n";
     let d = sealed_project(plain);
     let enc = d.read("values-secret.encrypted.yaml");
+    assert!(enc.starts_with("# talm-digest: ENC[AGE,data:"), "{enc}");
+    let enc = enc.split_once('\n').unwrap().1.to_string();
     assert!(
         enc.starts_with(
             "# Registry credentials for the private mirror.\nregistry:\n  user: \"ENC[AGE,data:"
@@ -322,4 +341,102 @@ fn full_renders_are_not_written_into_node_files_without_consent() {
         d.read("nodes/n.yaml").contains("LS0tLS1CRUdJTi"),
         "the keys are there"
     );
+}
+
+#[test]
+fn a_values_file_cut_at_a_line_is_refused_by_its_digest() {
+    let d = sealed_project("a: one\nb: two\nc: three\n");
+    let enc = d.read("values-secret.encrypted.yaml");
+    assert!(enc.starts_with("# talm-digest: ENC[AGE,data:"), "{enc}");
+    let lines: Vec<&str> = enc.lines().collect();
+    d.write(
+        "values-secret.encrypted.yaml",
+        &(lines[..lines.len() - 1].join("\n") + "\n"),
+    );
+    d.remove("values-secret.yaml");
+    d.refused(
+        &["init", "--decrypt"],
+        "values-secret.encrypted.yaml does not hold what was encrypted into it",
+    );
+}
+
+#[test]
+fn encrypt_does_not_replace_a_newer_twin_with_a_stale_plain_file() {
+    let d = sealed_project("registry:\n  password: hunter2\n  user: bot\n");
+    // A teammate's change arrives by git: the plain file is now stale and older.
+    let stale = "registry:\n  password: hunter2\n";
+    d.write("values-secret.yaml", stale);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let enc = d.read("values-secret.encrypted.yaml");
+    d.write("values-secret.encrypted.yaml", &enc);
+    let err = d.refused(
+        &["init", "--encrypt"],
+        "refusing to replace newer encrypted files with stale plain ones",
+    );
+    assert!(
+        err.contains("- registry.user (only in values-secret.encrypted.yaml)"),
+        "{err}"
+    );
+    d.talm(["init", "--encrypt", "--force"]).ok();
+    d.remove("values-secret.yaml");
+    d.talm(["init", "--decrypt"]).ok();
+    assert_eq!(d.read("values-secret.yaml"), stale);
+}
+
+#[test]
+fn registry_keys_from_encrypted_values_stay_out_of_node_files() {
+    let values = "registryTLS:\n  reg.example:\n    clientIdentity:\n      crt: |\n        -----BEGIN CERTIFICATE-----\n        MIIBcert\n        -----END CERTIFICATE-----\n      key: |\n        -----BEGIN EC PRIVATE KEY-----\n        MHcCAQEEIPrivateKeyMaterialThatMustNotLeak\n        -----END EC PRIVATE KEY-----\n";
+    let d = sealed_project(values);
+    edit(
+        &d,
+        "Chart.yaml",
+        "valueFiles: []",
+        "valueFiles: [values-secret.encrypted.yaml]",
+    );
+    d.write("facts.yaml", crate::common::GOLDEN_FACTS);
+    for talos in ["v1.11", "v1.12"] {
+        d.write(
+            "nodes/n.yaml",
+            "# talm: nodes=[\"127.9.3.3\"], templates=[\"templates/controlplane.yaml\"]\n",
+        );
+        d.talm(crate::args(crate::IN_PLACE, &["--talos-version", talos]))
+            .ok();
+        let node = d.read("nodes/n.yaml");
+        assert!(!node.contains("PrivateKeyMaterial"), "{talos}: {node}");
+        let key_b64 = {
+            use base64::Engine as _;
+            let pem = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIPrivateKeyMaterialThatMustNotLeak\n-----END EC PRIVATE KEY-----\n";
+            base64::engine::general_purpose::STANDARD.encode(pem)
+        };
+        assert!(
+            !node.contains(&key_b64),
+            "{talos}: base64 of the key leaked:\n{node}"
+        );
+    }
+}
+
+#[test]
+fn chart_value_files_stay_inside_the_project() {
+    let d = Dir::project("cozystack");
+    let outside = Dir::new();
+    outside.write("stolen.yaml", "endpoint: https://10.0.0.1:6443\n");
+    let abs = outside.join("stolen.yaml").display().to_string();
+    edit(
+        &d,
+        "Chart.yaml",
+        "valueFiles: []",
+        &format!("valueFiles: [{abs:?}]"),
+    );
+    d.write("facts.yaml", crate::common::GOLDEN_FACTS);
+    d.talm(crate::RENDER_CP)
+        .fails_with("Chart.yaml templateOptions.valueFiles");
+    std::os::unix::fs::symlink(outside.join("stolen.yaml"), d.join("linked.yaml")).unwrap();
+    edit(
+        &d,
+        "Chart.yaml",
+        &format!("valueFiles: [{abs:?}]"),
+        "valueFiles: [linked.yaml]",
+    );
+    d.talm(crate::RENDER_CP)
+        .fails_with("leads outside the project");
 }
