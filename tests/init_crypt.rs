@@ -176,6 +176,10 @@ fn decrypt_without_key_names_both_ways_out() {
     d.remove("secrets.yaml");
     let err = d.refused(&["init", "-d"], "read key file:");
     assert!(err.contains("hint: talm.key is required to decrypt secrets.encrypted.yaml. Restore your backed-up key, or re-run `talm init` to regenerate"), "{err}");
+    assert!(
+        err.contains("move the *.encrypted* files out of the project first"),
+        "{err}"
+    );
 }
 
 #[test]

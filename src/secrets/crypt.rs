@@ -99,7 +99,7 @@ pub fn new_key_for(root: &std::path::Path) -> Result<String> {
 /// The hint for a missing or unusable key: restore it, or start over with new secrets.
 pub fn key_recovery_hint(encrypted: &str) -> String {
     format!(
-        "talm.key is required to decrypt {encrypted}: restore your backed-up key into the project. If it is lost for good, no one can open {encrypted}: keep the plain files you still have, move the *.encrypted* files out of the project and run `talm init --encrypt` to seal them to a new key (a new cluster needs `talm init` in a new folder)"
+        "talm.key is required to decrypt {encrypted}. Restore your backed-up key, or re-run `talm init` to regenerate (this writes new secrets — the old {encrypted} will not be decryptable without the original key; move the *.encrypted* files out of the project first, talm will not seal new files next to ones it cannot open)."
     )
 }
 
@@ -110,7 +110,17 @@ const DIGEST_PREFIX: &str = "# talm-digest: ";
 
 fn digest_of(v: &Value) -> String {
     use sha2::Digest as _;
-    let json = serde_json::to_string(v).unwrap_or_default();
+    fn untagged(v: &Value) -> Value {
+        match v {
+            Value::Tagged(t) => untagged(&t.value),
+            Value::Mapping(m) => {
+                Value::Mapping(m.iter().map(|(k, x)| (untagged(k), untagged(x))).collect())
+            }
+            Value::Sequence(s) => Value::Sequence(s.iter().map(untagged).collect()),
+            other => other.clone(),
+        }
+    }
+    let json = serde_json::to_string(&untagged(v)).unwrap_or_default();
     sha2::Sha256::digest(json.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -184,6 +194,15 @@ fn set_path(v: &mut Value, path: &[Seg], new: Value) {
     }
 }
 
+fn has_tags(v: &Value) -> bool {
+    match v {
+        Value::Tagged(_) => true,
+        Value::Mapping(m) => m.iter().any(|(k, x)| has_tags(k) || has_tags(x)),
+        Value::Sequence(s) => s.iter().any(has_tags),
+        _ => false,
+    }
+}
+
 /// Whether every scalar of a value is an envelope (or null): nothing left in clear.
 fn all_sealed(v: &Value) -> bool {
     match v {
@@ -220,11 +239,13 @@ fn kept_envelope(
         .then(|| prev.to_string())
 }
 
-/// Quotes an envelope as the value it replaces was quoted, so the quoting survives a round trip.
-fn quoted_like(style: Style, sealed: &str) -> String {
+/// Quotes an envelope as the value it replaces was quoted, so the quoting survives a round trip;
+/// inside a flow collection (`[a, b]`) an envelope's `,` and `]` need quotes in any case.
+fn quoted_like(style: Style, in_flow: bool, sealed: &str) -> String {
     match style {
         Style::Single => format!("'{sealed}'"),
         Style::Double => format!("\"{sealed}\""),
+        _ if in_flow => format!("\"{sealed}\""),
         _ => sealed.to_string(),
     }
 }
@@ -280,6 +301,12 @@ pub fn encrypt_yaml(
 ) -> Result<String> {
     let (_, plain_text) = split_digest(plain_text);
     let plain = Value::Mapping(crate::yaml::parse_map(plain_text, plain_file)?);
+    if has_tags(&plain) {
+        return Err(hinted(
+            format!("refusing to encrypt {plain_file}: it holds a YAML tag (`!name`), which an encrypted value cannot keep"),
+            format!("remove the tags from {plain_file}; values are read as plain text, numbers and booleans"),
+        ));
+    }
     let (prev_digest, prev_body) = match previous {
         Some(p) => split_digest(p),
         None => (None, ""),
@@ -313,7 +340,7 @@ pub fn encrypt_yaml(
                 return None;
             }
             if let Some((_, sealed)) = sealed_at.iter().find(|(p, _)| *p == path) {
-                let with = keep_break(s, plain_text, quoted_like(s.style, sealed));
+                let with = keep_break(s, plain_text, quoted_like(s.style, s.in_flow, sealed));
                 edits.push((s.start, s.end, with));
             }
         }
@@ -539,8 +566,10 @@ mod tests {
         let id = key();
         let plain = "# registry credentials\nregistry:\n  user: \"bot\"   # the CI account\n  password: 'p@ss: word'\n  token: abc\n  port: 5000\n  cert: |\n    line one\n    line two\n# trailing comment\n";
         let enc = encrypt_yaml(&id, plain, "values-secret.yaml", None).unwrap();
+        assert!(enc.starts_with("# talm-digest: ENC[AGE,data:"), "{enc}");
+        let body = enc.split_once('\n').unwrap().1;
         assert!(
-            enc.starts_with("# registry credentials\nregistry:\n  user: \"ENC[AGE,data:"),
+            body.starts_with("# registry credentials\nregistry:\n  user: \"ENC[AGE,data:"),
             "{enc}"
         );
         assert!(
@@ -575,7 +604,7 @@ mod tests {
         let body = enc.split_once('\n').unwrap().1;
         assert_eq!(
             decrypt_yaml(&id, body, "v").unwrap(),
-            "a: one\nb: two\nc: [x, y]\n"
+            "a: one\nb: two\nc: [\"x\", \"y\"]\n"
         );
     }
 
@@ -593,7 +622,10 @@ mod tests {
                     let want: Value = serde_yaml_ng::from_str(plain).unwrap();
                     assert_eq!(back, want);
                 }
-                Err(e) => assert!(e.to_string().contains("left in clear"), "{e}"),
+                Err(e) => assert!(
+                    e.to_string().contains("left in clear") || e.to_string().contains("YAML tag"),
+                    "{e}"
+                ),
             }
         }
     }
@@ -602,7 +634,8 @@ mod tests {
     fn damaged_envelopes_are_refused_naming_the_path() {
         let id = key();
         let enc = encrypt_yaml(&id, "a:\n  b: secret\n  c: x\n", "p", None).unwrap();
-        let cut = enc.replacen("]\n", "\n", 1);
+        let (digest, body) = enc.split_once('\n').unwrap();
+        let cut = format!("{digest}\n{}", body.replacen("]\n", "\n", 1));
         let err = decrypt_yaml(&id, &cut, "s.encrypted.yaml").unwrap_err();
         assert!(
             err.to_string().contains(
