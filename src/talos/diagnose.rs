@@ -289,17 +289,7 @@ pub fn status(site: Site, f: &Facts, st: &Status) -> anyhow::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::talos::errors::{kind, MACHINE};
-
-    fn site(insecure: bool) -> Site<'static> {
-        Site {
-            node: "10.0.0.1",
-            endpoint: "10.0.0.1:50000",
-            call: "Version",
-            service: MACHINE,
-            insecure,
-        }
-    }
+    use crate::talos::errors::{kind, test_site as site};
 
     fn up() -> Facts {
         Facts {

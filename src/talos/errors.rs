@@ -261,18 +261,24 @@ pub fn code_name(code: Code) -> &'static str {
     }
 }
 
+/// A call site for unit tests of node errors.
+#[cfg(test)]
+pub(crate) fn test_site(insecure: bool) -> Site<'static> {
+    Site {
+        node: "10.0.0.1",
+        endpoint: "10.0.0.1:50000",
+        call: "Version",
+        service: MACHINE,
+        insecure,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn site(insecure: bool) -> Site<'static> {
-        Site {
-            node: "10.0.0.1",
-            endpoint: "10.0.0.1:50000",
-            call: "Version",
-            service: MACHINE,
-            insecure,
-        }
+        test_site(insecure)
     }
 
     #[test]
