@@ -55,40 +55,26 @@ fn a_template_that_prints_a_value_raw_cannot_be_broken_out_of() {
         "templates/raw.yaml",
         "machine:\n  type: worker\n  network:\n    hostname: {{ values.image }}\n",
     );
-    d.talm(["template", "--facts", "facts.yaml", "-t", "templates/raw.yaml", "--set-string", "image=node1\ncluster:\n  evil: true"])
+    let raw = |extra: &[&str]| {
+        d.talm(crate::args(
+            &[
+                "template",
+                "--facts",
+                "facts.yaml",
+                "-t",
+                "templates/raw.yaml",
+            ],
+            extra,
+        ))
+    };
+    raw(&["--set-string", "image=node1\ncluster:\n  evil: true"])
         .fails_with("templates/raw.yaml: the value at values.image would change the structure of the rendered document: it holds a line break");
-    d.talm([
-        "template",
-        "--facts",
-        "facts.yaml",
-        "-t",
-        "templates/raw.yaml",
-        "--set-string",
-        "image=a: b: c",
-    ])
-    .fails_with("templates/raw.yaml rendered text that is not valid YAML");
+    raw(&["--set-string", "image=a: b: c"])
+        .fails_with("templates/raw.yaml rendered text that is not valid YAML");
     d.write("hostile.yaml", "image: \"[evil]\"\n");
-    d.talm([
-        "template",
-        "--facts",
-        "facts.yaml",
-        "-t",
-        "templates/raw.yaml",
-        "--values",
-        "hostile.yaml",
-    ])
-    .fails_with("it holds a leading YAML indicator");
+    raw(&["--values", "hostile.yaml"]).fails_with("it holds a leading YAML indicator");
     // An ordinary value renders as before.
-    d.talm([
-        "template",
-        "--facts",
-        "facts.yaml",
-        "-t",
-        "templates/raw.yaml",
-        "--set-string",
-        "image=node1",
-    ])
-    .ok();
+    raw(&["--set-string", "image=node1"]).ok();
 }
 
 #[test]
