@@ -1,0 +1,274 @@
+//! `talm apply` through the real binary against simulated nodes: every mode, the dry-run drift
+//! preview with redaction, side-patch chains and their refusals, the one-body-one-node rule, the
+//! declared-resources gate and direct-patch mode.
+
+
+use crate::common::sim::{template_node, Nodes};
+use crate::common::Dir;
+
+/// A generic project with nodes/node1.yaml for the node at `ip`, configured when `configure`.
+fn project(nodes: &Nodes, ip: &str, configure: bool) -> Dir {
+    let d = Dir::project("generic");
+    d.write("nodes/node1.yaml", &template_node(&d, ip));
+    if configure {
+        let boots = nodes.boots(ip);
+        d.talm(["apply", "-f", "nodes/node1.yaml", "-i"]).ok();
+        nodes.wait_reboot(ip, boots);
+    }
+    d
+}
+
+#[test]
+fn every_mode_through_the_binary() {
+    let nodes = Nodes::start(&["127.0.8.1"], |_| {});
+    let d = project(&nodes, "127.0.8.1", true);
+    d.write(
+        "sysctl.yaml",
+        "machine:\n  sysctls:\n    vm.swappiness: \"1\"\n",
+    );
+    let chain = ["apply", "-f", "nodes/node1.yaml", "-f", "sysctl.yaml"];
+    let run = |mode: &str| {
+        d.talm(chain.iter().copied().chain(["-m", mode]))
+            .ok()
+            .stderr
+    };
+
+    let o = run("no-reboot");
+    assert!(o.contains("- talm: file=nodes/node1.yaml, side-patches=[sysctl.yaml], nodes=[127.0.8.1], endpoints=[127.0.8.1]"), "{o}");
+    assert!(
+        o.contains("machine.sysctls.vm.swappiness: (absent) -> 1"),
+        "{o}"
+    );
+    assert!(o.contains("Applied configuration without a reboot"), "{o}");
+    let o = run("auto");
+    assert!(
+        o.contains("0 updates"),
+        "the second apply changes nothing: {o}"
+    );
+    let o = run("staged");
+    assert!(
+        o.contains("Staged configuration to be applied after the next reboot"),
+        "{o}"
+    );
+    let o = d
+        .talm(
+            chain
+                .iter()
+                .copied()
+                .chain(["-m", "try", "--timeout", "2m"]),
+        )
+        .ok()
+        .stderr;
+    assert!(
+        o.contains("will be automatically reverted back in 2m0s"),
+        "{o}"
+    );
+    let boots = nodes.boots("127.0.8.1");
+    let o = run("reboot");
+    assert!(o.contains("Applied configuration with a reboot"), "{o}");
+    nodes.wait_reboot("127.0.8.1", boots);
+    d.talm(chain.iter().copied().chain(["-m", "sometimes"]))
+        .fails_with("invalid value 'sometimes' for '--mode <MODE>'");
+    d.talm(
+        chain
+            .iter()
+            .copied()
+            .chain(["-m", "try", "--timeout", "soon"]),
+    )
+    .fails_with("\"soon\" is not a duration");
+}
+
+#[test]
+fn dry_run_previews_and_redacts() {
+    let nodes = Nodes::start(&["127.0.8.2"], |_| {});
+    let d = project(&nodes, "127.0.8.2", true);
+    let token = |text: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with("token:"))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    // A changed machine token: a secret field.
+    let full = d
+        .talm([
+            "template",
+            "-f",
+            "nodes/node1.yaml",
+            "--full",
+            "--show-secrets",
+        ])
+        .ok()
+        .stdout;
+    let old = token(&full).trim_start_matches("token: ").to_string();
+    d.write("token.yaml", "machine:\n  token: abcdef.0123456789abcdef\n");
+    let o = d
+        .talm([
+            "apply",
+            "-f",
+            "nodes/node1.yaml",
+            "-f",
+            "token.yaml",
+            "--dry-run",
+        ])
+        .ok()
+        .stderr;
+    assert!(
+        o.contains(&format!(
+            "machine.token: ***redacted (len={})*** -> ***redacted (len=23)***",
+            old.len()
+        )),
+        "{o}"
+    );
+    assert!(
+        !o.contains("abcdef.0123456789abcdef") && !o.contains(&old),
+        "secrets stay out of the output: {o}"
+    );
+    assert!(o.contains("Dry run summary:"), "{o}");
+    let shown = d
+        .talm([
+            "apply",
+            "-f",
+            "nodes/node1.yaml",
+            "-f",
+            "token.yaml",
+            "--dry-run",
+            "--show-secrets-in-drift",
+        ])
+        .ok()
+        .stderr;
+    assert!(
+        shown.contains(&format!("machine.token: {old} -> abcdef.0123456789abcdef")),
+        "{shown}"
+    );
+    // Nothing changed on the node.
+    let mc = nodes.node("127.0.8.2").state().config.clone().unwrap().text;
+    assert!(!mc.contains("abcdef.0123456789abcdef"));
+    // Maintenance nodes have no config to compare with.
+    let fresh = Nodes::start(&["127.0.8.3"], |_| {});
+    let d2 = project(&fresh, "127.0.8.3", false);
+    let o = d2
+        .talm(["apply", "-f", "nodes/node1.yaml", "-i", "--dry-run"])
+        .ok()
+        .stderr;
+    assert!(
+        o.contains(
+            "node 127.0.8.3: talm: drift verification unavailable on maintenance connection"
+        ),
+        "{o}"
+    );
+    assert!(fresh.node("127.0.8.3").state().in_maintenance());
+}
+
+#[test]
+fn chains_and_bodies_are_refused_when_ambiguous() {
+    let nodes = Nodes::start(&["127.0.8.4", "127.0.8.5"], |_| {});
+    let d = project(&nodes, "127.0.8.4", false);
+    d.write("side.yaml", &d.read("nodes/node1.yaml"));
+    d.refused(
+        &["apply", "-f", "nodes/node1.yaml", "-f", "side.yaml", "-i"],
+        "side-patch side.yaml carries its own modeline",
+    );
+    d.write("plain.yaml", "machine:\n  sysctls:\n    a: \"1\"\n");
+    d.write("p.yaml", "machine:\n  sysctls:\n    a: \"1\"\n");
+    d.refused(
+        &["apply", "-f", "plain.yaml", "-f", "p.yaml", "-i"],
+        "first -f file plain.yaml lacks a modeline; side-patches require a modelined anchor",
+    );
+    d.write(
+        "notemplates.yaml",
+        "# talm: nodes=[\"127.0.8.4\"], endpoints=[\"127.0.8.4\"], templates=[]\nmachine: {}\n",
+    );
+    d.refused(
+        &["apply", "-f", "notemplates.yaml", "-f", "p.yaml", "-i"],
+        "anchor notemplates.yaml declares no templates; side-patches require chart rendering",
+    );
+    d.write("bad-side.yaml", "# talm: nodes=[oops\nmachine: {}\n");
+    d.refused(
+        &[
+            "apply",
+            "-f",
+            "nodes/node1.yaml",
+            "-f",
+            "bad-side.yaml",
+            "-i",
+        ],
+        "parsing modeline in side-patch bad-side.yaml",
+    );
+    // One body, two nodes.
+    d.refused(&["apply", "-f", "nodes/node1.yaml", "--nodes", "127.0.8.4,127.0.8.5", "-i"],
+        "anchor \"nodes/node1.yaml\" would be stamped onto 2 nodes ([\"127.0.8.4\", \"127.0.8.5\"]) but carries a non-empty per-node body");
+    assert!(
+        nodes.node("127.0.8.4").state().in_maintenance()
+            && nodes.node("127.0.8.5").state().in_maintenance()
+    );
+    // No files: nothing to do.
+    d.talm(["apply"]).ok();
+}
+
+#[test]
+fn declared_resources_gate() {
+    let nodes = Nodes::start(&["127.0.8.6"], |_| {});
+    let d = project(&nodes, "127.0.8.6", false);
+    d.write("disk.yaml", "machine:\n  install:\n    disk: /dev/sdz\n");
+    let o = d.refused(
+        &["apply", "-f", "nodes/node1.yaml", "-f", "disk.yaml", "-i"],
+        "pre-flight: 1 declared host resource(s) do not resolve on the target node",
+    );
+    assert!(o.contains("[blocker] declared disk \"/dev/sdz\" not found on target node (source: doc[0].machine.install.disk)"), "{o}");
+    assert!(o.contains("  hint: available disks: /dev/nvme0n1"), "{o}");
+    assert!(o.contains("hint: correct the values referenced above, or pass --skip-resource-validation to bypass."), "{o}");
+    assert!(
+        nodes.node("127.0.8.6").state().in_maintenance(),
+        "nothing was sent"
+    );
+    // Skipped, the node itself refuses the disk.
+    d.talm([
+        "apply",
+        "-f",
+        "nodes/node1.yaml",
+        "-f",
+        "disk.yaml",
+        "-i",
+        "--skip-resource-validation",
+    ])
+    .fails_with("install disk \"/dev/sdz\" does not exist on the node");
+    d.write(
+        "link.yaml",
+        "apiVersion: v1alpha1\nkind: LinkConfig\nname: eth9\nmtu: 9000\n",
+    );
+    let o = d.refused(
+        &["apply", "-f", "nodes/node1.yaml", "-f", "link.yaml", "-i"],
+        "declared host resource(s) do not resolve",
+    );
+    assert!(
+        o.contains("declared link \"eth9\" not found on target node"),
+        "{o}"
+    );
+    assert!(o.contains("available links: eth0"), "{o}");
+}
+
+#[test]
+fn direct_patch_mode_applies_a_plain_patch() {
+    let nodes = Nodes::start(&["127.0.8.7"], |_| {});
+    let d = Dir::project("generic");
+    d.write(
+        "nodes/raw.yaml",
+        "# talm: nodes=[\"127.0.8.7\"], endpoints=[\"127.0.8.7\"], templates=[]\nmachine:\n  type: worker\n  install:\n    disk: /dev/nvme0n1\ncluster:\n  clusterName: mycluster\n  controlPlane:\n    endpoint: https://127.0.0.11:6443\n",
+    );
+    d.talm(["apply", "-f", "nodes/raw.yaml", "-i"]).ok();
+    let cfg = nodes
+        .node("127.0.8.7")
+        .state()
+        .config
+        .clone()
+        .expect("configured")
+        .text;
+    assert!(
+        cfg.contains("type: worker")
+            && cfg.contains("disk: /dev/nvme0n1")
+            && cfg.contains("clusterName: mycluster")
+            && cfg.contains("endpoint: https://127.0.0.11:6443"),
+        "{cfg}"
+    );
+}

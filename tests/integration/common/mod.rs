@@ -1,0 +1,252 @@
+//! A small builder for driving the real `talm` binary in a temporary folder.
+#![allow(dead_code)]
+
+pub mod sim;
+pub mod values;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const STABILITY_SECRETS: &str = include_str!("../../fixtures/talos/stability/secrets.yaml");
+/// The node of the Go presets' golden renders, as a `--facts` file.
+pub const GOLDEN_FACTS: &str = include_str!("../../fixtures/talm-golden/facts.yaml");
+
+/// The non-empty YAML documents of a text.
+pub fn yaml_docs(text: &str) -> Vec<serde_yaml_ng::Value> {
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .filter(|v: &serde_yaml_ng::Value| !v.is_null())
+        .collect()
+}
+
+/// Verifies that `cert` was signed by `ca`'s key (Ed25519 or ECDSA P-256).
+pub fn verify_signed_by(
+    cert: &x509_parser::certificate::X509Certificate<'_>,
+    ca: &x509_parser::certificate::X509Certificate<'_>,
+) {
+    use aws_lc_rs::signature::{UnparsedPublicKey, ECDSA_P256_SHA256_ASN1, ED25519};
+    let spki = ca.public_key();
+    let key = spki.subject_public_key.data.as_ref();
+    let alg: &dyn aws_lc_rs::signature::VerificationAlgorithm =
+        if spki.algorithm.algorithm.to_id_string() == "1.3.101.112" {
+            &ED25519
+        } else {
+            &ECDSA_P256_SHA256_ASN1
+        };
+    UnparsedPublicKey::new(alg, key)
+        .verify(
+            cert.tbs_certificate.as_ref(),
+            cert.signature_value.data.as_ref(),
+        )
+        .expect("signature verifies with the issuer's key");
+}
+
+/// A temporary working folder for one test.
+pub struct Dir {
+    pub tmp: tempfile::TempDir,
+}
+
+impl Dir {
+    pub fn new() -> Dir {
+        Dir {
+            tmp: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    pub fn join(&self, rel: &str) -> PathBuf {
+        self.tmp.path().join(rel)
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
+    }
+
+    pub fn write(&self, rel: &str, content: &str) {
+        let p = self.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+
+    pub fn exists(&self, rel: &str) -> bool {
+        self.join(rel).exists()
+    }
+
+    pub fn remove(&self, rel: &str) {
+        std::fs::remove_file(self.join(rel)).unwrap();
+    }
+
+    pub fn mode(&self, rel: &str) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(self.join(rel))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    }
+
+    /// Every file below the folder with its content: a snapshot to prove nothing changed.
+    pub fn snapshot(&self) -> BTreeMap<String, Vec<u8>> {
+        fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
+                let rel = p.strip_prefix(base).unwrap().display().to_string();
+                if p.is_dir() {
+                    out.insert(format!("{rel}/"), Vec::new());
+                    walk(base, &p, out);
+                } else {
+                    out.insert(rel, std::fs::read(&p).unwrap());
+                }
+            }
+        }
+        let mut out = BTreeMap::new();
+        walk(self.path(), self.path(), &mut out);
+        out
+    }
+
+    /// `talm` with this folder as the working directory.
+    pub fn talm<I, S>(&self, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        self.talm_in(".", args)
+    }
+
+    /// `talm` run from a sub-folder.
+    pub fn talm_in<I, S>(&self, sub: &str, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut cmd = assert_cmd::Command::cargo_bin("talm").unwrap();
+        cmd.current_dir(self.join(sub))
+            .args(args)
+            .env_remove("TALM_PRESETS_DIR");
+        Run { cmd }
+    }
+
+    /// Runs `talm` under a pseudo-terminal (util-linux `script`), answering prompts from
+    /// `input`; returns whether it succeeded and what the terminal showed.
+    pub fn talm_in_tty(&self, args: &str, input: &str) -> (bool, String) {
+        use std::io::Write;
+        let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_talm"));
+        let mut child = std::process::Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .current_dir(self.path())
+            .env_remove("TALM_PRESETS_DIR")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("util-linux `script` runs talm under a terminal");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    }
+
+    /// The text of a fresh age key file, made by `talm init --encrypt` in a scratch project.
+    pub fn new_key() -> String {
+        talm::secrets::crypt::new_key_file()
+    }
+
+    /// An empty folder holding only the Talos stability secrets.yaml, so `init` keeps them
+    /// instead of generating new ones.
+    pub fn seeded() -> Dir {
+        let d = Dir::new();
+        d.write("secrets.yaml", STABILITY_SECRETS);
+        d
+    }
+
+    /// Runs a command that must fail with `needle` on stderr and leave the folder unchanged;
+    /// returns stderr.
+    pub fn refused(&self, args: &[&str], needle: &str) -> String {
+        let before = self.snapshot();
+        let o = self.talm(args).fails_with(needle);
+        assert_eq!(
+            self.snapshot(),
+            before,
+            "a refused command changed the folder"
+        );
+        o.stderr
+    }
+
+    /// A project made from `preset` over the Talos stability secrets (no key generation), so
+    /// tests that are not about generation stay fast.
+    pub fn project(preset: &str) -> Dir {
+        let d = Dir::new();
+        d.write("secrets.yaml", STABILITY_SECRETS);
+        d.talm([
+            "init",
+            "--preset",
+            preset,
+            "--name",
+            "mycluster",
+            "--endpoints",
+            "127.0.0.11",
+        ])
+        .ok();
+        d
+    }
+}
+
+pub struct Run {
+    pub cmd: assert_cmd::Command,
+}
+
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn env(mut self, k: &str, v: impl AsRef<std::ffi::OsStr>) -> Run {
+        self.cmd.env(k, v);
+        self
+    }
+
+    pub fn stdin(mut self, input: &str) -> Run {
+        self.cmd.write_stdin(input.to_string());
+        self
+    }
+
+    pub fn run(mut self) -> Out {
+        let o = self.cmd.output().unwrap();
+        Out {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+
+    /// Runs and expects success.
+    pub fn ok(self) -> Out {
+        let o = self.run();
+        assert_eq!(o.code, 0, "talm failed:\n{}", o.stderr);
+        o
+    }
+
+    /// Runs and expects failure with `needle` on stderr.
+    pub fn fails_with(self, needle: &str) -> Out {
+        let o = self.run();
+        assert_ne!(o.code, 0, "talm unexpectedly succeeded:\n{}", o.stderr);
+        assert!(
+            o.stderr.contains(needle),
+            "expected {needle:?} in stderr:\n{}",
+            o.stderr
+        );
+        o
+    }
+}

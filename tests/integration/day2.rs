@@ -1,0 +1,175 @@
+//! Day-two commands through the real binary against simulated nodes: kubeconfig (default path,
+//! explicit path, merge, from a worker, from an unreachable node), reboot, reset (META kept),
+//! upgrade waiting for the new version.
+
+
+use crate::common::sim::{template_node, Nodes};
+use crate::common::Dir;
+
+/// A generic project with its control plane at `cp` configured (and `worker` as a worker).
+fn cluster(nodes: &Nodes, cp: &str, worker: Option<&str>) -> Dir {
+    let d = Dir::project("generic");
+    d.write("nodes/cp.yaml", &template_node(&d, cp));
+    let boots = nodes.boots(cp);
+    d.talm(["apply", "-f", "nodes/cp.yaml", "-i"]).ok();
+    nodes.wait_reboot(cp, boots);
+    if let Some(w) = worker {
+        let out = d
+            .talm([
+                "template",
+                "-e",
+                w,
+                "--nodes",
+                w,
+                "-t",
+                "templates/worker.yaml",
+                "-i",
+            ])
+            .ok()
+            .stdout;
+        d.write("nodes/worker.yaml", &out);
+        let boots = nodes.boots(w);
+        d.talm(["apply", "-f", "nodes/worker.yaml", "-i"]).ok();
+        nodes.wait_reboot(w, boots);
+    }
+    d
+}
+
+#[test]
+fn kubeconfig_paths_merge_and_refusals() {
+    let nodes = Nodes::start(&["127.0.11.1", "127.0.11.2"], |_| {});
+    let d = cluster(&nodes, "127.0.11.1", Some("127.0.11.2"));
+    d.talm(["kubeconfig", "-f", "nodes/worker.yaml"])
+        .fails_with("node 127.0.11.2: Kubeconfig: rpc error: code = Unimplemented desc = kubeconfig is only available on control plane nodes");
+    assert!(!d.exists("kubeconfig"));
+    d.talm(["kubeconfig", "-f", "nodes/cp.yaml"]).ok();
+    assert_eq!(d.mode("kubeconfig"), 0o600);
+    assert!(d.exists("kubeconfig.encrypted"));
+    // An explicit path, then a merge into a kubeconfig holding another cluster.
+    d.write("other.yaml", "apiVersion: v1\nkind: Config\nclusters:\n  - name: other\n    cluster: {server: https://10.9.9.9:6443}\nusers:\n  - name: admin@other\n    user: {token: x}\ncontexts:\n  - name: admin@other\n    context: {cluster: other, user: admin@other}\ncurrent-context: admin@other\n");
+    d.talm(["kubeconfig", "-f", "nodes/cp.yaml", "other.yaml", "--merge"])
+        .ok();
+    let merged: serde_yaml_ng::Value = serde_yaml_ng::from_str(&d.read("other.yaml")).unwrap();
+    let names: Vec<&str> = merged["clusters"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["other", "mycluster"]);
+    assert_eq!(merged["current-context"], "admin@mycluster");
+    assert_eq!(d.mode("other.yaml"), 0o600);
+    d.talm(["kubeconfig", "-n", "127.0.11.9", "-e", "127.0.11.9"])
+        .fails_with("node 127.0.11.9: connect: connection refused");
+    d.talm([
+        "kubeconfig",
+        "--nodes",
+        "127.0.11.1,127.0.11.2",
+        "-e",
+        "127.0.11.1",
+    ])
+    .fails_with("command \"kubeconfig\" is not supported with multiple nodes");
+}
+
+#[test]
+fn reboot_reset_and_upgrade() {
+    let nodes = Nodes::start(&["127.0.11.3"], |_| {});
+    let d = cluster(&nodes, "127.0.11.3", None);
+    let boots = nodes.boots("127.0.11.3");
+    let o = d.talm(["reboot", "-f", "nodes/cp.yaml", "--wait"]).ok();
+    assert!(o.stderr.contains("127.0.11.3: back"), "{}", o.stderr);
+    assert!(nodes.boots("127.0.11.3") > boots);
+
+    let o = d
+        .talm([
+            "upgrade",
+            "-f",
+            "nodes/cp.yaml",
+            "--image",
+            "ghcr.io/siderolabs/installer:v1.13.9",
+        ])
+        .ok();
+    assert!(
+        o.stderr.contains("127.0.11.3: running v1.13.9"),
+        "{}",
+        o.stderr
+    );
+    d.talm(["upgrade", "-f", "nodes/cp.yaml", "--image", "ghcr.io/siderolabs/installer:v1.13.8"])
+        .fails_with("ghcr.io/siderolabs/installer:v1.13.8 is older than the running Talos v1.13.9: refusing to downgrade");
+    let o = d
+        .talm([
+            "upgrade",
+            "-f",
+            "nodes/cp.yaml",
+            "--image",
+            "ghcr.io/siderolabs/installer:v1.13.8",
+            "--allow-downgrade",
+        ])
+        .ok();
+    assert!(o.stderr.contains("running v1.13.8"), "{}", o.stderr);
+
+    let boots = nodes.boots("127.0.11.3");
+    let o = d.talm(["reset", "-f", "nodes/cp.yaml", "--reboot"]).ok();
+    assert!(
+        o.stderr.contains("(wipe: [\"STATE\", \"EPHEMERAL\"])"),
+        "META is kept: {}",
+        o.stderr
+    );
+    nodes.wait_reboot("127.0.11.3", boots);
+    assert!(
+        nodes.node("127.0.11.3").state().in_maintenance(),
+        "back in maintenance mode"
+    );
+    d.talm(["reset", "-f", "nodes/cp.yaml", "--wipe-mode", "everything"])
+        .fails_with("invalid value 'everything'");
+}
+
+#[test]
+fn logs_dmesg_and_services() {
+    let nodes = Nodes::start(&["127.0.11.4"], |_| {});
+    let d = cluster(&nodes, "127.0.11.4", None);
+    let logs = d
+        .talm(["logs", "kubelet", "-f", "nodes/cp.yaml", "--tail", "3"])
+        .ok()
+        .stdout;
+    assert_eq!(logs.lines().count(), 3, "{logs}");
+    assert!(logs.contains("kubelet: simulated log line 20"), "{logs}");
+    d.talm(["logs", "nosuch", "-f", "nodes/cp.yaml"])
+        .fails_with("node 127.0.11.4: Logs:");
+    let kernel = d
+        .talm(["logs", "kernel", "-f", "nodes/cp.yaml"])
+        .ok()
+        .stdout;
+    assert!(kernel.contains("Linux version"), "{kernel}");
+    assert_eq!(
+        d.talm(["dmesg", "-f", "nodes/cp.yaml", "--tail", "1"])
+            .ok()
+            .stdout
+            .lines()
+            .count(),
+        1
+    );
+    let services = d.talm(["services", "-f", "nodes/cp.yaml"]).ok().stdout;
+    assert!(services.starts_with("NODE "), "{services}");
+    assert!(
+        services
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                == ["127.0.11.4", "etcd", "Preparing", "?"]),
+        "{services}"
+    );
+    d.talm(["bootstrap", "-f", "nodes/cp.yaml"]).ok();
+    let services = d.talm(["services", "-f", "nodes/cp.yaml"]).ok().stdout;
+    assert!(
+        services
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                == ["127.0.11.4", "etcd", "Running", "OK"]),
+        "{services}"
+    );
+    // Reading logs takes the operator role at least; a maintenance node refuses.
+    let fresh = Nodes::start(&["127.0.11.5"], |_| {});
+    d.talm(["logs", "kernel", "-n", "127.0.11.5", "-i"])
+        .fails_with("node 127.0.11.5: Dmesg: not authorized");
+    drop(fresh);
+}

@@ -1,0 +1,113 @@
+//! Drift detection on commands that load the project (here `talm talosconfig`): library and
+//! preset drift warnings, strict mode, and missing baselines.
+
+use crate::common::Dir;
+
+#[test]
+fn a_clean_project_has_no_drift() {
+    let d = Dir::project("cozystack");
+    let o = d.talm(["talosconfig"]).ok();
+    assert!(!o.stderr.contains("WARN"), "{}", o.stderr);
+    d.talm(["talosconfig", "--strict-charts"]).ok();
+}
+
+#[test]
+fn library_drift_warns_then_fails_when_strict() {
+    let d = Dir::project("cozystack");
+    d.write("charts/talm/templates/_helpers.tera", "{# edited #}\n");
+    d.write("charts/talm/templates/extra.tera", "x\n");
+    d.remove("charts/talm/Chart.yaml");
+    let o = d.talm(["talosconfig"]).ok();
+    let warn = o
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("WARN: project's vendored charts/talm/ library differs"))
+        .unwrap_or_else(|| panic!("{}", o.stderr));
+    assert!(
+        warn.contains(
+            "(extra: templates/extra.tera, missing: Chart.yaml, modified: templates/_helpers.tera)"
+        ),
+        "{warn}"
+    );
+    assert!(warn.contains("run `talm init --update --preset cozystack` to re-sync (or ignore if this is intentional)"), "{warn}");
+    assert_eq!(o.stderr.matches("WARN:").count(), 1);
+
+    let before = d.snapshot();
+    let o = d
+        .talm(["talosconfig", "--strict-charts"])
+        .fails_with("project's vendored charts/talm/ library differs");
+    assert!(!o.stderr.contains("or ignore if this is intentional"));
+    assert!(o.stderr.contains("hint: run `talm init --update --preset cozystack`, or unset strictCharts / drop --strict-charts to downgrade this to a warning"));
+    assert_eq!(
+        d.snapshot(),
+        before,
+        "strict drift must stop before the command runs"
+    );
+
+    // strictCharts in Chart.yaml has the same effect.
+    let chart = d
+        .read("Chart.yaml")
+        .replace("strictCharts: false", "strictCharts: true");
+    d.write("Chart.yaml", &chart);
+    d.talm(["talosconfig"]).fails_with("library differs");
+    // Re-syncing clears it.
+    d.talm(["init", "-u", "-p", "cozystack", "--force"]).ok();
+    d.talm(["talosconfig"]).ok();
+}
+
+#[test]
+fn preset_drift_is_read_from_the_lock() {
+    let d = Dir::project("generic");
+    let lock = d.read(".talm-preset.lock");
+    let hash = lock
+        .lines()
+        .find_map(|l| l.strip_prefix("presetHash: "))
+        .unwrap()
+        .to_string();
+    d.write(".talm-preset.lock", &lock.replace(&hash, &"0".repeat(64)));
+    let o = d.talm(["talosconfig"]).ok();
+    assert!(
+        o.stderr
+            .contains("WARN: project's generic preset differs from the copy built into talm"),
+        "{}",
+        o.stderr
+    );
+    d.talm(["talosconfig", "--strict-charts"])
+        .fails_with("project's generic preset differs");
+    // An unreadable lock is a warning, or an error when strict.
+    d.write(".talm-preset.lock", "preset: [\n");
+    let o = d.talm(["talosconfig"]).ok();
+    assert!(
+        o.stderr
+            .contains("WARN: could not check drift: parsing preset lock"),
+        "{}",
+        o.stderr
+    );
+    d.talm(["talosconfig", "--strict-charts"])
+        .fails_with("drift check failed under strict mode: parsing preset lock");
+    d.write(".talm-preset.lock", "preset: generic\n");
+    d.talm(["talosconfig"]).ok();
+    d.talm(["talosconfig", "--strict-charts"])
+        .fails_with("preset lock is missing preset or presetHash");
+}
+
+#[test]
+fn missing_baseline_is_silent_unless_strict() {
+    let d = Dir::project("generic");
+    d.remove(".talm-preset.lock");
+    let o = d.talm(["talosconfig"]).ok();
+    assert!(!o.stderr.contains("WARN"), "{}", o.stderr);
+    d.talm(["talosconfig", "--strict-charts"])
+        .fails_with("drift baseline missing under strict mode");
+}
+
+#[test]
+fn broken_chart_yaml_is_named() {
+    let d = Dir::project("generic");
+    d.write("Chart.yaml", "name: x\napplyOptions:\n  timeout: soon\n");
+    d.talm(["talosconfig"])
+        .fails_with("parsing applyOptions.timeout \"soon\" from");
+    d.write("Chart.yaml", "name: [x\n");
+    let o = d.talm(["talosconfig"]).fails_with("Chart.yaml:");
+    assert!(o.stderr.contains("invalid YAML"), "{}", o.stderr);
+}

@@ -1,0 +1,185 @@
+//! The Cozystack bring-up guide, command line for command line through the real binary, against
+//! three simulated nodes on 127.0.0.11–13 (port 50000): init, template -i, apply -i, wait for
+//! port 50000, bootstrap, kubeconfig, then the day-2 lines (dry run, try mode, upgrade).
+
+
+use std::time::{Duration, Instant};
+
+use crate::common::sim::{template_node, Nodes};
+use crate::common::{verify_signed_by, Dir};
+use x509_parser::prelude::{FromDer, X509Certificate};
+
+const NODES: [&str; 3] = ["127.0.0.11", "127.0.0.12", "127.0.0.13"];
+
+/// Both tests here use the guide's addresses; one at a time.
+static GUIDE_ADDRESSES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Waits until every node listens on port 50000 again and answers with its cluster identity.
+fn wait_for_port(d: &Dir, file: &str) {
+    let started = Instant::now();
+    loop {
+        if d.talm(["version", "-f", file]).run().code == 0 {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{file}: node did not come back"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn set_value(d: &Dir, key: &str, value: &str) {
+    let text: String = d
+        .read("values.yaml")
+        .lines()
+        .map(|l| {
+            if l.starts_with(&format!("{key}:")) {
+                format!("{key}: {value}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    d.write("values.yaml", &text);
+}
+
+#[test]
+fn cozystack_guide_end_to_end() {
+    let _one = GUIDE_ADDRESSES.lock().unwrap_or_else(|e| e.into_inner());
+    let nodes = Nodes::start(&NODES, |_| {});
+    let d = Dir::new();
+    d.talm(["init", "--preset", "cozystack", "--name", "mycluster"])
+        .ok();
+    // The guide's values.yaml edit: the cluster endpoint and its floating IP.
+    set_value(&d, "endpoint", "\"https://127.0.0.10:6443\"");
+    set_value(&d, "floatingIP", "127.0.0.10");
+
+    for (i, ip) in NODES.iter().enumerate() {
+        // talm template -e IP --nodes IP -t templates/controlplane.yaml -i > nodes/nodeN.yaml
+        let out = template_node(&d, ip);
+        d.write(&format!("nodes/node{}.yaml", i + 1), &out);
+    }
+    for (i, ip) in NODES.iter().enumerate() {
+        let file = format!("nodes/node{}.yaml", i + 1);
+        let o = d.talm(["apply", "-f", &file, "-i"]).ok();
+        assert!(
+            o.stderr.contains(&format!(
+                "- talm: file={file}, nodes=[{ip}], endpoints=[{ip}]"
+            )),
+            "{}",
+            o.stderr
+        );
+        assert!(
+            o.stderr.contains("Applied configuration without a reboot"),
+            "{}",
+            o.stderr
+        );
+    }
+    for i in 1..=3 {
+        wait_for_port(&d, &format!("nodes/node{i}.yaml"));
+    }
+    d.talm(["bootstrap", "-f", "nodes/node1.yaml"]).ok();
+    d.talm(["kubeconfig", "-f", "nodes/node1.yaml"]).ok();
+    assert_eq!(d.mode("kubeconfig"), 0o600);
+    assert!(
+        d.exists("kubeconfig.encrypted"),
+        "the project keeps encrypted copies"
+    );
+
+    // The kubeconfig's client certificate chains to the cluster CA; its server is the endpoint.
+    let kc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&d.read("kubeconfig")).unwrap();
+    assert_eq!(
+        kc["clusters"][0]["cluster"]["server"],
+        "https://127.0.0.10:6443"
+    );
+    assert_eq!(kc["current-context"], "admin@mycluster");
+    let unb64 =
+        |v: &serde_yaml_ng::Value| talm::secrets::bundle::unb64(v.as_str().unwrap()).unwrap();
+    let secrets: serde_yaml_ng::Value = serde_yaml_ng::from_str(&d.read("secrets.yaml")).unwrap();
+    let ca_pem = unb64(&secrets["certs"]["k8s"]["crt"]);
+    assert_eq!(
+        unb64(&kc["clusters"][0]["cluster"]["certificate-authority-data"]),
+        ca_pem
+    );
+    let ca_der = talm::secrets::pki::pem_decode(&ca_pem).unwrap().1;
+    let crt_der =
+        talm::secrets::pki::pem_decode(&unb64(&kc["users"][0]["user"]["client-certificate-data"]))
+            .unwrap()
+            .1;
+    let (_, ca) = X509Certificate::from_der(&ca_der).unwrap();
+    let (_, crt) = X509Certificate::from_der(&crt_der).unwrap();
+    verify_signed_by(&crt, &ca);
+
+    // Day two: a dry run changes nothing; try mode applies for a while.
+    let o = d
+        .talm(["apply", "-f", "nodes/node1.yaml", "--dry-run"])
+        .ok();
+    assert!(
+        o.stderr.contains("talm: drift preview (node 127.0.0.11)"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("No changes."), "{}", o.stderr);
+    let o = d
+        .talm(["apply", "-f", "nodes/node2.yaml", "-m", "try"])
+        .ok();
+    assert!(
+        o.stderr
+            .contains("will be automatically reverted back in 1m0s"),
+        "{}",
+        o.stderr
+    );
+    // Upgrade takes the image from values.yaml; the preset's is older than the nodes' v1.13.7.
+    d.talm(["upgrade", "-f", "nodes/node3.yaml"])
+        .fails_with("refusing to downgrade");
+    set_value(&d, "image", "ghcr.io/siderolabs/installer:v1.13.8");
+    let o = d.talm(["upgrade", "-f", "nodes/node3.yaml"]).ok();
+    assert!(
+        o.stderr
+            .contains("Using image from values.yaml: ghcr.io/siderolabs/installer:v1.13.8"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains("127.0.0.13: running v1.13.8"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(nodes.node("127.0.0.13").state().version, "v1.13.8");
+}
+
+#[test]
+fn demo_runs_the_guide_by_playbook_on_embedded_nodes() {
+    let _one = GUIDE_ADDRESSES.lock().unwrap_or_else(|e| e.into_inner());
+    let d = Dir::new();
+    let o = d.talm(["demo", "--dir", "cluster"]).ok();
+    for step in [
+        "[1/6] init",
+        "[2/6] template -i",
+        "[3/6] apply -i",
+        "[4/6] wait",
+        "[5/6] bootstrap",
+        "[6/6] kubeconfig",
+    ] {
+        assert!(o.stderr.contains(step), "{step}: {}", o.stderr);
+    }
+    assert!(
+        o.stderr
+            .contains("127.0.0.13: Talos v1.13.7, configured (RBAC true)"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stdout.trim_end().ends_with("/cluster"), "{}", o.stdout);
+    for i in 1..=3 {
+        let f = d.read(&format!("cluster/nodes/node{i}.yaml"));
+        assert!(
+            f.contains("# -- Discovered interfaces:"),
+            "node{i} was rendered from discovery"
+        );
+    }
+    assert_eq!(d.mode("cluster/kubeconfig"), 0o600);
+    // The demo's folder must be new or empty.
+    d.talm(["demo", "--dir", "cluster"])
+        .fails_with("is not empty");
+}

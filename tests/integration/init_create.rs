@@ -1,0 +1,394 @@
+//! `talm init` in create mode, through the binary: what it writes, with which modes, and every
+//! refusal leaving the folder as it was.
+
+use crate::common::{Dir, STABILITY_SECRETS};
+
+const SECRET_FILES: &[&str] = &[
+    "secrets.yaml",
+    "secrets.encrypted.yaml",
+    "talosconfig",
+    "talosconfig.encrypted",
+    "talm.key",
+];
+
+#[test]
+fn cozystack_project_from_scratch() {
+    let d = Dir::new();
+    let o = d
+        .talm(["init", "--preset", "cozystack", "--name", "mycluster"])
+        .ok();
+    for f in [
+        "Chart.yaml",
+        "values.yaml",
+        "templates/controlplane.yaml",
+        "templates/worker.yaml",
+        "charts/talm/Chart.yaml",
+        ".talm-preset.lock",
+        ".gitignore",
+    ] {
+        assert!(d.exists(f), "{f} missing");
+        assert_eq!(d.mode(f), 0o644, "{f}");
+    }
+    for f in SECRET_FILES {
+        assert_eq!(d.mode(f), 0o600, "{f}");
+    }
+    assert!(d.join("nodes").is_dir());
+    // Chart.yaml carries the cluster name and talm's version; the library its own name.
+    let chart = d.read("Chart.yaml");
+    assert!(chart.contains("\nname: mycluster\n"), "{chart}");
+    assert!(chart.contains(&format!("\nversion: {}\n", env!("CARGO_PKG_VERSION"))));
+    assert!(d.read("charts/talm/Chart.yaml").contains("\nname: talm\n"));
+    // The lock records the preset.
+    let lock = d.read(".talm-preset.lock");
+    assert!(lock.starts_with("# Managed by talm."));
+    assert!(lock.contains("\npreset: cozystack\npresetHash: "));
+    // The generated secrets are a valid bundle; the talosconfig context is the cluster's,
+    // with the default endpoint.
+    talm::secrets::bundle::Bundle::load(&d.read("secrets.yaml"), "secrets.yaml").unwrap();
+    let tc = d.read("talosconfig");
+    assert!(tc.starts_with("context: mycluster\ncontexts:\n    mycluster:\n        endpoints:\n            - 127.0.0.1\n"), "{tc}");
+    // .gitignore lists every secret-bearing file.
+    assert_eq!(
+        d.read(".gitignore"),
+        "# Sensitive files\nsecrets.yaml\ntalosconfig\ntalm.key\nvalues-secret.yaml\nkubeconfig\n"
+    );
+    // A key was made: the banner names the secret files; endpoint is empty: the hint shows.
+    assert!(o.stderr.contains("Security Information"), "{}", o.stderr);
+    for f in [
+        "secrets.yaml",
+        "talosconfig",
+        "talm.key",
+        "kubeconfig",
+        "values-secret.yaml",
+    ] {
+        assert!(o.stderr.contains(f));
+    }
+    assert!(o.stderr.contains("Next: set values.yaml::endpoint"));
+    assert!(
+        d.read("values.yaml").contains("\nendpoint: \"\"\n")
+            || d.read("values.yaml").starts_with("endpoint: \"\"")
+            || d.read("values.yaml").contains("endpoint: \"\"")
+    );
+    // Nothing on stdout: progress goes to stderr.
+    assert_eq!(o.stdout, "");
+}
+
+#[test]
+fn one_endpoint_sets_the_cluster_endpoint() {
+    let d = Dir::seeded();
+    let o = d
+        .talm([
+            "init",
+            "-p",
+            "cozystack",
+            "-N",
+            "mycluster",
+            "--endpoints",
+            "127.0.0.11",
+        ])
+        .ok();
+    assert!(d
+        .read("values.yaml")
+        .contains("\nendpoint: \"https://127.0.0.11:6443\"\n"));
+    assert!(!o.stderr.contains("Next: set values.yaml::endpoint"));
+    assert!(d
+        .read("talosconfig")
+        .contains("endpoints:\n            - 127.0.0.11\n"));
+    // The existing secrets were kept and encrypted.
+    assert_eq!(d.read("secrets.yaml"), STABILITY_SECRETS);
+    assert!(d.exists("secrets.encrypted.yaml"));
+}
+
+#[test]
+fn ipv6_endpoint_is_bracketed() {
+    let d = Dir::seeded();
+    d.talm([
+        "init",
+        "-p",
+        "generic",
+        "-N",
+        "c6",
+        "--endpoints",
+        "fd00::11",
+    ])
+    .ok();
+    assert!(d
+        .read("values.yaml")
+        .contains("\nendpoint: \"https://[fd00::11]:6443\"\n"));
+}
+
+#[test]
+fn several_endpoints_leave_endpoint_empty_with_a_hint() {
+    let d = Dir::seeded();
+    let o = d
+        .talm([
+            "init",
+            "-p",
+            "cozystack",
+            "-N",
+            "c",
+            "--endpoints",
+            "127.0.0.11,127.0.0.12",
+        ])
+        .ok();
+    assert!(d.read("values.yaml").contains("\nendpoint: \"\"\n"));
+    assert!(o.stderr.contains("Next: set values.yaml::endpoint"));
+    let tc = d.read("talosconfig");
+    assert!(
+        tc.contains("- 127.0.0.11\n            - 127.0.0.12\n"),
+        "{tc}"
+    );
+}
+
+#[test]
+fn cluster_endpoint_and_image_are_written() {
+    let d = Dir::seeded();
+    d.talm([
+        "init",
+        "-p",
+        "cozystack",
+        "-N",
+        "c",
+        "--endpoints",
+        "127.0.0.11",
+        "--cluster-endpoint",
+        "https://10.0.0.1:6443",
+        "--image",
+        "ghcr.io/acme/talos:v1.12.6",
+    ])
+    .ok();
+    let v = d.read("values.yaml");
+    assert!(v.contains("\nendpoint: \"https://10.0.0.1:6443\"\n"), "{v}");
+    assert!(
+        v.contains("\nimage: \"ghcr.io/acme/talos:v1.12.6\"\n"),
+        "{v}"
+    );
+}
+
+#[test]
+fn generic_and_bare_library_presets() {
+    let d = Dir::seeded();
+    d.talm(["init", "-p", "generic", "-N", "g"]).ok();
+    assert!(!d.read("values.yaml").contains("\nimage:"));
+    assert!(d.read(".talm-preset.lock").contains("preset: generic"));
+
+    let b = Dir::seeded();
+    b.talm(["init", "-p", "talm", "-N", "bare"]).ok();
+    assert!(b.read("Chart.yaml").contains("\nname: bare\n"));
+    assert!(b.exists("charts/talm/templates/_helpers.tera"));
+    assert!(!b.exists("charts/talm/project/Chart.yaml"));
+    assert!(b.read(".talm-preset.lock").contains("preset: talm"));
+}
+
+#[test]
+fn bad_flags_are_refused_before_any_write() {
+    let d = Dir::new();
+    let err = d.refused(
+        &["init", "-p", "nope", "-N", "c"],
+        "invalid preset: nope. Valid presets are: [generic cozystack talm]",
+    );
+    assert!(err.contains("hint:"));
+    d.refused(
+        &["init", "-N", "c"],
+        "preset is required (use --preset or -p flag)",
+    );
+    d.refused(
+        &["init", "-p", "generic"],
+        "cluster name is required (use --name or -N flag)",
+    );
+    let err = d.refused(
+        &["init", "-p", "generic", "-N", "My_Cluster"],
+        "--name \"My_Cluster\" is not a valid DNS-1123 subdomain",
+    );
+    assert!(err.contains("hint:"));
+    d.refused(
+        &["init", "-p", "generic", "--name=-bad"],
+        "is not a valid DNS-1123 subdomain",
+    );
+    for url in [
+        "10.0.0.1:6443",
+        "https://10.0.0.1",
+        "https://:6443",
+        "https://10.0.0.1:99999",
+    ] {
+        d.refused(
+            &[
+                "init",
+                "-p",
+                "generic",
+                "-N",
+                "c",
+                "--cluster-endpoint",
+                url,
+            ],
+            &format!("cluster-endpoint \"{url}\" is missing scheme, host, or port"),
+        );
+    }
+    for (image, msg) in [
+        (":v1", "is malformed: starts with a reserved separator"),
+        (
+            "ghcr.io/a/b:",
+            "is malformed: ends with a separator with nothing after it",
+        ),
+        ("talos:v1", "is missing a registry / path component"),
+        ("ghcr.io/a/talos", "has no tag or digest"),
+    ] {
+        d.refused(
+            &["init", "-p", "cozystack", "-N", "c", "--image", image],
+            msg,
+        );
+    }
+    d.refused(
+        &[
+            "init",
+            "-p",
+            "generic",
+            "-N",
+            "c",
+            "--image",
+            "ghcr.io/a/b:v1",
+        ],
+        "--image was set but preset \"generic\" does not declare a top-level image: field",
+    );
+    d.refused(
+        &[
+            "init",
+            "-p",
+            "generic",
+            "-N",
+            "c",
+            "--talos-version",
+            "latest",
+        ],
+        "invalid Talos version \"latest\"",
+    );
+    for mode in ["--update", "--encrypt", "--decrypt"] {
+        d.refused(&["init", mode, "--image", "ghcr.io/a/b:v1"],
+            "--image is honored on initial init only; not valid with --encrypt, --decrypt, or --update");
+        d.refused(
+            &["init", mode, "--cluster-endpoint", "https://a:1"],
+            "--cluster-endpoint is honored on initial init only",
+        );
+    }
+    d.refused(&["init", "--encrypt"], "not in a project root: Chart.yaml and secrets.yaml (or secrets.encrypted.yaml) must exist in");
+    assert!(d.snapshot().is_empty());
+}
+
+#[test]
+fn init_over_existing_files_lists_them_and_writes_nothing() {
+    let d = Dir::new();
+    d.write("values.yaml", "mine: true\n");
+    d.write("templates/worker.yaml", "mine\n");
+    let err = d.refused(&["init", "-p", "cozystack", "-N", "c"],
+        "refusing to init: 2 file(s) already exist in target directory; pass --force to overwrite, or --update to refresh only the talm library chart:\n  - templates/worker.yaml\n  - values.yaml");
+    assert!(err.contains("hint:"));
+    // --force overwrites them.
+    d.write("secrets.yaml", STABILITY_SECRETS);
+    d.talm(["init", "-p", "cozystack", "-N", "c", "--force"])
+        .ok();
+    assert!(d.read("values.yaml").contains("clusterDomain"));
+}
+
+#[test]
+fn init_inside_an_existing_project_is_refused_unless_root_is_explicit() {
+    let d = Dir::project("generic");
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    let before = d.snapshot();
+    d.talm_in("sub", ["init", "-p", "generic", "-N", "inner"])
+        .fails_with("is inside an existing talm project at");
+    assert_eq!(d.snapshot(), before);
+    d.talm_in(
+        "sub",
+        ["init", "-p", "generic", "-N", "inner", "--root", "."],
+    )
+    .ok();
+    assert!(d.read("sub/Chart.yaml").contains("name: inner"));
+}
+
+#[test]
+fn broken_secrets_are_refused_with_file_and_position() {
+    // A YAML syntax error names the file, line and column.
+    let d = Dir::new();
+    d.write("secrets.yaml", "cluster:\n    id: a\n  secret: [b\n");
+    let err = d.refused(&["init", "-p", "generic", "-N", "c"], "secrets.yaml:");
+    assert!(err.contains("invalid YAML"), "{err}");
+    assert!(
+        err.contains("hint: fix the YAML syntax in secrets.yaml near line"),
+        "{err}"
+    );
+    // A bundle Talos would reject lists Talos's reasons.
+    let d = Dir::new();
+    d.write(
+        "secrets.yaml",
+        include_str!("../fixtures/talos/secrets/invalid-secrets.yaml"),
+    );
+    let err = d.refused(
+        &["init", "-p", "generic", "-N", "c"],
+        "secrets.yaml is not a valid secrets bundle: 6 errors occurred",
+    );
+    assert!(err.contains("certs.os is invalid: unsupported key type: \"CERTIFICATE\""));
+    // An unreadable file (a folder where the file should be) is named.
+    let d = Dir::new();
+    std::fs::create_dir_all(d.join("secrets.yaml")).unwrap();
+    d.refused(&["init", "-p", "generic", "-N", "c"], "cannot read");
+    // A malformed talosconfig is refused too.
+    let d = Dir::seeded();
+    d.write(
+        "talosconfig",
+        "context: x\ncontexts:\n    x:\n        ca: not-base64-pem\n",
+    );
+    d.refused(
+        &["init", "-p", "generic", "-N", "c"],
+        "talosconfig: contexts.x.ca is not base64-encoded PEM",
+    );
+}
+
+#[test]
+fn encrypted_secrets_without_key_are_refused() {
+    let d = Dir::project("generic");
+    let fresh = Dir::new();
+    fresh.write("secrets.encrypted.yaml", &d.read("secrets.encrypted.yaml"));
+    let err = fresh.refused(&["init", "-p", "generic", "-N", "c"],
+        "secrets.encrypted.yaml exists but secrets.yaml and talm.key are missing. Cannot decrypt without key");
+    assert!(
+        err.contains("Restore your backed-up key, or re-run `talm init` to regenerate"),
+        "{err}"
+    );
+    // With the key, init opens the encrypted copy instead of making new secrets.
+    fresh.write("talm.key", &d.read("talm.key"));
+    fresh.talm(["init", "-p", "generic", "-N", "c"]).ok();
+    let load = |t: &str| talm::secrets::bundle::Bundle::load(t, "secrets.yaml").unwrap();
+    assert!(load(&fresh.read("secrets.yaml")) == load(&d.read("secrets.yaml")));
+    assert_eq!(fresh.mode("secrets.yaml"), 0o600);
+}
+
+#[test]
+fn completion_scripts() {
+    let d = Dir::new();
+    for shell in ["bash", "zsh", "fish"] {
+        let o = d.talm(["completion", shell]).ok();
+        assert!(o.stdout.contains("talm"), "{shell}");
+        assert!(o.stdout.contains("strict-charts"), "{shell}");
+    }
+    d.talm(["completion", "tcsh"]).fails_with("invalid value");
+}
+
+#[test]
+fn global_flags_and_version() {
+    let d = Dir::new();
+    let o = d.talm(["--version"]).ok();
+    assert!(o.stdout.contains(env!("CARGO_PKG_VERSION")));
+    let o = d.talm(["--help"]).ok();
+    for flag in [
+        "--talosconfig",
+        "--root",
+        "--context",
+        "--nodes",
+        "--strict-charts",
+        "--call-timeout",
+    ] {
+        assert!(o.stdout.contains(flag), "{flag}");
+    }
+    // -n is --nodes, as the guide's `talm discover -n IP` uses it.
+    assert!(o.stdout.contains("-n, --nodes"), "{}", o.stdout);
+}

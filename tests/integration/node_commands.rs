@@ -1,0 +1,368 @@
+//! `talm version`, `get`, `discover`, `bootstrap` and `template` online, driving the real binary
+//! against simulated nodes on loopback (each test has its own 127.0.4.x addresses), in
+//! maintenance and authenticated modes.
+
+
+use crate::common::sim::{template_node, Nodes};
+use crate::common::{yaml_docs, Dir};
+
+/// A cozystack project whose cluster endpoint is a VIP next to the test's nodes.
+fn project(vip: &str) -> Dir {
+    let d = Dir::project("cozystack");
+    let values = d.read("values.yaml");
+    let values = values
+        .lines()
+        .map(|l| {
+            if l.starts_with("endpoint:") {
+                format!("endpoint: \"https://{vip}:6443\"")
+            } else if l.starts_with("floatingIP:") {
+                format!("floatingIP: {vip}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    d.write("values.yaml", &(values + "\n"));
+    d
+}
+
+#[test]
+fn template_online_writes_the_node_file_with_discovered_comments() {
+    let _nodes = Nodes::start(&["127.0.4.1"], |_| {});
+    let d = project("127.0.4.100");
+    let out = template_node(&d, "127.0.4.1");
+    d.write("nodes/node1.yaml", &out);
+    assert!(out.starts_with("# talm: nodes=[\"127.0.4.1\"], endpoints=[\"127.0.4.1\"], templates=[\"templates/controlplane.yaml\"]\n"), "{out}");
+    assert!(
+        out.contains("# -- Discovered disks:\n    # /dev/nvme0n1:\n    #    model: QEMU NVMe Ctrl"),
+        "{out}"
+    );
+    assert!(
+        out.contains("# -- Discovered interfaces:\n# eth0:"),
+        "{out}"
+    );
+    let docs = yaml_docs(&out);
+    let link = docs
+        .iter()
+        .find(|d| d["kind"] == "LinkConfig")
+        .expect("LinkConfig from discovery");
+    assert_eq!(link["name"], "eth0");
+    assert_eq!(link["addresses"][0]["address"], "127.0.4.1/24");
+    assert_eq!(link["routes"][0]["gateway"], "127.0.4.1");
+    let resolvers = docs.iter().find(|d| d["kind"] == "ResolverConfig").unwrap();
+    assert_eq!(resolvers["nameservers"][0]["address"], "1.1.1.1");
+    assert_eq!(docs[0]["machine"]["install"]["disk"], "/dev/nvme0n1");
+
+    // The node file re-renders in place from its own modeline.
+    d.talm(["template", "-f", "nodes/node1.yaml", "-I", "-i"])
+        .ok();
+    assert_eq!(d.read("nodes/node1.yaml"), out);
+
+    // Several nodes in one online render are refused, as Go talm does.
+    d.talm([
+        "template",
+        "--nodes",
+        "127.0.4.1,127.0.4.1",
+        "-t",
+        "templates/controlplane.yaml",
+        "-i",
+    ])
+    .fails_with("command \"talm template\" is not supported with multiple nodes");
+}
+
+#[test]
+fn discover_records_what_template_renders_from() {
+    let _nodes = Nodes::start(&["127.0.4.2"], |_| {});
+    let d = project("127.0.4.100");
+    let facts = d.talm(["discover", "-n", "127.0.4.2", "-i"]).ok().stdout;
+    let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&facts).unwrap();
+    assert_eq!(v["node"], "127.0.4.2");
+    assert_eq!(v["version"]["tag"], "v1.13.7");
+    let res = &v["resources"];
+    for kind in [
+        "disks",
+        "links",
+        "addresses",
+        "routes",
+        "nodeaddress",
+        "resolvers",
+    ] {
+        assert!(
+            res[kind].as_sequence().is_some_and(|s| !s.is_empty()),
+            "no {kind} in {facts}"
+        );
+    }
+    assert!(
+        res.get("machineconfig").is_none(),
+        "maintenance mode cannot read the machine config"
+    );
+    assert!(res["links"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .any(|l| l["metadata"]["id"] == "eth0" && l["spec"]["busPath"] == "0000:00:03.0"));
+    d.write("node.facts.yaml", &facts);
+    let offline = d
+        .talm([
+            "template",
+            "--facts",
+            "node.facts.yaml",
+            "-e",
+            "127.0.4.2",
+            "--nodes",
+            "127.0.4.2",
+            "-t",
+            "templates/controlplane.yaml",
+        ])
+        .ok()
+        .stdout;
+    assert_eq!(
+        offline,
+        template_node(&d, "127.0.4.2"),
+        "a recorded node renders like the live one"
+    );
+}
+
+#[test]
+fn version_and_get_in_both_modes() {
+    let nodes = Nodes::start(&["127.0.4.3"], |_| {});
+    let d = project("127.0.4.100");
+    let v = d
+        .talm(["version", "--nodes", "127.0.4.3", "-i"])
+        .ok()
+        .stdout;
+    assert!(
+        v.contains("\tNODE:        127.0.4.3\n\tTag:         v1.13.7\n"),
+        "{v}"
+    );
+    assert!(!v.contains("RBAC"));
+    let t = d
+        .talm(["get", "links", "-n", "127.0.4.3", "-i"])
+        .ok()
+        .stdout;
+    assert!(t.starts_with("NODE "), "{t}");
+    assert!(
+        t.lines().any(|l| l.split_whitespace().collect::<Vec<_>>()
+            == ["127.0.4.3", "network", "LinkStatuses", "eth0", "1"]),
+        "{t}"
+    );
+    let y = d
+        .talm([
+            "get",
+            "disks",
+            "nvme0n1",
+            "-n",
+            "127.0.4.3",
+            "-i",
+            "-o",
+            "yaml",
+        ])
+        .ok()
+        .stdout;
+    assert!(y.starts_with("node: 127.0.4.3\nmetadata:\n    namespace: runtime\n    type: Disks.block.talos.dev\n    id: nvme0n1\n"), "{y}");
+    assert!(y.contains("    pretty_size: 34 GB\n"), "{y}");
+    let j = d
+        .talm(["get", "routes", "-n", "127.0.4.3", "-i", "-o", "json"])
+        .ok()
+        .stdout;
+    assert!(j.contains("\"gateway\": \"127.0.4.1\""), "{j}");
+    let ns = d
+        .talm([
+            "get",
+            "addresses",
+            "--namespace",
+            "network",
+            "-n",
+            "127.0.4.3",
+            "-i",
+            "-o",
+            "yaml",
+        ])
+        .ok()
+        .stdout;
+    assert!(ns.contains("id: eth0/127.0.4.3/24"), "{ns}");
+    d.talm(["get", "addresses", "--namespace", "runtime", "-n", "127.0.4.3", "-i"])
+        .fails_with("node 127.0.4.3: list AddressStatuses.net.talos.dev: namespace \"runtime\" is not supported");
+    d.talm(["get", "nonsense", "-n", "127.0.4.3", "-i"])
+        .fails_with("node 127.0.4.3: resource \"nonsense\" is not registered");
+
+    // Configure it, then talk through the project's talosconfig, nodes and endpoints from the
+    // node file's modeline.
+    d.write("nodes/node1.yaml", &template_node(&d, "127.0.4.3"));
+    nodes.configure(&d, "127.0.4.3");
+    let v = d.talm(["version", "-f", "nodes/node1.yaml"]).ok().stdout;
+    assert!(v.contains("\tEnabled:     RBAC"), "{v}");
+    let mt = d
+        .talm(["get", "machinetype", "-f", "nodes/node1.yaml", "-o", "yaml"])
+        .ok()
+        .stdout;
+    assert!(mt.contains("\nspec: controlplane\n"), "{mt}");
+    let mc = d
+        .talm([
+            "get",
+            "machineconfig",
+            "v1alpha1",
+            "-f",
+            "nodes/node1.yaml",
+            "-o",
+            "yaml",
+        ])
+        .ok()
+        .stdout;
+    assert!(mc.contains("clusterName: mycluster"), "{mc}");
+    let facts = d.talm(["discover", "-f", "nodes/node1.yaml"]).ok().stdout;
+    assert!(
+        facts.contains("machineconfig:"),
+        "an admin discovery includes the machine config"
+    );
+    let os_key: serde_yaml_ng::Value = serde_yaml_ng::from_str(&d.read("secrets.yaml")).unwrap();
+    let os_key = os_key["certs"]["os"]["key"].as_str().unwrap().to_string();
+    assert!(
+        !facts.contains(&os_key),
+        "the machine config's secrets are redacted"
+    );
+    assert!(
+        facts.contains("key: '***'")
+            || facts.contains("key: \"***\"")
+            || facts.contains("key: ***"),
+        "{facts}"
+    );
+    d.talm(["bootstrap", "-f", "nodes/node1.yaml"]).ok();
+    d.talm(["bootstrap", "-f", "nodes/node1.yaml"])
+        .fails_with("node 127.0.4.3: Bootstrap: rpc error: code = AlreadyExists desc = etcd data directory is not empty");
+    // The online template of a configured node goes through the talosconfig as well.
+    let again = d.talm(["template", "-f", "nodes/node1.yaml"]).ok().stdout;
+    assert!(again.contains("# -- Discovered interfaces:"), "{again}");
+}
+
+#[test]
+fn sim_command_serves_nodes_until_stopped() {
+    let d = Dir::new();
+    d.talm(["sim", "--node", "10.0.0.1"])
+        .fails_with("10.0.0.1 is not a loopback address");
+    d.write(
+        "bad.yaml",
+        "nodes:\n  - address: 127.0.4.20\n    hardwre: {}\n",
+    );
+    d.talm(["sim", "--config", "bad.yaml"])
+        .fails_with("bad.yaml: nodes[0]: unknown field `hardwre`");
+    d.write(
+        "sim.yaml",
+        "reboot_delay: 200ms\nnodes:\n  - address: 127.0.4.21\n    talos_version: v1.13.5\n    hardware:\n      disks:\n        - {name: sda, size: 500107862016, model: Samsung SSD 870, serial: S6P}\n      links:\n        - {name: enp1s0, mac: \"aa:bb:cc:00:00:21\", bus_path: \"0000:01:00.0\", addresses: [127.0.4.21/24]}\n      gateway: 127.0.4.254\n",
+    );
+    let bin = assert_cmd::cargo::cargo_bin("talm");
+    let mut child = KillOnDrop(
+        std::process::Command::new(bin)
+            .current_dir(d.path())
+            .args(["sim", "--config", "sim.yaml", "--node", "127.0.4.22"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect("127.0.4.22:50000").is_err() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "talm sim did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let v = d
+        .talm(["version", "-n", "127.0.4.21", "-i", "--short"])
+        .ok()
+        .stdout;
+    assert_eq!(v, "127.0.4.21: v1.13.5\n");
+    let disks = d
+        .talm(["get", "disks", "-n", "127.0.4.21", "-i"])
+        .ok()
+        .stdout;
+    assert!(disks.contains(" sda "), "{disks}");
+    let links = d
+        .talm([
+            "get",
+            "links",
+            "enp1s0",
+            "-n",
+            "127.0.4.21",
+            "-i",
+            "-o",
+            "yaml",
+        ])
+        .ok()
+        .stdout;
+    assert!(links.contains("hardwareAddr: aa:bb:cc:00:00:21"), "{links}");
+    d.talm(["version", "-n", "127.0.4.22", "-i", "--short"])
+        .ok();
+    // SIGTERM stops it cleanly.
+    unsafe_kill(child.0.id());
+    let status = child.0.wait().unwrap();
+    assert!(status.success(), "talm sim exit: {status:?}");
+    assert!(std::net::TcpStream::connect("127.0.4.22:50000").is_err());
+}
+
+/// A child process that is killed if the test fails before stopping it.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn unsafe_kill(pid: u32) {
+    std::process::Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+}
+
+#[test]
+fn scan_finds_maintenance_and_configured_nodes() {
+    let nodes = Nodes::start(&["127.0.13.1", "127.0.13.2", "127.0.13.3"], |s| {
+        s.version = match s.addr.to_string().as_str() {
+            "127.0.13.2" => "v1.13.5".into(),
+            "127.0.13.3" => "v1.12.11".into(),
+            _ => s.version.clone(),
+        };
+    });
+    let d = project("127.0.13.100");
+    d.write("nodes/node1.yaml", &template_node(&d, "127.0.13.1"));
+    nodes.configure(&d, "127.0.13.1");
+    let o = d.talm(["scan", "127.0.13.0/29", "--timeout", "300ms"]).ok();
+    let rows: Vec<Vec<&str>> = o
+        .stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            vec!["127.0.13.1", "configured"],
+            vec!["127.0.13.2", "maintenance", "v1.13.5"],
+            vec!["127.0.13.3", "maintenance"]
+        ],
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stderr
+            .contains("3 Talos endpoint(s) in 127.0.13.0/29 on port 50000"),
+        "{}",
+        o.stderr
+    );
+    // Talos 1.12 in maintenance has no Version: discovery goes on without it.
+    let facts = d.talm(["discover", "-n", "127.0.13.3", "-i"]).ok().stdout;
+    let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&facts).unwrap();
+    assert!(
+        v["resources"].get("links").is_some() && v.get("version").is_none(),
+        "{facts}"
+    );
+    d.talm(["version", "-n", "127.0.13.3", "-i"])
+        .fails_with("API is not implemented in maintenance mode");
+    d.talm(["scan", "10.0.0.0/8"])
+        .fails_with("holds 16777216 addresses");
+}

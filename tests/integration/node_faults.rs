@@ -1,0 +1,181 @@
+//! Bad input and faults when talking to nodes, driving the real binary: every case ends with a
+//! clear message that names the node (or the file at fault) and a hint, and nothing hangs.
+
+
+use std::time::{Duration, Instant};
+
+use crate::common::sim::{template_node, Nodes};
+use crate::common::Dir;
+use talm::secrets::bundle::Bundle;
+use talm::sim::faults::Faults;
+use time::OffsetDateTime;
+
+/// A project with nodes/node1.yaml rendered from the maintenance node at `ip`.
+fn project_for(ip: &str) -> Dir {
+    let d = Dir::project("generic");
+    d.write("nodes/node1.yaml", &template_node(&d, ip));
+    d
+}
+
+/// A talosconfig for the project's cluster with a client certificate for `roles`, valid from
+/// `from` for a year.
+fn talosconfig(d: &Dir, roles: &[&str], from: OffsetDateTime) -> String {
+    let bundle = Bundle::load(&d.read("secrets.yaml"), "secrets.yaml").unwrap();
+    let (ca, key) = bundle.os_ca().unwrap();
+    let cert = talm::secrets::pki::client_cert(&ca, &key, roles, from).unwrap();
+    let b64 = |s: &str| {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(s)
+    };
+    format!(
+        "context: mycluster\ncontexts:\n    mycluster:\n        endpoints:\n            - 127.0.0.11\n        ca: {}\n        crt: {}\n        key: {}\n",
+        b64(&ca),
+        b64(&cert.cert_pem),
+        b64(&cert.key.to_talos_pem().unwrap())
+    )
+}
+
+#[test]
+fn unreachable_node() {
+    let d = Dir::new();
+    let o = d
+        .talm(["version", "-n", "127.0.4.40", "-i"])
+        .fails_with("node 127.0.4.40: connect: connection refused");
+    assert!(o.stderr.contains("hint: check the address"), "{}", o.stderr);
+}
+
+#[test]
+fn maintenance_and_configured_nodes_refuse_the_wrong_mode() {
+    let nodes = Nodes::start(&["127.0.4.41"], |_| {});
+    let d = project_for("127.0.4.41");
+    // Authenticated calls to a node still in maintenance mode.
+    d.talm(["bootstrap", "-f", "nodes/node1.yaml"])
+        .fails_with("node 127.0.4.41: connect: the node is in maintenance mode");
+    let o = d
+        .talm(["bootstrap", "-f", "nodes/node1.yaml", "-i"])
+        .fails_with("node 127.0.4.41: Bootstrap: not authorized");
+    assert!(
+        o.stderr.contains("hint: the node is in maintenance mode"),
+        "{}",
+        o.stderr
+    );
+    // Maintenance calls to a configured node.
+    nodes.configure(&d, "127.0.4.41");
+    let o = d.talm(["template", "-f", "nodes/node1.yaml", "-i"]).fails_with("node 127.0.4.41: connect: the node asks for a client certificate: it is not in maintenance mode");
+    assert!(
+        o.stderr.contains("hint: drop -i/--insecure"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn credentials_of_another_cluster_expired_or_without_the_role() {
+    let nodes = Nodes::start(&["127.0.4.42"], |_| {});
+    let d = project_for("127.0.4.42");
+    nodes.configure(&d, "127.0.4.42");
+    d.talm(["version", "-f", "nodes/node1.yaml"]).ok();
+
+    // Another project's talosconfig: its CA did not sign the node's certificate.
+    let other = Dir::new();
+    other
+        .talm(["init", "--preset", "generic", "--name", "other"])
+        .ok();
+    other
+        .talm(["version", "-n", "127.0.4.42", "-e", "127.0.4.42"])
+        .fails_with("node 127.0.4.42: connect: the node's certificate is not signed by the talosconfig's CA");
+
+    // A reader certificate may read but not bootstrap or read secrets.
+    d.write(
+        "talosconfig",
+        &talosconfig(&d, &["os:reader"], OffsetDateTime::now_utc()),
+    );
+    d.talm(["version", "-f", "nodes/node1.yaml"]).ok();
+    let o = d
+        .talm(["bootstrap", "-f", "nodes/node1.yaml"])
+        .fails_with("node 127.0.4.42: Bootstrap: not authorized");
+    assert!(
+        o.stderr
+            .contains("hint: the talosconfig's client certificate lacks the role"),
+        "{}",
+        o.stderr
+    );
+    d.talm(["get", "machineconfig", "-f", "nodes/node1.yaml"])
+        .fails_with("node 127.0.4.42: list MachineConfigs.config.talos.dev: not authorized");
+
+    // An expired certificate is caught before connecting, naming the file.
+    let past = OffsetDateTime::now_utc() - time::Duration::days(800);
+    d.write("talosconfig", &talosconfig(&d, &["os:admin"], past));
+    let o = d
+        .talm(["version", "-f", "nodes/node1.yaml"])
+        .fails_with("talosconfig: contexts.mycluster.crt: the client certificate expired on");
+    assert!(
+        o.stderr.contains("hint: run `talm talosconfig`"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn malformed_talosconfig() {
+    let d = Dir::project("generic");
+    d.write("talosconfig", "context: mycluster\ncontexts: [oops\n");
+    d.talm(["version", "-n", "127.0.4.43"])
+        .fails_with("talosconfig:3:1: invalid YAML");
+    d.write("talosconfig", "context: mycluster\ncontexts:\n    mycluster:\n        ca: bm90IGEgcGVt\n        crt: x\n        key: y\n");
+    d.talm(["version", "-n", "127.0.4.43"])
+        .fails_with("contexts.mycluster.ca is not base64-encoded PEM");
+    d.remove("talosconfig");
+    d.talm(["version", "-n", "127.0.4.43"])
+        .fails_with("failed to read talosconfig");
+    d.talm(["--context", "nope", "version", "-n", "127.0.4.43"])
+        .fails_with("failed to read talosconfig");
+}
+
+#[test]
+fn cut_streams_and_slow_nodes_end_in_time() {
+    let nodes = Nodes::start(&["127.0.4.44"], |_| {});
+    let d = Dir::new();
+    nodes.node("127.0.4.44").set_faults(Faults {
+        drop: vec!["List".into()],
+        ..Faults::default()
+    });
+    d.talm(["discover", "-n", "127.0.4.44", "-i"])
+        .fails_with("node 127.0.4.44: list");
+    let o = d
+        .talm(["get", "links", "-n", "127.0.4.44", "-i"])
+        .fails_with("the connection was cut");
+    assert!(o.stderr.contains("node 127.0.4.44"), "{}", o.stderr);
+
+    nodes.node("127.0.4.44").set_faults(Faults {
+        delay: "5s".into(),
+        ..Faults::default()
+    });
+    let started = Instant::now();
+    d.talm(["version", "-n", "127.0.4.44", "-i", "--call-timeout", "1s"])
+        .fails_with("node 127.0.4.44: Version: no answer within 1s");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the deadline held"
+    );
+    d.talm([
+        "version",
+        "-n",
+        "127.0.4.44",
+        "-i",
+        "--call-timeout",
+        "soon",
+    ])
+    .fails_with("--call-timeout \"soon\" is not a duration");
+
+    nodes.node("127.0.4.44").set_faults(Faults {
+        fail: [(
+            "Version".to_string(),
+            "Unavailable: apid is restarting".to_string(),
+        )]
+        .into(),
+        ..Faults::default()
+    });
+    d.talm(["version", "-n", "127.0.4.44", "-i"])
+        .fails_with("node 127.0.4.44: Version:");
+}

@@ -1,0 +1,153 @@
+//! Playbooks and scripts through the real binary: `talm run` bringing three nodes up with
+//! `parallel()`, project scripts as commands, and script errors (syntax, unknown function, a
+//! path outside the project) reported with file, line and column.
+
+
+use crate::common::sim::Nodes;
+use crate::common::Dir;
+
+const BRINGUP: &str = include_str!("../../scripts/bringup.rhai");
+
+#[test]
+fn run_brings_up_three_nodes_in_parallel() {
+    let nodes = Nodes::start(&["127.0.10.1", "127.0.10.2", "127.0.10.3"], |_| {});
+    let d = Dir::new();
+    d.write("bringup.rhai", BRINGUP);
+    let o = d
+        .talm([
+            "run",
+            "bringup.rhai",
+            "cluster",
+            "127.0.10.1",
+            "127.0.10.2",
+            "127.0.10.3",
+        ])
+        .ok();
+    assert!(o.stderr.contains("[6/6] kubeconfig"), "{}", o.stderr);
+    for ip in ["127.0.10.1", "127.0.10.2", "127.0.10.3"] {
+        let st = nodes.node(ip).state();
+        assert!(!st.in_maintenance(), "{ip} configured");
+        assert_eq!(st.etcd_bootstrapped, ip == "127.0.10.1");
+    }
+    assert!(d
+        .read("cluster/kubeconfig")
+        .contains("server: https://127.0.10.1:6443"));
+}
+
+#[test]
+fn parallel_keeps_order_and_reports_item_errors() {
+    let d = Dir::new();
+    d.write(
+        "p.rhai",
+        r#"
+let r = parallel([1, 2, 3, 4], |x| { if x == 3 { fail("three is bad") } sleep(0.05); x * 10 }, 2);
+out(`${r[0]} ${r[1]} ${is_error(r[2])} ${r[2].message} ${r[3]}`);
+"#,
+    );
+    let o = d.talm(["run", "p.rhai"]).ok();
+    assert_eq!(o.stdout, "10 20 true three is bad 40");
+    d.write(
+        "ff.rhai",
+        r#"parallel([1, 2], |x| { fail(`item ${x} failed`) }, #{ limit: 1, fail_fast: true });"#,
+    );
+    d.talm(["run", "ff.rhai"]).fails_with("item 1 failed");
+}
+
+#[test]
+fn project_scripts_are_commands_and_see_their_arguments() {
+    let d = Dir::project("generic");
+    d.write("scripts/hello.rhai", "let p = project();\nout(`hello ${ARGS.args} from ${p.chart.name}, ${p.values.endpoint}`);\n");
+    let o = d.talm(["hello", "a", "b"]).ok();
+    assert_eq!(
+        o.stdout,
+        "hello [\"a\", \"b\"] from mycluster, https://127.0.0.11:6443"
+    );
+    d.talm(["nosuch"]).fails_with("unknown command \"nosuch\"");
+}
+
+#[test]
+fn script_errors_name_file_line_and_column() {
+    let d = Dir::project("generic");
+    d.write("bad.rhai", "let x = 1;\nlet y = (x + ;\n");
+    let o = d.talm(["run", "bad.rhai"]).fails_with("bad.rhai:2:");
+    assert!(o.code != 0);
+    d.write("unknown.rhai", "let x = 1;\nfrobnicate(x);\n");
+    d.talm(["run", "unknown.rhai"])
+        .fails_with("unknown.rhai:2:1: Function not found: frobnicate");
+    d.write("escape.rhai", "file::write(\"../outside.txt\", \"x\");\n");
+    d.talm(["run", "escape.rhai"])
+        .fails_with("path \"../outside.txt\" is outside the project");
+    assert!(!d.path().parent().unwrap().join("outside.txt").exists());
+    d.write(
+        "inside.rhai",
+        "file::write(\"notes/a.txt\", \"x\"); out(file::read(\"notes/a.txt\"));\n",
+    );
+    assert_eq!(d.talm(["run", "inside.rhai"]).ok().stdout, "x");
+    d.talm(["run", "missing.rhai"]).fails_with("missing.rhai");
+}
+
+#[test]
+fn the_api_from_a_playbook() {
+    let nodes = Nodes::start(&["127.0.10.5"], |_| {});
+    let d = Dir::project("generic");
+    d.talm([
+        "template",
+        "-e",
+        "127.0.10.5",
+        "--nodes",
+        "127.0.10.5",
+        "-t",
+        "templates/controlplane.yaml",
+        "-i",
+    ])
+    .ok();
+    d.write("nodes/n.yaml", "# talm: nodes=[\"127.0.10.5\"], endpoints=[\"127.0.10.5\"], templates=[\"templates/controlplane.yaml\"]\n");
+    d.write(
+        "api.rhai",
+        r#"
+let n = node("127.0.10.5", #{ insecure: true });
+let cfg = render(#{ template: "templates/controlplane.yaml", node: n, full: true });
+let dry = n.apply(cfg, #{ dry_run: true });
+out(`dry=${dry.mode}\n`);
+let r = n.apply(cfg, #{ mode: "auto" });
+out(`mode=${r.mode}\n`);
+let ready = node("127.0.10.5").wait_ready(30);
+let cp = nodes_of("nodes/n.yaml")[0];
+out(`ready=${ready} type=${cp.get("machinetype", "machine-type").spec} version=${version(cp).tag}\n`);
+cp.bootstrap();
+let path = cp.kubeconfig("admin.kubeconfig");
+out(`kubeconfig=${file::exists("admin.kubeconfig")}\n`);
+let s = secrets::load("secrets.yaml");
+out(`cluster=${s.cluster.id != ()}\n`);
+file::write("extra.yaml", "token: abc\n");
+secrets::encrypt("extra.yaml");
+out(`sealed=${file::read("extra.encrypted.yaml").contains("ENC[AGE,data:")}\n`);
+let j = json::parse(json::to_string(#{ a: [1, 2] }));
+out(`json=${j.a[1]}\n`);
+"#,
+    );
+    let o = d.talm(["run", "api.rhai"]).ok();
+    // Backtick strings keep `\n` literally.
+    assert_eq!(
+        o.stdout.replace("\\n", "\n"),
+        "dry=no-reboot\nmode=no-reboot\nready=true type=controlplane version=v1.13.7\nkubeconfig=true\ncluster=true\nsealed=true\njson=2\n"
+    );
+    assert_eq!(d.mode("admin.kubeconfig"), 0o600);
+    assert!(nodes.node("127.0.10.5").state().etcd_bootstrapped);
+    let api = d.talm(["help", "api"]).ok().stdout;
+    for name in [
+        "apply",
+        "bootstrap",
+        "discover",
+        "kubeconfig",
+        "parallel",
+        "render",
+        "upgrade",
+        "wait_ready",
+        "talos::targets",
+        "secrets::load",
+        "file::write",
+    ] {
+        assert!(api.contains(&format!("  {name} ")), "{name} listed: {api}");
+    }
+}

@@ -1,0 +1,336 @@
+//! Writes are all-or-nothing (issue 9 §2): `talm init`, `init --encrypt`, `init --decrypt` and
+//! `template -I` killed (SIGKILL) at random moments leave the folder old or new, never half —
+//! a half-done commit always has its journal, which the next run completes — and plaintext
+//! secrets only where .gitignore covers them.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{Dir, GOLDEN_FACTS};
+
+const RUNS: usize = 20;
+/// Pause between the renames of a commit, so random kills land inside it too.
+const STEP_DELAY_MS: &str = "3";
+
+/// What a secret looks like in a file: the age identity, the stability bundle's cluster
+/// secret, and the user secret the tests put in values-secret.yaml.
+const MARKERS: &[&str] = &["AGE-SECRET-KEY", "pofHbABZq7VXuObsdLdy", "hunter2"];
+/// The plain secret files a project's .gitignore lists.
+const IGNORED: &[&str] = &[
+    "secrets.yaml",
+    "talosconfig",
+    "talm.key",
+    "values-secret.yaml",
+    "kubeconfig",
+];
+
+/// A tiny deterministic generator, so a failing run can be repeated.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n.max(1)
+    }
+}
+
+fn talm_cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(assert_cmd::cargo::cargo_bin("talm"));
+    c.current_dir(dir)
+        .args(args)
+        .env("TALM_TXN_STEP_DELAY_MS", STEP_DELAY_MS)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    c
+}
+
+/// How long a whole run takes, so kills can be spread over it.
+fn runtime(dir: &Path, args: &[&str]) -> Duration {
+    let t = Instant::now();
+    let s = talm_cmd(dir, args).status().unwrap();
+    assert!(s.success(), "talm {args:?} failed in {}", dir.display());
+    t.elapsed()
+}
+
+/// Starts talm and kills it after `after`; true when it was still running.
+fn kill_after(dir: &Path, args: &[&str], after: Duration) -> bool {
+    let mut child = talm_cmd(dir, args).spawn().unwrap();
+    let deadline = Instant::now() + after;
+    while Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let _ = child.kill();
+    child.wait().unwrap();
+    true
+}
+
+/// The folder's files (staging folders aside) with their content.
+fn visible(d: &Dir) -> BTreeMap<String, Vec<u8>> {
+    d.snapshot()
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with(".talm-txn-") && !k.contains("/.talm-txn-"))
+        .collect()
+}
+
+/// Whether a committed journal waits in a staging folder at `rel`.
+fn journal_pending(d: &Dir, rel: &str) -> bool {
+    std::fs::read_dir(d.join(rel))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()).any(|e| {
+                e.file_name().to_string_lossy().starts_with(".talm-txn-")
+                    && e.path().join("journal").is_file()
+            })
+        })
+        .unwrap_or(false)
+}
+
+/// Every file holding a secret lies where git ignores it: a listed plain file, or a staging
+/// folder whose own .gitignore ignores everything.
+fn no_stray_plaintext(d: &Dir) {
+    for (rel, content) in d.snapshot() {
+        let text = String::from_utf8_lossy(&content);
+        if !MARKERS.iter().any(|m| text.contains(m)) {
+            continue;
+        }
+        if IGNORED.contains(&rel.as_str()) {
+            continue;
+        }
+        let staged = Path::new(&rel).ancestors().skip(1).any(|a| {
+            let name = a
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            name.starts_with(".talm-txn-")
+                && std::fs::read_to_string(d.join(&a.join(".gitignore").display().to_string()))
+                    .is_ok_and(|g| g.lines().any(|l| l.trim() == "*"))
+        });
+        assert!(
+            staged,
+            "{rel} holds a secret outside what .gitignore covers"
+        );
+    }
+}
+
+fn no_staging_left(d: &Dir) {
+    let left: Vec<String> = d
+        .snapshot()
+        .into_keys()
+        .filter(|k| k.contains(".talm-txn-"))
+        .collect();
+    assert!(left.is_empty(), "leftovers after recovery: {left:?}");
+}
+
+/// The files that differ between two states.
+fn changed(a: &BTreeMap<String, Vec<u8>>, b: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
+    let mut keys: Vec<String> = a
+        .keys()
+        .chain(b.keys())
+        .filter(|k| a.get(*k) != b.get(*k))
+        .cloned()
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// Runs `RUNS` kills of `args`, each in a fresh folder made by `setup`. Right after the kill the
+/// folder must be as it was, complete (`done`), or hold a committed journal; then `recover` must
+/// leave it whole.
+fn kill_runs(
+    name: &str,
+    setup: impl Fn() -> Dir,
+    args: &[&str],
+    done: impl Fn(&Dir, &BTreeMap<String, Vec<u8>>, &BTreeMap<String, Vec<u8>>) -> bool,
+    recover: impl Fn(&Dir),
+) {
+    let total = runtime(setup().path(), args);
+    let mut rng = Lcg(0x7a1_u64 ^ name.len() as u64);
+    let mut killed = 0;
+    for run in 0..RUNS {
+        let d = setup();
+        let old = visible(&d);
+        let after = Duration::from_micros(rng.below(total.as_micros() as u64 + 1));
+        if kill_after(d.path(), args, after) {
+            killed += 1;
+        }
+        let now = visible(&d);
+        let pending = journal_pending(&d, ".") || journal_pending(&d, "nodes");
+        assert!(
+            now == old || pending || done(&d, &old, &now),
+            "{name} run {run}: killed after {after:?}, the folder is neither old nor new nor pending: changed {:?}",
+            changed(&old, &now)
+        );
+        no_stray_plaintext(&d);
+        recover(&d);
+        no_staging_left(&d);
+        no_stray_plaintext(&d);
+    }
+    assert!(
+        killed >= RUNS / 2,
+        "{name}: only {killed} of {RUNS} runs were killed mid-way"
+    );
+}
+
+const PROJECT_FILES: &[&str] = &[
+    "Chart.yaml",
+    "values.yaml",
+    "secrets.yaml",
+    "secrets.encrypted.yaml",
+    "talosconfig",
+    "talosconfig.encrypted",
+    "talm.key",
+    ".gitignore",
+    ".talm-preset.lock",
+    ".talm-preset.base",
+    "charts/talm/Chart.yaml",
+    "templates/controlplane.yaml",
+];
+
+fn init_args() -> Vec<&'static str> {
+    vec![
+        "init",
+        "--preset",
+        "cozystack",
+        "--name",
+        "mycluster",
+        "--endpoints",
+        "127.9.3.10",
+    ]
+}
+
+#[test]
+fn init_killed_anywhere_leaves_no_project_or_a_whole_one() {
+    let args = init_args();
+    kill_runs(
+        "init",
+        Dir::seeded,
+        &args,
+        |d, _, _| PROJECT_FILES.iter().all(|f| d.exists(f)),
+        |d| {
+            // A plain `talm init` afterwards completes the interrupted one or starts afresh.
+            let done = PROJECT_FILES.iter().all(|f| d.exists(f)) && !journal_pending(d, ".");
+            if !done {
+                d.talm(init_args()).ok();
+            }
+            for f in PROJECT_FILES {
+                assert!(d.exists(f), "{f} missing after recovery");
+            }
+            d.talm(["init", "--decrypt"]).ok();
+        },
+    );
+}
+
+/// An encrypted project whose plain files changed since, so --encrypt rewrites several files.
+fn changed_plain() -> Dir {
+    let d = Dir::project("cozystack");
+    d.write("values-secret.yaml", "registry:\n  password: hunter2\n");
+    d.talm(["init", "--encrypt"]).ok();
+    d.write(
+        "values-secret.yaml",
+        "registry:\n  password: hunter2-rotated\n  user: bot\n",
+    );
+    let tc = d
+        .read("talosconfig")
+        .replace("- 127.0.0.11", "- 127.9.3.11");
+    d.write("talosconfig", &tc);
+    d
+}
+
+#[test]
+fn encrypt_killed_anywhere_leaves_old_or_new() {
+    kill_runs(
+        "init --encrypt",
+        changed_plain,
+        &["init", "--encrypt"],
+        |_, old, now| {
+            // Both changed twins moved together, and nothing else but what --encrypt writes.
+            let c = changed(old, now);
+            let allowed = [
+                "values-secret.encrypted.yaml",
+                "talosconfig.encrypted",
+                "secrets.encrypted.yaml",
+                ".gitignore",
+            ];
+            c.contains(&"values-secret.encrypted.yaml".to_string())
+                && c.contains(&"talosconfig.encrypted".to_string())
+                && c.iter().all(|f| allowed.contains(&f.as_str()))
+        },
+        |d| {
+            d.talm(["init", "--encrypt"]).ok();
+            let plain = d.read("values-secret.yaml");
+            d.remove("values-secret.yaml");
+            d.talm(["init", "--decrypt"]).ok();
+            assert_eq!(d.read("values-secret.yaml"), plain);
+        },
+    );
+}
+
+/// An encrypted project whose plain secret files are gone, so --decrypt writes them all.
+fn plain_removed() -> Dir {
+    let d = Dir::project("cozystack");
+    d.write("values-secret.yaml", "registry:\n  password: hunter2\n");
+    d.talm(["init", "--encrypt"]).ok();
+    for f in ["secrets.yaml", "talosconfig", "values-secret.yaml"] {
+        d.remove(f);
+    }
+    d
+}
+
+#[test]
+fn decrypt_killed_anywhere_leaves_old_or_new() {
+    kill_runs(
+        "init --decrypt",
+        plain_removed,
+        &["init", "--decrypt"],
+        |d, _, _| {
+            ["secrets.yaml", "talosconfig", "values-secret.yaml"]
+                .iter()
+                .all(|f| d.exists(f))
+        },
+        |d| {
+            d.talm(["init", "--decrypt"]).ok();
+            assert!(d.read("values-secret.yaml").contains("hunter2"));
+            assert_eq!(d.mode("secrets.yaml"), 0o600);
+        },
+    );
+}
+
+/// A node file with comments whose render changes with a --set value.
+fn node_project() -> Dir {
+    let d = Dir::project("cozystack");
+    d.write("facts.yaml", GOLDEN_FACTS);
+    d.write("nodes/n.yaml", "# my notes on this node\n# talm: nodes=[\"127.9.3.12\"], templates=[\"templates/controlplane.yaml\"]\nmachine: {}\n");
+    d
+}
+
+#[test]
+fn template_in_place_killed_anywhere_leaves_old_or_new() {
+    let args = super::args(super::IN_PLACE, &["--set", "image=ghcr.io/x/talos:v1.13.1"]);
+    let probe = node_project();
+    probe.talm(&args).ok();
+    let rendered = probe.read("nodes/n.yaml");
+    kill_runs(
+        "template -I",
+        node_project,
+        &args,
+        |d, _, _| d.read("nodes/n.yaml") == rendered,
+        |d| {
+            d.talm(&args).ok();
+            let node = d.read("nodes/n.yaml");
+            assert!(
+                node.starts_with("# my notes on this node\n# talm: "),
+                "{node}"
+            );
+            assert!(node.contains("ghcr.io/x/talos:v1.13.1"));
+        },
+    );
+}

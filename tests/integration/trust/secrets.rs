@@ -1,0 +1,444 @@
+//! Secrets are never lost or silently replaced (issue 9 §1).
+
+use crate::common::{Dir, STABILITY_SECRETS};
+
+/// A project over the stability secrets, encrypted, with `values-secret.yaml` sealed too.
+fn sealed_project(values_secret: &str) -> Dir {
+    let d = Dir::project("cozystack");
+    d.write("values-secret.yaml", values_secret);
+    d.talm(["init", "--encrypt"]).ok();
+    d
+}
+
+/// Without the plain values-secret.yaml, `--decrypt` gives back exactly `plain`.
+fn decrypts_back(d: &Dir, plain: &str) {
+    d.remove("values-secret.yaml");
+    d.talm(["init", "--decrypt"]).ok();
+    assert_eq!(d.read("values-secret.yaml"), plain);
+}
+
+/// Replaces the first occurrence of `from` in a project file.
+fn edit(d: &Dir, rel: &str, from: &str, to: &str) {
+    let text = d.read(rel);
+    assert!(text.contains(from), "{rel} holds no {from:?}");
+    d.write(rel, &text.replacen(from, to, 1));
+}
+
+#[test]
+fn decrypt_refuses_a_cut_envelope_naming_file_and_key() {
+    let d = sealed_project("password: hunter2\n");
+    // The envelope of the first value (after the digest line) loses its closing `]`.
+    let enc = d.read("secrets.encrypted.yaml");
+    let body_at = enc.find('\n').unwrap() + 1;
+    let first_close = body_at + enc[body_at..].find("]\n").unwrap();
+    d.write(
+        "secrets.encrypted.yaml",
+        &format!("{}{}", &enc[..first_close], &enc[first_close + 1..]),
+    );
+    let err = d.refused(
+        &["init", "--decrypt", "--force"],
+        "secrets.encrypted.yaml: cannot decrypt the value at cluster.id",
+    );
+    assert!(err.contains("it does not end with `]`"), "{err}");
+    assert!(
+        err.contains("git checkout -- secrets.encrypted.yaml"),
+        "{err}"
+    );
+}
+
+/// The text without its digest line, as older talm and the Go talm write encrypted files.
+fn without_digest(text: &str) -> String {
+    text.split_once('\n').unwrap().1.to_string()
+}
+
+#[test]
+fn decrypt_refuses_truncated_and_tampered_files() {
+    let d = sealed_project("password: hunter2\n");
+    let good = d.read("secrets.encrypted.yaml");
+    d.remove("secrets.yaml");
+    // Cut at a line boundary: valid YAML; the digest line says values are missing.
+    let lines: Vec<&str> = good.lines().collect();
+    d.write(
+        "secrets.encrypted.yaml",
+        &(lines[..lines.len() / 2].join("\n") + "\n"),
+    );
+    d.refused(
+        &["init", "--decrypt"],
+        "secrets.encrypted.yaml does not hold what was encrypted into it",
+    );
+    // Without a digest line (a file the Go talm wrote), the bundle check catches it.
+    let plain_body = without_digest(&good);
+    let blines: Vec<&str> = plain_body.lines().collect();
+    d.write(
+        "secrets.encrypted.yaml",
+        &(blines[..blines.len() / 2].join("\n") + "\n"),
+    );
+    let err = d.refused(
+        &["init", "--decrypt"],
+        "secrets.encrypted.yaml is not a valid secrets bundle",
+    );
+    assert!(!err.contains("BEGIN"), "no key material in messages: {err}");
+    // One base64 character flipped inside a ciphertext: authenticated decryption refuses it.
+    let at = good.find("id: ENC[AGE,data:").unwrap() + 80;
+    let flipped = if &good[at..at + 1] == "A" { "B" } else { "A" };
+    d.write(
+        "secrets.encrypted.yaml",
+        &format!("{}{flipped}{}", &good[..at], &good[at + 1..]),
+    );
+    d.refused(
+        &["init", "--decrypt"],
+        "secrets.encrypted.yaml: cannot decrypt the value at cluster.id",
+    );
+    // A decrypted bundle missing a section.
+    let mut cut = String::new();
+    let mut skipping = false;
+    for l in plain_body.lines() {
+        if l.starts_with("    os:") {
+            skipping = true;
+            continue;
+        }
+        if skipping && l.starts_with("        ") {
+            continue;
+        }
+        skipping = false;
+        cut.push_str(l);
+        cut.push('\n');
+    }
+    d.write("secrets.encrypted.yaml", &cut);
+    d.refused(&["init", "--decrypt"], "certs.os is required");
+}
+
+#[test]
+fn decrypt_keeps_plain_edits_unless_forced() {
+    let d = sealed_project("registry:\n  password: hunter2\n");
+    // A local edit never encrypted, and a newer talosconfig.
+    edit(&d, "values-secret.yaml", "hunter2", "changed-locally");
+    edit(&d, "talosconfig", "- 127.0.0.11", "- 127.0.0.99");
+    let err = d.refused(&["init", "--decrypt"], "refusing to overwrite plain files");
+    assert!(err.contains("values-secret.yaml holds 1 value(s) its encrypted twin does not:\n  ~ registry.password (a different value)"), "{err}");
+    assert!(err.contains("talosconfig holds 1 value(s) its encrypted twin does not:\n  ~ contexts.mycluster.endpoints[0] (a different value)"), "{err}");
+    assert!(
+        !err.contains("hunter2") && !err.contains("changed-locally"),
+        "values never shown: {err}"
+    );
+    assert!(err.contains("--force"), "{err}");
+    let o = d.talm(["init", "--decrypt", "--force"]).ok();
+    assert!(o.stderr.contains("~ registry.password"), "{}", o.stderr);
+    assert!(d.read("values-secret.yaml").contains("hunter2"));
+    assert!(d.read("talosconfig").contains("127.0.0.11"));
+    // On a terminal the user is shown the same and asked; "n" changes nothing.
+    edit(&d, "values-secret.yaml", "hunter2", "changed-again");
+    let before = d.snapshot();
+    let (ok, screen) = d.talm_in_tty("init --decrypt", "n\n");
+    assert!(
+        !ok && screen.contains("Replace these plain files with the decrypted ones? [y/N]:"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("~ registry.password") && !screen.contains("hunter2"),
+        "{screen}"
+    );
+    assert_eq!(d.snapshot(), before);
+    let (ok, screen) = d.talm_in_tty("init --decrypt", "y\n");
+    assert!(ok, "{screen}");
+    assert!(d.read("values-secret.yaml").contains("hunter2"));
+    // Nothing to lose: a plain file missing keys the twin has is simply completed.
+    d.write("values-secret.yaml", "{}\n");
+    d.talm(["init", "--decrypt"]).ok();
+    assert!(d.read("values-secret.yaml").contains("hunter2"));
+}
+
+#[test]
+fn encrypt_refuses_a_broken_bundle_and_a_lost_key() {
+    let d = sealed_project("password: hunter2\n");
+    let good = d.read("secrets.encrypted.yaml");
+    edit(&d, "secrets.yaml", "trustdinfo:", "trustdinfo_broken:");
+    d.refused(
+        &["init", "--encrypt"],
+        "secrets.yaml is not a valid secrets bundle",
+    );
+    assert_eq!(d.read("secrets.encrypted.yaml"), good);
+    d.write("secrets.yaml", STABILITY_SECRETS);
+    // talm.key gone while files sealed to it exist: no new key.
+    d.remove("talm.key");
+    let err = d.refused(
+        &["init", "--encrypt"],
+        "talm.key is missing, but 3 encrypted file(s) sealed to it exist",
+    );
+    assert!(
+        err.contains("secrets.encrypted.yaml, talosconfig.encrypted, values-secret.encrypted.yaml"),
+        "{err}"
+    );
+    assert!(err.contains("restore talm.key from your backup"), "{err}");
+    d.refused(&["talosconfig"], "refusing to generate a new key");
+}
+
+#[test]
+fn typed_values_are_sealed_and_come_back_typed() {
+    let plain = "db:\n  port: 5432\n  tls: true\n  ratio: 0.5\n  name: \"5432\"\n";
+    let d = sealed_project(plain);
+    let enc = d.read("values-secret.encrypted.yaml");
+    for clear in ["5432", "true", "0.5"] {
+        assert!(
+            !enc.contains(&format!(": {clear}")),
+            "{clear} left in clear:\n{enc}"
+        );
+    }
+    assert!(
+        enc.contains(",type:int]") && enc.contains(",type:bool]") && enc.contains(",type:float]"),
+        "{enc}"
+    );
+    decrypts_back(&d, plain);
+}
+
+#[test]
+fn comments_and_quoting_survive_a_round_trip() {
+    let plain = "# Registry credentials for the private mirror.\nregistry:\n  user: \"ci-bot\"   # the CI account\n  password: 'p@ss: word'\n  token: abc123\n  # the CA below is the mirror's\n  ca: |\n    -----BEGIN CERTIFICATE-----\n    MIIB\n    -----END CERTIFICATE-----\n";
+    let d = sealed_project(plain);
+    let enc = d.read("values-secret.encrypted.yaml");
+    assert!(enc.starts_with("# talm-digest: ENC[AGE,data:"), "{enc}");
+    let enc = enc.split_once('\n').unwrap().1.to_string();
+    assert!(
+        enc.starts_with(
+            "# Registry credentials for the private mirror.\nregistry:\n  user: \"ENC[AGE,data:"
+        ),
+        "{enc}"
+    );
+    assert!(
+        enc.contains("   # the CI account\n  password: 'ENC[AGE,data:")
+            && enc.contains("  # the CA below is the mirror's\n"),
+        "{enc}"
+    );
+    decrypts_back(&d, plain);
+}
+
+#[test]
+fn node_files_keep_comments_when_encrypted_values_are_in_scope() {
+    let d = sealed_project("registryPassword: hunter2\n");
+    edit(
+        &d,
+        "Chart.yaml",
+        "valueFiles: []",
+        "valueFiles: [values-secret.encrypted.yaml]",
+    );
+    d.write("facts.yaml", crate::common::GOLDEN_FACTS);
+    d.write(
+        "templates/probe.yaml",
+        "# probe template\nmachine:\n  # the registry\n  registries:\n    config:\n      mirror.example:\n        auth:\n          password: {{ values.registryPassword }}\n          username: bot\n  type: worker\n",
+    );
+    d.write(
+        "nodes/n.yaml",
+        "# talm: nodes=[\"127.9.3.1\"], templates=[\"templates/probe.yaml\"]\n",
+    );
+    d.talm([
+        "template",
+        "--facts",
+        "facts.yaml",
+        "-f",
+        "nodes/n.yaml",
+        "-I",
+    ])
+    .ok();
+    let node = d.read("nodes/n.yaml");
+    assert!(
+        node.contains("# probe template\nmachine:\n  # the registry\n"),
+        "{node}"
+    );
+    assert!(
+        !node.contains("hunter2") && !node.contains("password:"),
+        "{node}"
+    );
+    assert!(node.contains("username: bot"), "{node}");
+    // The preset's own node file: its discovered disks and interfaces stay as comments.
+    d.write(
+        "nodes/cp.yaml",
+        "# talm: nodes=[\"127.9.3.1\"], templates=[\"templates/controlplane.yaml\"]\n",
+    );
+    d.talm([
+        "template",
+        "--facts",
+        "facts.yaml",
+        "-f",
+        "nodes/cp.yaml",
+        "-I",
+    ])
+    .ok();
+    let cp = d.read("nodes/cp.yaml");
+    assert!(
+        cp.contains("# -- Discovered disks:") && cp.contains("# -- Discovered interfaces:"),
+        "{cp}"
+    );
+}
+
+#[test]
+fn values_from_encrypted_files_never_appear_in_messages() {
+    let d = sealed_project(
+        "network:\n  extraLinks:\n    - interface: eth0\n      mtu: topsecret-mtu-value\n",
+    );
+    edit(
+        &d,
+        "Chart.yaml",
+        "valueFiles: []",
+        "valueFiles: [values-secret.encrypted.yaml]",
+    );
+    d.write("facts.yaml", crate::common::GOLDEN_FACTS);
+    let o = d
+        .talm([
+            "template",
+            "--facts",
+            "facts.yaml",
+            "-t",
+            "templates/controlplane.yaml",
+        ])
+        .fails_with("values-secret.encrypted.yaml: network.extraLinks[0].mtu");
+    assert!(!o.stderr.contains("topsecret-mtu-value"), "{}", o.stderr);
+    assert!(o.stderr.contains("***"), "{}", o.stderr);
+    assert!(!o.stderr.contains("values.yaml: network"), "{}", o.stderr);
+}
+
+#[test]
+fn talosconfig_refuses_a_ca_outside_its_validity() {
+    use talm::secrets::pki::{self, KeyKind};
+    let d = Dir::project("cozystack");
+    let bundle = d.read("secrets.yaml");
+    let b64 = |s: &str| {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(s)
+    };
+    let now = time::OffsetDateTime::now_utc();
+    for (when, needle) in [
+        (now - time::Duration::days(365 * 11), "expired on"),
+        (now + time::Duration::days(30), "is not valid before"),
+    ] {
+        let ca = pki::self_signed_ca(KeyKind::Ed25519, Some("talos"), when).unwrap();
+        let mut v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&bundle).unwrap();
+        v["certs"]["os"]["crt"] = b64(&ca.cert_pem).into();
+        v["certs"]["os"]["key"] = b64(&ca.key.to_talos_pem().unwrap()).into();
+        d.write("secrets.yaml", &talm::yaml::to_string(&v));
+        d.refused(&["talosconfig"], needle);
+    }
+}
+
+#[test]
+fn full_renders_are_not_written_into_node_files_without_consent() {
+    let d = Dir::project("cozystack");
+    d.write("facts.yaml", crate::common::GOLDEN_FACTS);
+    d.write(
+        "nodes/n.yaml",
+        "# talm: nodes=[\"127.9.3.2\"], templates=[\"templates/controlplane.yaml\"]\n",
+    );
+    d.refused(
+        &super::args(super::IN_PLACE, &["--full"]),
+        "refusing to write the whole machine config into nodes/n.yaml",
+    );
+    let o = d
+        .talm(super::args(
+            super::IN_PLACE,
+            &["--full", "--allow-private-keys"],
+        ))
+        .ok();
+    assert!(o.stderr.contains("do NOT commit it"), "{}", o.stderr);
+    assert_eq!(d.mode("nodes/n.yaml"), 0o600);
+    assert!(
+        d.read("nodes/n.yaml").contains("LS0tLS1CRUdJTi"),
+        "the keys are there"
+    );
+}
+
+#[test]
+fn a_values_file_cut_at_a_line_is_refused_by_its_digest() {
+    let d = sealed_project("a: one\nb: two\nc: three\n");
+    let enc = d.read("values-secret.encrypted.yaml");
+    assert!(enc.starts_with("# talm-digest: ENC[AGE,data:"), "{enc}");
+    let lines: Vec<&str> = enc.lines().collect();
+    d.write(
+        "values-secret.encrypted.yaml",
+        &(lines[..lines.len() - 1].join("\n") + "\n"),
+    );
+    d.remove("values-secret.yaml");
+    d.refused(
+        &["init", "--decrypt"],
+        "values-secret.encrypted.yaml does not hold what was encrypted into it",
+    );
+}
+
+#[test]
+fn encrypt_does_not_replace_a_newer_twin_with_a_stale_plain_file() {
+    let d = sealed_project("registry:\n  password: hunter2\n  user: bot\n");
+    // A teammate's change arrives by git: the plain file is now stale and older.
+    let stale = "registry:\n  password: hunter2\n";
+    d.write("values-secret.yaml", stale);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let enc = d.read("values-secret.encrypted.yaml");
+    d.write("values-secret.encrypted.yaml", &enc);
+    let err = d.refused(
+        &["init", "--encrypt"],
+        "refusing to replace newer encrypted files with stale plain ones",
+    );
+    assert!(
+        err.contains("- registry.user (only in values-secret.encrypted.yaml)"),
+        "{err}"
+    );
+    d.talm(["init", "--encrypt", "--force"]).ok();
+    d.remove("values-secret.yaml");
+    d.talm(["init", "--decrypt"]).ok();
+    assert_eq!(d.read("values-secret.yaml"), stale);
+}
+
+#[test]
+fn registry_keys_from_encrypted_values_stay_out_of_node_files() {
+    let values = "registryTLS:\n  reg.example:\n    clientIdentity:\n      crt: |\n        -----BEGIN CERTIFICATE-----\n        MIIBcert\n        -----END CERTIFICATE-----\n      key: |\n        -----BEGIN EC PRIVATE KEY-----\n        MHcCAQEEIPrivateKeyMaterialThatMustNotLeak\n        -----END EC PRIVATE KEY-----\n";
+    let d = sealed_project(values);
+    edit(
+        &d,
+        "Chart.yaml",
+        "valueFiles: []",
+        "valueFiles: [values-secret.encrypted.yaml]",
+    );
+    d.write("facts.yaml", crate::common::GOLDEN_FACTS);
+    for talos in ["v1.11", "v1.12"] {
+        d.write(
+            "nodes/n.yaml",
+            "# talm: nodes=[\"127.9.3.3\"], templates=[\"templates/controlplane.yaml\"]\n",
+        );
+        d.talm(super::args(super::IN_PLACE, &["--talos-version", talos]))
+            .ok();
+        let node = d.read("nodes/n.yaml");
+        assert!(!node.contains("PrivateKeyMaterial"), "{talos}: {node}");
+        let key_b64 = {
+            use base64::Engine as _;
+            let pem = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIPrivateKeyMaterialThatMustNotLeak\n-----END EC PRIVATE KEY-----\n";
+            base64::engine::general_purpose::STANDARD.encode(pem)
+        };
+        assert!(
+            !node.contains(&key_b64),
+            "{talos}: base64 of the key leaked:\n{node}"
+        );
+    }
+}
+
+#[test]
+fn chart_value_files_stay_inside_the_project() {
+    let d = Dir::project("cozystack");
+    let outside = Dir::new();
+    outside.write("stolen.yaml", "endpoint: https://10.0.0.1:6443\n");
+    let abs = outside.join("stolen.yaml").display().to_string();
+    edit(
+        &d,
+        "Chart.yaml",
+        "valueFiles: []",
+        &format!("valueFiles: [{abs:?}]"),
+    );
+    d.write("facts.yaml", crate::common::GOLDEN_FACTS);
+    d.talm(super::RENDER_CP)
+        .fails_with("Chart.yaml templateOptions.valueFiles");
+    std::os::unix::fs::symlink(outside.join("stolen.yaml"), d.join("linked.yaml")).unwrap();
+    edit(
+        &d,
+        "Chart.yaml",
+        &format!("valueFiles: [{abs:?}]"),
+        "valueFiles: [linked.yaml]",
+    );
+    d.talm(super::RENDER_CP)
+        .fails_with("leads outside the project");
+}
