@@ -49,13 +49,14 @@ pub fn run(dir: Option<&str>) -> Result<i32> {
         crate::sim::node::DEFAULT_VERSION,
         NODES.join(", ")
     );
-    crate::runtime::api_playbook::set_root(&root.display().to_string());
+    let session = crate::runtime::Session::default();
+    session.use_project(root.clone());
     let mut args = Map::new();
     args.insert("root".into(), root.display().to_string().into());
     let nodes: Array = NODES.iter().map(|n| Dynamic::from(n.to_string())).collect();
     args.insert("nodes".into(), nodes.into());
     args.insert("args".into(), Array::new().into());
-    let outcome = crate::runtime::run_bundled("bringup", args);
+    let outcome = crate::runtime::run_bundled("bringup", args, &session);
     crate::talos::block_on(sim.stop());
     let _ = outcome?;
     println!("{}", PathBuf::from(&root).display());

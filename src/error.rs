@@ -59,7 +59,8 @@ pub fn render(err: &anyhow::Error) -> String {
         line.push_str(&p);
     }
     out.push_str("Error: ");
-    out.push_str(&line);
+    // Some libraries (Tera) start their messages with their own `error: `: said once.
+    out.push_str(line.strip_prefix("error: ").unwrap_or(&line));
     out.push('\n');
     for cause in err.chain() {
         for hint in hints_of(cause) {
@@ -93,6 +94,14 @@ pub fn rewrite(err: anyhow::Error, f: impl Fn(&str) -> String) -> anyhow::Error 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_is_said_once() {
+        let e = hinted("error: Unexpected end of input", "fix it");
+        assert_eq!(render(&e), "Error: Unexpected end of input\nhint: fix it\n");
+        let e = plain("errors: 2").context("loading");
+        assert_eq!(render(&e), "Error: loading: errors: 2\n");
+    }
     use anyhow::Context;
 
     #[test]

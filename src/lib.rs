@@ -7,7 +7,9 @@ pub mod demo;
 pub mod dispatch;
 pub mod embedded;
 pub mod error;
+pub mod invocation;
 pub mod mask;
+pub mod output;
 pub mod project;
 pub mod proto;
 pub mod render;
@@ -26,6 +28,8 @@ use std::ffi::OsString;
 pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     match dispatch::dispatch(args) {
         Ok(code) => code,
+        // A reader that went away (`talm get ... | head`) is no failure.
+        Err(err) if output::is_closed(&err) => 0,
         Err(err) => {
             eprint!("{}", error::render(&err));
             if sandbox::interrupt::is_interrupted(&err) {

@@ -12,8 +12,7 @@ pub fn register(engine: &mut Engine) {
     FuncRegistration::new("out")
         .with_comments(["/// Prints text on stdout, as is."])
         .register_into_engine(engine, |text: &str| {
-            print!("{text}");
-            let _ = std::io::stdout().flush();
+            super::native(|| crate::output::write(text.as_bytes()))
         });
     FuncRegistration::new("is_tty")
         .with_comments(["/// Whether stdin is an interactive terminal."])

@@ -4,13 +4,13 @@
 //! resolved). `talm([...])` is not confined: it runs a command line as the user would type it.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
 
 use anyhow::Result;
 use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
 
 use super::native;
 use super::opts::options;
+use super::session::Session;
 use crate::error::hinted;
 use crate::project::{confine, fsutil};
 
@@ -52,30 +52,6 @@ options! {
     }
 }
 
-/// The project root scripts work in (set by the command line; "" outside a project).
-fn root_cell() -> &'static Mutex<String> {
-    static R: OnceLock<Mutex<String>> = OnceLock::new();
-    R.get_or_init(|| Mutex::new(String::new()))
-}
-
-pub fn set_root(root: &str) {
-    *root_cell().lock().unwrap_or_else(|e| e.into_inner()) = root.to_string();
-}
-
-fn root() -> Result<String> {
-    let r = root_cell()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
-    if r.is_empty() {
-        return Err(hinted(
-            "no project here",
-            "run inside a talm project (a folder with Chart.yaml), or pass --root",
-        ));
-    }
-    Ok(r)
-}
-
 /// Runs a talm command line in this process, e.g. `talm(["apply", "-f", "nodes/n1.yaml", "-i"])`.
 fn talm(args: Array) -> Result<()> {
     let mut argv: Vec<std::ffi::OsString> = vec!["talm".into()];
@@ -96,7 +72,7 @@ fn talm(args: Array) -> Result<()> {
     }
 }
 
-fn render(o: RenderOpts) -> Result<String> {
+fn render(s: &Session, o: RenderOpts) -> Result<String> {
     let templates = if o.templates.is_empty() {
         vec![o.template.clone()]
     } else {
@@ -112,16 +88,14 @@ fn render(o: RenderOpts) -> Result<String> {
         Dynamic::UNIT
     };
     let r = super::api_render::template(super::api_render::TemplateOpts {
-        root: root()?,
+        root: s.root()?,
         templates,
         values: super::api_render::ValueFlags {
             set: o.set,
             ..Default::default()
         },
-        talos_version_set: o.talos_version.is_some(),
-        talos_version: o.talos_version.unwrap_or_default(),
-        kubernetes_version_set: o.kubernetes_version.is_some(),
-        kubernetes_version: o.kubernetes_version.unwrap_or_default(),
+        talos_version: o.talos_version,
+        kubernetes_version: o.kubernetes_version,
         full: o.full,
         offline: o.offline,
         facts,
@@ -130,34 +104,34 @@ fn render(o: RenderOpts) -> Result<String> {
     Ok(r.get("text").map(|t| t.to_string()).unwrap_or_default())
 }
 
-fn key() -> Result<age::x25519::Identity> {
-    let path = project_path("talm.key")?;
+fn key(s: &Session) -> Result<age::x25519::Identity> {
+    let path = project_path(s, "talm.key")?;
     let text = fsutil::read_text(&path)?;
     crate::secrets::crypt::parse_key(&text, "talm.key")
 }
 
-fn secrets_load(rel: &str) -> Result<Dynamic> {
+fn secrets_load(s: &Session, rel: &str) -> Result<Dynamic> {
     use crate::secrets::twins;
-    let plain = project_path(rel)?;
+    let plain = project_path(s, rel)?;
     let value = if plain.exists() {
         crate::yaml::parse(&fsutil::read_text(&plain)?, rel)?
     } else {
         let enc_name = twins::twin_name(rel);
-        let enc = project_path(&enc_name)?;
-        crate::secrets::crypt::decrypt_value(&key()?, &fsutil::read_text(&enc)?, &enc_name)?
+        let enc = project_path(s, &enc_name)?;
+        crate::secrets::crypt::decrypt_value(&key(s)?, &fsutil::read_text(&enc)?, &enc_name)?
     };
     // What a playbook loads from a secrets file is never printed in clear by talm.
     crate::mask::register(twins::scalar_texts(&value));
     Ok(rhai::serde::to_dynamic(value)?)
 }
 
-fn secrets_seal(rel: &str, encrypt: bool) -> Result<String> {
+fn secrets_seal(s: &Session, rel: &str, encrypt: bool) -> Result<String> {
     use crate::secrets::{crypt, twins};
-    let plain = project_path(rel)?;
+    let plain = project_path(s, rel)?;
     let enc_name = twins::twin_name(rel);
-    let enc = project_path(&enc_name)?;
+    let enc = project_path(s, &enc_name)?;
     let kind = twins::Kind::of_file(rel);
-    let id = key()?;
+    let id = key(s)?;
     if encrypt {
         let text = fsutil::read_text(&plain)?;
         twins::check(kind, &text, rel)?;
@@ -193,25 +167,25 @@ fn secrets_seal(rel: &str, encrypt: bool) -> Result<String> {
 
 /// A project file path: relative paths are taken from the project root; links are followed
 /// and must stay inside it.
-fn project_path(rel: &str) -> Result<PathBuf> {
-    confine::inside(&root()?, rel)
+fn project_path(s: &Session, rel: &str) -> Result<PathBuf> {
+    confine::inside(&s.root()?, rel)
 }
 
 /// `secrets::load`, `secrets::encrypt`, `secrets::decrypt` over project files (added to the
 /// `secrets` module by api_secrets).
-pub fn add_secret_files(sec: &mut Module) {
+pub fn add_secret_files(sec: &mut Module, session: &Session) {
     FuncRegistration::new("load")
         .with_comments(["/// A project secrets file as a map: the plain file, or its encrypted twin (`secrets.encrypted.yaml` for `secrets.yaml`, `talosconfig.encrypted` for `talosconfig`) opened with talm.key; its values are masked in every message."])
-        .set_into_module(sec, |rel: &str| native(|| secrets_load(rel)));
+        .set_into_module(sec, { let s = session.clone(); move |rel: &str| native(|| secrets_load(&s, rel)) });
     FuncRegistration::new("encrypt")
         .with_comments(["/// Writes the encrypted twin (0600; `x.encrypted.yaml` for `x.yaml`, else `x.encrypted`) from the plain project file with talm.key, after checking the plain file is whole; returns its path."])
-        .set_into_module(sec, |rel: &str| native(|| secrets_seal(rel, true)));
+        .set_into_module(sec, { let s = session.clone(); move |rel: &str| native(|| secrets_seal(&s, rel, true)) });
     FuncRegistration::new("decrypt")
         .with_comments(["/// Writes the plain project file (0600) from its encrypted twin with talm.key; refused when the plain file holds what the twin does not. Returns its path."])
-        .set_into_module(sec, |rel: &str| native(|| secrets_seal(rel, false)));
+        .set_into_module(sec, { let s = session.clone(); move |rel: &str| native(|| secrets_seal(&s, rel, false)) });
 }
 
-pub fn register(engine: &mut Engine) {
+pub fn register(engine: &mut Engine, session: &Session) {
     FuncRegistration::new("talm")
         .with_comments(["/// Runs a talm command in this process: `talm([\"template\", \"-f\", \"nodes/node1.yaml\", \"-I\", \"-i\"])`; an error when it fails. Its paths are taken as the shell would take them (from the working directory, not confined to the project): a playbook is a program you chose to run, and it may create a project elsewhere (`init --root DIR`). The project-relative helpers (`file::`, `secrets::`, `kubeconfig`) are confined."])
         .register_into_engine(engine, |args: Array| native(|| talm(args)));
@@ -257,21 +231,18 @@ pub fn register(engine: &mut Engine) {
         });
     FuncRegistration::new("use_project")
         .with_comments(["/// Makes the project at `root` the one `project()`, `file::` and `node()` work in (after creating it with `talm([\"init\", ...])`)."])
-        .register_into_engine(engine, |root: &str| {
+        .register_into_engine(engine, { let s = session.clone(); move |root: &str| {
             native(|| {
                 let abs = crate::project::root::absolute(Path::new(root))?;
-                set_root(&abs.display().to_string());
-                let mut d = super::api_talos::defaults_now();
-                d.talosconfig = abs.join("talosconfig");
-                super::api_talos::set_defaults(d);
+                s.use_project(abs);
                 Ok(())
             })
-        });
+        } });
     FuncRegistration::new("project")
         .with_comments(["/// The project: #{root, values (values.yaml), chart (Chart.yaml), nodes (the node files under nodes/)}."])
-        .register_into_engine(engine, || {
+        .register_into_engine(engine, { let s = session.clone(); move || {
             native(|| {
-                let r = root()?;
+                let r = s.root()?;
                 let mut m = Map::new();
                 let read = |rel: &str| -> Result<Dynamic> {
                     let p = confine::inside(&r, rel)?;
@@ -295,55 +266,65 @@ pub fn register(engine: &mut Engine) {
                 m.insert("nodes".into(), nodes.into());
                 Ok(m)
             })
-        });
+        } });
     FuncRegistration::new("kubeconfig")
         .with_comments([
             "/// Writes the node's admin kubeconfig to a project file (0600) and returns its path.",
         ])
-        .register_into_engine(engine, |n: &mut super::api_talos::Node, rel: &str| {
-            native(|| {
-                let path = project_path(rel)?;
-                let text = super::api_talos::kubeconfig_text(n)?;
-                fsutil::write_atomic(&path, text.as_bytes(), fsutil::Mode::Secret)?;
-                Ok(path.display().to_string())
-            })
+        .register_into_engine(engine, {
+            let s = session.clone();
+            move |n: &mut super::api_talos::Node, rel: &str| {
+                native(|| {
+                    let path = project_path(&s, rel)?;
+                    let text = super::api_talos::kubeconfig_text(n)?;
+                    fsutil::write_atomic(&path, text.as_bytes(), fsutil::Mode::Secret)?;
+                    Ok(path.display().to_string())
+                })
+            }
         });
     FuncRegistration::new("render")
         .with_comments(["/// Renders the project's templates for a node: `opts` has `template` (or `templates`), `node` (a Node, discovered now) or `facts` (a discovery map or a facts file), `set` (Helm-style `a.b=c` strings), `talos_version`, `kubernetes_version`, `full`, `offline`. Returns the YAML text."])
-        .register_into_engine(engine, |opts: Map| native(|| render(RenderOpts::read(&opts)?)));
+        .register_into_engine(engine, { let s = session.clone(); move |opts: Map| native(|| render(&s, RenderOpts::read(&opts)?)) });
     FuncRegistration::new("nodes_of")
         .with_comments(["/// The nodes of a node file's modeline, reached through its endpoints."])
-        .register_into_engine(engine, |file: &str| {
-            native(|| {
-                super::api_talos::targets(&super::node_opts::TargetsOpts {
-                    files: vec![file.to_string()],
-                    ..Default::default()
+        .register_into_engine(engine, {
+            let s = session.clone();
+            move |file: &str| {
+                native(|| {
+                    super::api_talos::targets(
+                        &s,
+                        &super::node_opts::TargetsOpts {
+                            files: vec![file.to_string()],
+                            ..Default::default()
+                        },
+                    )
                 })
-            })
+            }
         });
     let mut f = Module::new();
     FuncRegistration::new("read")
         .with_comments([
             "/// A project file's text (paths inside the project only, symbolic links included).",
         ])
-        .set_into_module(&mut f, |rel: &str| {
-            native(|| fsutil::read_text(&project_path(rel)?))
+        .set_into_module(&mut f, {
+            let s = session.clone();
+            move |rel: &str| native(|| fsutil::read_text(&project_path(&s, rel)?))
         });
     FuncRegistration::new("write")
         .with_comments(["/// Writes a project file atomically (paths inside the project only, symbolic links included)."])
-        .set_into_module(&mut f, |rel: &str, content: &str| {
+        .set_into_module(&mut f, { let s = session.clone(); move |rel: &str, content: &str| {
             native(|| {
                 fsutil::write_atomic(
-                    &project_path(rel)?,
+                    &project_path(&s, rel)?,
                     content.as_bytes(),
                     fsutil::Mode::Public,
                 )
             })
-        });
+        } });
     FuncRegistration::new("exists")
         .with_comments(["/// Whether a project file exists (paths inside the project only, symbolic links included)."])
-        .set_into_module(&mut f, |rel: &str| {
-            native(|| Ok(project_path(rel)?.exists()))
-        });
+        .set_into_module(&mut f, { let s = session.clone(); move |rel: &str| {
+            native(|| Ok(project_path(&s, rel)?.exists()))
+        } });
     engine.register_static_module("file", f.into());
 }

@@ -33,11 +33,9 @@ options! {
         root: String,
         templates: Vec<String>,
         values: ValueFlags,
-        talos_version: String,
-        /// Whether `talos_version` was given (else Chart.yaml's).
-        talos_version_set: bool,
-        kubernetes_version: String,
-        kubernetes_version_set: bool,
+        /// The version contract (else Chart.yaml's).
+        talos_version: Option<String>,
+        kubernetes_version: Option<String>,
         offline: bool,
         /// A discovery map or a facts file ("" = none).
         facts: Dynamic,
@@ -52,10 +50,8 @@ options! {
         root: String,
         text: String,
         with_secrets: String,
-        talos_version: String,
-        talos_version_set: bool,
-        kubernetes_version: String,
-        kubernetes_version_set: bool,
+        talos_version: Option<String>,
+        kubernetes_version: Option<String>,
     }
 }
 
@@ -98,18 +94,11 @@ fn facts(o: &TemplateOpts, chart: &Chart) -> Result<Facts> {
 }
 
 /// The Talos contract and Kubernetes version of a render: the flags when set, else Chart.yaml.
-fn versions(talos: (&str, bool), kubernetes: (&str, bool), chart: &Chart) -> (String, String) {
+/// The versions given, else Chart.yaml's.
+fn versions(talos: Option<&str>, kubernetes: Option<&str>, chart: &Chart) -> (String, String) {
     let t = &chart.template;
-    let talos = if talos.1 {
-        talos.0.to_string()
-    } else {
-        t.talos_version.clone()
-    };
-    let kube = if kubernetes.1 {
-        kubernetes.0.to_string()
-    } else {
-        t.kubernetes_version.clone()
-    };
+    let talos = talos.map_or_else(|| t.talos_version.clone(), str::to_string);
+    let kube = kubernetes.map_or_else(|| t.kubernetes_version.clone(), str::to_string);
     (talos, kube.trim_start_matches('v').to_string())
 }
 
@@ -130,8 +119,8 @@ pub(super) fn template(o: TemplateOpts) -> Result<Map> {
         set_literal: concat(&t.literal_values, &flags.set_literal),
     };
     let (talos_version, kubernetes_version) = versions(
-        (&o.talos_version, o.talos_version_set),
-        (&o.kubernetes_version, o.kubernetes_version_set),
+        o.talos_version.as_deref(),
+        o.kubernetes_version.as_deref(),
         &chart,
     );
     // Checked before values and facts are read, so a bad version fails fast.
@@ -247,18 +236,18 @@ pub fn register(engine: &mut Engine) {
     let mut m = Module::new();
     FuncRegistration::new("template")
         .with_comments([
-            "/// Renders templates: `opts` has `root`, `templates`, `values` (#{values, set, set_string, set_file, set_json, set_literal}), `talos_version`/`kubernetes_version` (with `*_set` flags; Chart.yaml otherwise), `offline`, `facts` (a facts file). Returns #{text, full (whether it is the whole machine config, private keys included), secrets, warnings}.",
+            "/// Renders templates: `opts` has `root`, `templates`, `values` (#{values, set, set_string, set_file, set_json, set_literal}), `talos_version`/`kubernetes_version` (Chart.yaml's when absent or `()`), `offline`, `facts` (a facts file). Returns #{text, full (whether it is the whole machine config, private keys included), secrets, warnings}.",
         ])
         .set_into_module(&mut m, |opts: Map| native(|| template(TemplateOpts::read(&opts)?)));
     FuncRegistration::new("full")
-        .with_comments(["/// The whole machine config from a patch without templates (a node file in direct-patch mode): the config Talos generates from the project's secrets, with `text` merged in. `opts` has `root`, `text`, `with_secrets`, `talos_version`/`kubernetes_version` (with `*_set` flags)."])
+        .with_comments(["/// The whole machine config from a patch without templates (a node file in direct-patch mode): the config Talos generates from the project's secrets, with `text` merged in. `opts` has `root`, `text`, `with_secrets`, `talos_version`/`kubernetes_version` (Chart.yaml's when absent or `()`)."])
         .set_into_module(&mut m, |opts: Map| {
             native(|| {
                 let o = FullOpts::read(&opts)?;
                 let chart = Chart::load(Path::new(&o.root))?;
                 let (talos, kube) = versions(
-                    (&o.talos_version, o.talos_version_set),
-                    (&o.kubernetes_version, o.kubernetes_version_set),
+                    o.talos_version.as_deref(),
+                    o.kubernetes_version.as_deref(),
                     &chart,
                 );
                 full_config(&o.text, (&o.root, &o.with_secrets), &chart, &talos, &kube)

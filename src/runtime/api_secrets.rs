@@ -27,7 +27,7 @@ options! {
     }
 }
 
-pub fn register(engine: &mut Engine) {
+pub fn register(engine: &mut Engine, session: &super::session::Session) {
     let mut m = Module::new();
     FuncRegistration::new("generate")
         .with_comments([
@@ -160,6 +160,6 @@ pub fn register(engine: &mut Engine) {
         .set_into_module(&mut m, |encrypted_file: &str| {
             crypt::key_recovery_hint(encrypted_file)
         });
-    super::api_playbook::add_secret_files(&mut m);
+    super::api_playbook::add_secret_files(&mut m, session);
     engine.register_static_module("secrets", m.into());
 }

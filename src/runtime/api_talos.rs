@@ -5,7 +5,7 @@
 //! only STATE and EPHEMERAL, as `talm reset` does.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -15,35 +15,13 @@ use super::native;
 use super::node_opts::{
     ApplyOpts, LogsOpts, NodeOpts, RebootOpts, ResetOpts, ScanOpts, TargetsOpts, UpgradeOpts,
 };
+use super::session::Session;
 use crate::error::hinted;
 use crate::proto::machine;
 use crate::talos::client::{self, Client};
 use crate::talos::creds::{self, Auth};
 use crate::talos::duration::{self, Zero};
 use crate::talos::{block_on, discovery, errors, resources};
-
-/// What `node(addr)` uses unless told otherwise: set by the command line.
-#[derive(Clone, Debug, Default)]
-pub struct Defaults {
-    pub talosconfig: PathBuf,
-    pub context: String,
-    pub timeout: Option<Duration>,
-}
-
-fn defaults() -> &'static Mutex<Defaults> {
-    static D: OnceLock<Mutex<Defaults>> = OnceLock::new();
-    D.get_or_init(|| Mutex::new(Defaults::default()))
-}
-
-/// The defaults in force.
-pub fn defaults_now() -> Defaults {
-    defaults().lock().unwrap_or_else(|e| e.into_inner()).clone()
-}
-
-/// Sets the talosconfig, context and deadline scripts connect with by default.
-pub fn set_defaults(d: Defaults) {
-    *defaults().lock().unwrap_or_else(|e| e.into_inner()) = d;
-}
 
 /// A node as scripts hold it: where to connect, as whom, and the connection once made.
 #[derive(Clone)]
@@ -87,6 +65,7 @@ impl Node {
 pub const RESET_DEFAULT_LABELS: [&str; 2] = ["STATE", "EPHEMERAL"];
 
 fn auth(
+    session: &Session,
     talosconfig: &str,
     context: &str,
     insecure: bool,
@@ -94,7 +73,7 @@ fn auth(
     if insecure {
         return Ok((Auth::Insecure, None));
     }
-    let d = defaults().lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let d = session.settings();
     let path = match talosconfig {
         p if !p.is_empty() => PathBuf::from(p),
         _ if d.talosconfig.as_os_str().is_empty() => PathBuf::from("talosconfig"),
@@ -106,17 +85,6 @@ fn auth(
     };
     let ctx = creds::load_context(&path, &context)?;
     Ok((ctx.auth.clone(), Some(ctx)))
-}
-
-/// The deadline asked for, else the command line's, else the default.
-fn timeout(asked: Option<Duration>) -> Duration {
-    asked.unwrap_or_else(|| {
-        defaults()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .timeout
-            .unwrap_or(crate::talos::DEFAULT_TIMEOUT)
-    })
 }
 
 fn make(name: &str, endpoint: &str, insecure: bool, auth: Auth, timeout: Duration) -> Node {
@@ -131,20 +99,26 @@ fn make(name: &str, endpoint: &str, insecure: bool, auth: Auth, timeout: Duratio
 }
 
 /// `node(addr, #{insecure, endpoint, talosconfig, context, timeout})`.
-fn node_with(addr: &str, o: &NodeOpts) -> Result<Node> {
-    let (auth, _) = auth(&o.talosconfig, &o.context, o.insecure)?;
+fn node_with(session: &Session, addr: &str, o: &NodeOpts) -> Result<Node> {
+    let (auth, _) = auth(session, &o.talosconfig, &o.context, o.insecure)?;
     let endpoint = match &o.endpoint {
         e if !e.is_empty() && !o.insecure => e.clone(),
         _ => addr.to_string(),
     };
-    Ok(make(addr, &endpoint, o.insecure, auth, timeout(o.timeout)))
+    Ok(make(
+        addr,
+        &endpoint,
+        o.insecure,
+        auth,
+        session.timeout(o.timeout),
+    ))
 }
 
 /// The nodes a command acts on: `nodes` (else the talosconfig context's), each reached through
 /// the first of `endpoints` (else the context's), or directly in maintenance mode.
-pub(super) fn targets(o: &TargetsOpts) -> Result<Array> {
+pub(super) fn targets(session: &Session, o: &TargetsOpts) -> Result<Array> {
     let insecure = o.insecure;
-    let (auth, ctx) = auth(&o.talosconfig, &o.context, insecure)?;
+    let (auth, ctx) = auth(session, &o.talosconfig, &o.context, insecure)?;
     let mut nodes = o.nodes.clone();
     let mut endpoints = o.endpoints.clone();
     let (nodes_cli, endpoints_cli) = (!nodes.is_empty(), !endpoints.is_empty());
@@ -173,7 +147,7 @@ pub(super) fn targets(o: &TargetsOpts) -> Result<Array> {
             "use --nodes, a node file's modeline (-f), or set nodes in the talosconfig context",
         ));
     }
-    let t = timeout(o.timeout);
+    let t = session.timeout(o.timeout);
     Ok(nodes
         .iter()
         .map(|n| {
@@ -444,19 +418,23 @@ pub fn kubeconfig_text(n: &Node) -> Result<String> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-pub fn register(engine: &mut Engine) {
+pub fn register(engine: &mut Engine, session: &Session) {
     engine.register_type_with_name::<Node>("Node");
     engine.register_get("name", |n: &mut Node| n.name.clone());
     engine.register_get("endpoint", |n: &mut Node| n.endpoint.clone());
     engine.register_fn("to_string", |n: &mut Node| format!("node({})", n.name));
     FuncRegistration::new("node")
         .with_comments(["/// A node reached through the project's talosconfig, at `addr`."])
-        .register_into_engine(engine, |addr: &str| {
-            native(|| node_with(addr, &NodeOpts::default()))
+        .register_into_engine(engine, {
+            let session = session.clone();
+            move |addr: &str| native(|| node_with(&session, addr, &NodeOpts::default()))
         });
     FuncRegistration::new("node")
         .with_comments(["/// A node with options: `insecure` (maintenance mode), `endpoint`, `talosconfig`, `context`, `timeout` (seconds or `30s`)."])
-        .register_into_engine(engine, |addr: &str, opts: Map| native(|| node_with(addr, &NodeOpts::read(&opts)?)));
+        .register_into_engine(engine, {
+            let session = session.clone();
+            move |addr: &str, opts: Map| native(|| node_with(&session, addr, &NodeOpts::read(&opts)?))
+        });
     FuncRegistration::new("version")
         .with_comments(["/// The node's Talos version: #{node, tag, sha, built, go_version, os, arch, platform, mode, rbac}."])
         .register_into_engine(engine, |n: &mut Node| native(|| version(n)));
@@ -584,7 +562,10 @@ pub fn register(engine: &mut Engine) {
     let mut m = Module::new();
     FuncRegistration::new("targets")
         .with_comments(["/// The nodes a command acts on, from #{nodes, endpoints, files, insecure, talosconfig, context, timeout}: flags win, then the node files' modelines, then the talosconfig context."])
-        .set_into_module(&mut m, |opts: Map| native(|| targets(&TargetsOpts::read(&opts)?)));
+        .set_into_module(&mut m, {
+            let session = session.clone();
+            move |opts: Map| native(|| targets(&session, &TargetsOpts::read(&opts)?))
+        });
     FuncRegistration::new("scan")
         .with_comments(["/// Talos API endpoints in an IPv4 range: `opts` has `port` (50000), `timeout` (500ms), `concurrency` (256). Returns #{ip, mode (maintenance|configured|unknown), version} each, in address order."])
         .set_into_module(&mut m, |cidr: &str, opts: Map| native(|| scan(cidr, &ScanOpts::read(&opts)?)));

@@ -14,6 +14,7 @@ mod api_yaml;
 mod node_opts;
 mod opts;
 pub mod repl;
+pub mod session;
 
 use std::path::Path;
 
@@ -22,43 +23,61 @@ use rhai::{Dynamic, Engine};
 
 use crate::embedded::SCRIPTS;
 pub use crate::sandbox::{from_rhai, native, to_rhai, Limits, ScriptError};
+pub use session::{Session, Settings};
 
 /// Builds the engine under `limits`: the sandbox (stdlib, pure helpers, `fail`/`warn`) plus
-/// every native module.
-pub fn engine(limits: &Limits) -> Engine {
+/// every native module, working in `session`.
+pub fn engine(limits: &Limits, session: &Session) -> Engine {
     let mut engine = crate::sandbox::engine(limits);
     api_config::register(&mut engine);
     api_log::register(&mut engine);
     api_parallel::register(&mut engine);
-    api_playbook::register(&mut engine);
+    api_playbook::register(&mut engine, session);
     api_project::register(&mut engine);
     api_preset::register(&mut engine);
     api_render::register(&mut engine);
-    api_secrets::register(&mut engine);
-    api_talos::register(&mut engine);
+    api_secrets::register(&mut engine, session);
+    api_talos::register(&mut engine, session);
     api_yaml::register(&mut engine);
     engine
 }
 
 /// Runs the bundled script `scripts/<name>.rhai` with `args` bound to `ARGS` (playbook limits).
-pub fn run_bundled(name: &str, args: rhai::Map) -> Result<Dynamic> {
+pub fn run_bundled(name: &str, args: rhai::Map, session: &Session) -> Result<Dynamic> {
     let file = format!("{name}.rhai");
     let source = crate::embedded::find(SCRIPTS, &file)
         .ok_or_else(|| crate::error::plain(format!("no bundled script {file}")))?;
-    run_source(&format!("scripts/{file}"), source, args, &Limits::PLAYBOOK)
+    run_source(
+        &format!("scripts/{file}"),
+        source,
+        args,
+        &Limits::PLAYBOOK,
+        session,
+    )
 }
 
 /// Runs a script file from disk (a playbook or project script); Ctrl-C stops it.
-pub fn run_file(path: &Path, args: rhai::Map, limits: &Limits) -> Result<Dynamic> {
+pub fn run_file(
+    path: &Path,
+    args: rhai::Map,
+    limits: &Limits,
+    session: &Session,
+) -> Result<Dynamic> {
     let source = crate::project::fsutil::read_text(path)?;
     crate::sandbox::interrupt::install();
     let _running = crate::sandbox::interrupt::running();
-    run_source(&path.display().to_string(), &source, args, limits)
+    run_source(&path.display().to_string(), &source, args, limits, session)
 }
 
 /// Compiles and runs script text; errors carry the script name, line and column.
-pub fn run_source(name: &str, source: &str, args: rhai::Map, limits: &Limits) -> Result<Dynamic> {
-    crate::sandbox::run(&engine(limits), limits, name, source, args)
+pub fn run_source(
+    name: &str,
+    source: &str,
+    args: rhai::Map,
+    limits: &Limits,
+    session: &Session,
+) -> Result<Dynamic> {
+    crate::sandbox::run(&engine(limits, session), limits, name, source, args)
 }
 
 #[cfg(test)]
@@ -72,12 +91,20 @@ mod tests {
             "let x = 1;\nundefined_fn(x);",
             rhai::Map::new(),
             &Limits::PLAYBOOK,
+            &Session::default(),
         )
         .unwrap_err();
         let text = crate::error::render(&err);
         assert!(text.contains("t.rhai:2:1"), "{text}");
         assert!(text.contains("undefined_fn"), "{text}");
-        let err = run_source("s.rhai", "let = ;", rhai::Map::new(), &Limits::PLAYBOOK).unwrap_err();
+        let err = run_source(
+            "s.rhai",
+            "let = ;",
+            rhai::Map::new(),
+            &Limits::PLAYBOOK,
+            &Session::default(),
+        )
+        .unwrap_err();
         assert!(err.to_string().starts_with("s.rhai:1:"), "{err}");
     }
 
@@ -85,7 +112,14 @@ mod tests {
     fn fail_passes_message_and_hint_through_functions() {
         let src =
             "fn inner() { fail(\"bad thing\", \"do better\") }\nfn outer() { inner() }\nouter();";
-        let err = run_source("t.rhai", src, rhai::Map::new(), &Limits::PLAYBOOK).unwrap_err();
+        let err = run_source(
+            "t.rhai",
+            src,
+            rhai::Map::new(),
+            &Limits::PLAYBOOK,
+            &Session::default(),
+        )
+        .unwrap_err();
         assert_eq!(
             crate::error::render(&err),
             "Error: bad thing\nhint: do better\n"

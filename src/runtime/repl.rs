@@ -223,7 +223,13 @@ fn help(docs: &BTreeMap<String, Doc>, topic: &str) -> String {
 
 /// `talm help api [NAME]`: the API listing, or one function's signatures and docs.
 pub fn api_help(topic: &str) -> String {
-    help(&api_docs(&super::engine(&super::Limits::PLAYBOOK)), topic)
+    help(
+        &api_docs(&super::engine(
+            &super::Limits::PLAYBOOK,
+            &super::Session::default(),
+        )),
+        topic,
+    )
 }
 
 /// Evaluates one line; a Ctrl-C while it runs stops it and the session goes on.
@@ -250,9 +256,9 @@ fn eval_line(engine: &Engine, limits: &super::Limits, scope: &mut Scope, input: 
 }
 
 /// Runs the session on stdin/stdout until end of input; returns the exit code.
-pub fn run(args: rhai::Map, limits: &super::Limits) -> Result<i32> {
+pub fn run(args: rhai::Map, limits: &super::Limits, session: &super::Session) -> Result<i32> {
     crate::sandbox::interrupt::install();
-    let engine = super::engine(limits);
+    let engine = super::engine(limits, session);
     let docs = api_docs(&engine);
     let mut scope = Scope::new();
     scope.push_constant("ARGS", args);
@@ -321,7 +327,10 @@ mod tests {
 
     #[test]
     fn help_comes_from_the_api_docs() {
-        let docs = api_docs(&super::super::engine(&super::super::Limits::PLAYBOOK));
+        let docs = api_docs(&super::super::engine(
+            &super::super::Limits::PLAYBOOK,
+            &super::super::Session::default(),
+        ));
         assert!(
             docs.contains_key("node")
                 && docs.contains_key("talos::targets")

@@ -18,12 +18,15 @@ use rhai::{Dynamic, Engine, EvalAltResult, FuncRegistration, Position, Scope};
 
 use crate::error::Hinted;
 
-/// The payload of a runtime error raised by a native function or `fail()`.
+/// The payload of a runtime error raised by a native function or `fail()`: the message with
+/// its hints, and the kind of node failure it was, if it was one (scripts ask `error_kind(e)`).
 #[derive(Debug, Clone)]
-pub struct ScriptError(pub Hinted);
+pub struct ScriptError(pub Hinted, pub Option<crate::talos::errors::Kind>);
 
 /// What `on_progress` hands Rhai to stop a script on Ctrl-C.
 const INTERRUPT_TOKEN: &str = "interrupted";
+/// The token a script stops with when stdout was closed by its reader.
+const CLOSED_TOKEN: &str = "stdout closed";
 /// Operations between two looks at talm's memory (a look costs a read of /proc).
 const MEMORY_CHECK_EVERY: u64 = 1 << 16;
 
@@ -40,6 +43,13 @@ pub fn to_rhai(err: anyhow::Error) -> Box<EvalAltResult> {
     if interrupt::is_interrupted(&err) {
         return terminated();
     }
+    if crate::output::is_closed(&err) {
+        return Box::new(EvalAltResult::ErrorTerminated(
+            CLOSED_TOKEN.into(),
+            Position::NONE,
+        ));
+    }
+    let kind = crate::talos::errors::kind(&err);
     let mut hints = Vec::new();
     for cause in err.chain() {
         hints.extend(crate::error::hints_of(cause).iter().cloned());
@@ -50,7 +60,7 @@ pub fn to_rhai(err: anyhow::Error) -> Box<EvalAltResult> {
         .collect::<Vec<_>>()
         .join(": ");
     Box::new(EvalAltResult::ErrorRuntime(
-        Dynamic::from(ScriptError(Hinted { message, hints })),
+        Dynamic::from(ScriptError(Hinted { message, hints }, kind)),
         Position::NONE,
     ))
 }
@@ -62,10 +72,13 @@ pub fn native<T>(f: impl FnOnce() -> Result<T>) -> Result<T, Box<EvalAltResult>>
 
 fn fail(message: &str, hints: Vec<String>) -> Result<(), Box<EvalAltResult>> {
     Err(Box::new(EvalAltResult::ErrorRuntime(
-        Dynamic::from(ScriptError(Hinted {
-            message: message.to_string(),
-            hints,
-        })),
+        Dynamic::from(ScriptError(
+            Hinted {
+                message: message.to_string(),
+                hints,
+            },
+            None,
+        )),
         Position::NONE,
     )))
 }
@@ -120,6 +133,13 @@ pub fn engine(limits: &Limits) -> Engine {
                 .err()
                 .map(|e| e.to_string())
                 .unwrap_or_default()
+        });
+    engine.register_type_with_name::<ScriptError>("Error");
+    engine.register_fn("to_string", |e: &mut ScriptError| e.0.message.clone());
+    FuncRegistration::new("error_kind")
+        .with_comments(["/// What kind of node failure a caught error was: refused, unreachable, timeout, in-maintenance, not-maintenance, foreign-ca, wrong-name, bad-server-cert, client-cert-rejected, handshake, not-talos, cut, denied, maintenance-unimplemented, status; \"\" for other errors."])
+        .register_into_engine(&mut engine, |e: ScriptError| {
+            e.1.map(|k| k.name()).unwrap_or_default().to_string()
         });
     ip::register(&mut engine);
     text::register(&mut engine);
@@ -176,7 +196,17 @@ pub fn from_rhai_within(err: EvalAltResult, script: &str, limits: &Limits) -> an
 fn convert(err: EvalAltResult, script: &str, limits: Option<&Limits>) -> anyhow::Error {
     match err {
         EvalAltResult::ErrorRuntime(ref d, _) if d.is::<ScriptError>() => {
-            d.clone().cast::<ScriptError>().0.into()
+            let ScriptError(h, kind) = d.clone().cast::<ScriptError>();
+            match kind {
+                // A node failure stays one through the script, kind and all.
+                Some(kind) => crate::talos::errors::NodeError {
+                    kind,
+                    message: h.message,
+                    hints: h.hints,
+                }
+                .into(),
+                None => h.into(),
+            }
         }
         EvalAltResult::ErrorInFunctionCall(_, ref src, inner, _)
         | EvalAltResult::ErrorInModule(ref src, inner, _)
@@ -199,6 +229,11 @@ fn convert(err: EvalAltResult, script: &str, limits: Option<&Limits>) -> anyhow:
                 at: Some(format!("{script}:{}", pos(p))),
             }
             .into()
+        }
+        EvalAltResult::ErrorTerminated(ref token, _)
+            if token.clone().into_string().ok().as_deref() == Some(CLOSED_TOKEN) =>
+        {
+            crate::output::Closed.into()
         }
         mut other => {
             let p = other.position();

@@ -4,12 +4,12 @@
 
 pub mod apply;
 pub mod certs;
-pub mod cli;
 pub mod facts;
 pub mod faults;
 pub mod hardware;
 pub mod kubeconfig;
 pub mod node;
+pub mod serve;
 pub mod server;
 pub mod service;
 pub mod state;

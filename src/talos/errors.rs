@@ -58,6 +58,29 @@ pub enum Kind {
     Status(Code),
 }
 
+impl Kind {
+    /// The kind's name as scripts see it (`error_kind(e)`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Refused => "refused",
+            Kind::Unreachable => "unreachable",
+            Kind::Timeout => "timeout",
+            Kind::InMaintenance => "in-maintenance",
+            Kind::NotMaintenance => "not-maintenance",
+            Kind::ForeignCa => "foreign-ca",
+            Kind::WrongName => "wrong-name",
+            Kind::BadServerCert => "bad-server-cert",
+            Kind::ClientCertRejected => "client-cert-rejected",
+            Kind::Handshake => "handshake",
+            Kind::NotTalos(_) => "not-talos",
+            Kind::Cut => "cut",
+            Kind::Denied => "denied",
+            Kind::MaintenanceUnimplemented => "maintenance-unimplemented",
+            Kind::Status(_) => "status",
+        }
+    }
+}
+
 /// A failure talking to a node: its kind, the message and what to do.
 #[derive(Clone, Debug)]
 pub struct NodeError {

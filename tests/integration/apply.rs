@@ -2,7 +2,6 @@
 //! preview with redaction, side-patch chains and their refusals, the one-body-one-node rule, the
 //! declared-resources gate and direct-patch mode.
 
-
 use crate::common::sim::{template_node, Nodes};
 use crate::common::Dir;
 

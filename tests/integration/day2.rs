@@ -2,7 +2,6 @@
 //! explicit path, merge, from a worker, from an unreachable node), reboot, reset (META kept),
 //! upgrade waiting for the new version.
 
-
 use crate::common::sim::{template_node, Nodes};
 use crate::common::Dir;
 

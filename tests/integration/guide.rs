@@ -2,7 +2,6 @@
 //! three simulated nodes on 127.0.0.11–13 (port 50000): init, template -i, apply -i, wait for
 //! port 50000, bootstrap, kubeconfig, then the day-2 lines (dry run, try mode, upgrade).
 
-
 use std::time::{Duration, Instant};
 
 use crate::common::sim::{template_node, Nodes};

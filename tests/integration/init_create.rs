@@ -374,11 +374,11 @@ fn completion_scripts() {
 }
 
 #[test]
-fn global_flags_and_version() {
+fn flags_live_on_the_commands_that_use_them() {
     let d = Dir::new();
     let o = d.talm(["--version"]).ok();
     assert!(o.stdout.contains(env!("CARGO_PKG_VERSION")));
-    let o = d.talm(["--help"]).ok();
+    let o = d.talm(["version", "--help"]).ok();
     for flag in [
         "--talosconfig",
         "--root",
@@ -391,4 +391,8 @@ fn global_flags_and_version() {
     }
     // -n is --nodes, as the guide's `talm discover -n IP` uses it.
     assert!(o.stdout.contains("-n, --nodes"), "{}", o.stdout);
+    let o = d.talm(["sim", "--help"]).ok();
+    for flag in ["--talosconfig", "--nodes", "--strict-charts", "--root"] {
+        assert!(!o.stdout.contains(flag), "sim --help lists {flag}");
+    }
 }

@@ -2,7 +2,6 @@
 //! against simulated nodes on loopback (each test has its own 127.0.4.x addresses), in
 //! maintenance and authenticated modes.
 
-
 use crate::common::sim::{template_node, Nodes};
 use crate::common::{yaml_docs, Dir};
 

@@ -1,7 +1,6 @@
 //! Bad input and faults when talking to nodes, driving the real binary: every case ends with a
 //! clear message that names the node (or the file at fault) and a hint, and nothing hangs.
 
-
 use std::time::{Duration, Instant};
 
 use crate::common::sim::{template_node, Nodes};
@@ -128,7 +127,7 @@ fn malformed_talosconfig() {
     d.remove("talosconfig");
     d.talm(["version", "-n", "127.0.4.43"])
         .fails_with("failed to read talosconfig");
-    d.talm(["--context", "nope", "version", "-n", "127.0.4.43"])
+    d.talm(["version", "--context", "nope", "-n", "127.0.4.43"])
         .fails_with("failed to read talosconfig");
 }
 
@@ -178,4 +177,22 @@ fn cut_streams_and_slow_nodes_end_in_time() {
     });
     d.talm(["version", "-n", "127.0.4.44", "-i"])
         .fails_with("node 127.0.4.44: Version:");
+}
+
+/// Scripts match on what kind of failure a node call was, not on its message text.
+#[test]
+fn scripts_see_the_kind_of_a_node_failure() {
+    let _nodes = Nodes::start(&["127.0.4.45"], |_| {});
+    let d = project_for("127.0.4.45");
+    d.write(
+        "kinds.rhai",
+        r#"
+fn kind_of(f) { let k = "none"; try { f.call(); } catch (e) { k = error_kind(e); } k }
+out(kind_of(|| node("127.0.4.46", #{ insecure: true }).version()) + "\n");
+out(kind_of(|| node("127.0.4.45").version()) + "\n");
+out(kind_of(|| fail("plain")) + "|\n");
+"#,
+    );
+    let o = d.talm(["run", "kinds.rhai"]).ok();
+    assert_eq!(o.stdout, "refused\nin-maintenance\n|\n");
 }

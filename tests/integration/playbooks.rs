@@ -2,7 +2,6 @@
 //! `parallel()`, project scripts as commands, and script errors (syntax, unknown function, a
 //! path outside the project) reported with file, line and column.
 
-
 use crate::common::sim::Nodes;
 use crate::common::Dir;
 
@@ -149,5 +148,29 @@ out(`json=${j.a[1]}\n`);
         "file::write",
     ] {
         assert!(api.contains(&format!("  {name} ")), "{name} listed: {api}");
+    }
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let d = Dir::new();
+    d.write(
+        "loud.rhai",
+        "for i in 0..200000 { out(`line ${i} of a long listing\\n`); }\n",
+    );
+    for args in [vec!["run", "loud.rhai"], vec!["help", "api"]] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("talm"))
+            .args(&args)
+            .current_dir(d.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before (or while) talm writes: `talm ... | head -0`.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert_eq!(stderr, "", "{args:?}");
     }
 }

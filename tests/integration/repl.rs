@@ -2,7 +2,6 @@
 //! API functions and variables, multi-line input, help, YAML output, Ctrl-C, history, and node
 //! connections kept between lines.
 
-
 use crate::common::sim::Nodes;
 use crate::common::Dir;
 

@@ -1,7 +1,6 @@
 //! The secrets bundle against Talos's own vectors, and the certificates talm generates:
 //! algorithm, subject, validity, key usage, EKU and chain.
 
-
 use crate::common::verify_signed_by;
 use talm::secrets::bundle::{multierror, unb64, Bundle};
 use talm::secrets::contract::Contract;

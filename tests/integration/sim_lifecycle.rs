@@ -1,7 +1,6 @@
 //! The simulated node's life cycle against `talos-api.md`: apply modes and dry runs, upgrade,
 //! reset, reboots that keep state, apid-style forwarding between nodes, and injected faults.
 
-
 use std::time::Duration;
 
 use crate::common::sim::*;

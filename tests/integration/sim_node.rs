@@ -1,7 +1,6 @@
 //! The simulated node against `talos-api.md`, driven in-process through the native client over
 //! real TLS on loopback: maintenance mode, apply and reboot into mTLS, certificates and roles.
 
-
 use crate::common::sim::*;
 use talm::config::generate::MachineType;
 use talm::proto::machine;

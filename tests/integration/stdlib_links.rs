@@ -15,6 +15,7 @@ fn eval(body: &str) -> Result<Json, String> {
         &src,
         rhai::Map::new(),
         &talm::sandbox::Limits::TEMPLATE,
+        &talm::runtime::Session::default(),
     )
     .map(|out| rhai::serde::from_dynamic(&out).unwrap())
     .map_err(|e| talm::error::render(&e))

@@ -19,8 +19,14 @@ fn run(body: &str, args: &[(&str, Dynamic)]) -> Json {
     }
     let src = format!("import \"talm/net\" as net;\nimport \"talm/disk\" as disk;\n{body}");
     let limits = talm::sandbox::Limits::TEMPLATE;
-    let out = talm::runtime::run_source("test.rhai", &src, map, &limits)
-        .unwrap_or_else(|e| panic!("{}", talm::error::render(&e)));
+    let out = talm::runtime::run_source(
+        "test.rhai",
+        &src,
+        map,
+        &limits,
+        &talm::runtime::Session::default(),
+    )
+    .unwrap_or_else(|e| panic!("{}", talm::error::render(&e)));
     rhai::serde::from_dynamic(&out).unwrap()
 }
 

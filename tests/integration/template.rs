@@ -437,3 +437,18 @@ fn a_node_body_that_is_not_yaml_is_refused() {
     );
     assert!(err.contains("the node file's body is not YAML"), "{err}");
 }
+
+#[test]
+fn template_syntax_errors_say_error_once() {
+    let d = Dir::project("generic");
+    d.write("templates/bad.yaml", "{{ broken\n");
+    let o = d
+        .talm(["template", "-t", "templates/bad.yaml", "--offline"])
+        .fails_with("Unexpected end of input");
+    assert!(
+        o.stderr
+            .starts_with("Error: Unexpected end of input\n --> bad.yaml:1:10\n"),
+        "{}",
+        o.stderr
+    );
+}

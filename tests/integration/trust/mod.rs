@@ -2,7 +2,6 @@
 //! they enter, scripts bounded, node faults named truly, parsers that never panic. One module per
 //! subject.
 
-
 /// `talm template` rewriting `nodes/n.yaml` in place from the golden facts.
 pub(crate) const IN_PLACE: &[&str] = &[
     "template",

@@ -3,17 +3,25 @@
 
 use std::net::IpAddr;
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::Result;
 
 use super::{check_loopback, check_unique, parse_file, NodeSpec, Sim};
-use crate::cli::SimArgs;
 use crate::error::hinted;
-use crate::talos::duration::{self, Zero};
 
-/// The node specs the flags describe.
-pub fn specs(args: &SimArgs) -> Result<Vec<NodeSpec>> {
-    let delay = duration::flag("--reboot-delay", &args.reboot_delay, Zero::Allowed)?;
+/// What to serve: `--node` addresses and/or a config file, the port, the reboot delay.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    pub nodes: Vec<String>,
+    pub port: u16,
+    pub config: Option<String>,
+    pub reboot_delay: Duration,
+}
+
+/// The node specs the options describe.
+pub fn specs(args: &Options) -> Result<Vec<NodeSpec>> {
+    let delay = args.reboot_delay;
     let mut out = Vec::new();
     let mut given = Vec::new();
     if let Some(file) = &args.config {
@@ -23,7 +31,7 @@ pub fn specs(args: &SimArgs) -> Result<Vec<NodeSpec>> {
             given.push((spec.addr, format!("{file}: nodes[{i}].address")));
         }
     }
-    for (i, n) in args.node.iter().enumerate() {
+    for (i, n) in args.nodes.iter().enumerate() {
         let ip: IpAddr = n.parse().map_err(|_| {
             hinted(
                 format!("--node {n:?} is not an IP address"),
@@ -47,7 +55,7 @@ pub fn specs(args: &SimArgs) -> Result<Vec<NodeSpec>> {
 }
 
 /// Runs the simulator until Ctrl-C (or SIGTERM); returns the exit code.
-pub fn run(args: &SimArgs) -> Result<i32> {
+pub fn run(args: &Options) -> Result<i32> {
     let specs = specs(args)?;
     crate::talos::block_on(async move {
         let sim = Sim::start(specs).await?;

@@ -1,0 +1,154 @@
+//! The command line: clap definitions only (flags defined once, feeding help, completions and
+//! the scripts' `ARGS`). Flags belong to the commands that use them: node commands take the
+//! connection flags, project commands `--root`, and the simulator neither.
+
+mod common;
+mod nodes;
+mod project;
+mod tools;
+pub mod values;
+
+use clap::{Parser, Subcommand};
+
+pub use common::{
+    Connection, Endpoints, NodeArgs, ProjectFlags, RenderArgs, ScriptLimitArgs, ValueArgs,
+};
+pub use nodes::{DmesgArgs, GetArgs, LogsArgs, RebootArgs, ResetArgs, UpgradeArgs, VersionArgs};
+pub use project::{
+    ApplyArgs, GenCommand, GenConfigArgs, InitArgs, KubeconfigArgs, TalosconfigArgs, TemplateArgs,
+};
+pub use tools::{ReplArgs, RunArgs, ScanArgs, SimArgs};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "talm",
+    about = "Manage Talos the GitOps Way!",
+    version = crate::version::current(),
+    propagate_version = true,
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create a cluster project from a preset, or encrypt, decrypt or update one
+    Init(InitArgs),
+    /// Regenerate talosconfig with a new client certificate from the secrets bundle
+    Talosconfig(TalosconfigArgs),
+    /// Render node configs from the project's templates, values and node facts
+    Template(TemplateArgs),
+    /// Generate Talos configs without a project (as `talosctl gen`)
+    #[command(subcommand)]
+    Gen(GenCommand),
+    /// Apply node files to their nodes: render, merge the file's body and side-patches, send
+    Apply(ApplyArgs),
+    /// Bootstrap etcd on a control-plane node (once per cluster)
+    Bootstrap(NodeArgs),
+    /// Fetch the cluster's admin kubeconfig from a control-plane node
+    Kubeconfig(KubeconfigArgs),
+    /// Upgrade Talos on nodes (image from values.yaml unless --image), then check the version
+    Upgrade(UpgradeArgs),
+    /// Reboot nodes
+    Reboot(RebootArgs),
+    /// Reset nodes (wipes STATE and EPHEMERAL, keeps META unless told otherwise)
+    Reset(ResetArgs),
+    /// The whole bring-up guide against three simulated nodes in this process, by playbook
+    Demo {
+        /// Folder for the new project (default: a fresh temporary folder)
+        #[arg(long, value_name = "DIR")]
+        dir: Option<String>,
+    },
+    /// Print a service's log (`kernel` for the kernel log)
+    Logs(LogsArgs),
+    /// Print the kernel log of nodes
+    Dmesg(DmesgArgs),
+    /// List the services of nodes and their state
+    Services(NodeArgs),
+    /// Find Talos API endpoints on a network (TCP connect + TLS probe, no nmap)
+    Scan(ScanArgs),
+    /// Run a Rhai playbook: talm run FILE.rhai [ARGS...]
+    Run(RunArgs),
+    /// An interactive Rhai session with the talm API
+    Repl(ReplArgs),
+    /// Help on a command, or on the Rhai API: `talm help api [NAME]`
+    Help {
+        /// `api`, `api NAME`, or a command name
+        topic: Vec<String>,
+    },
+    /// Print the Talos version of nodes
+    Version(VersionArgs),
+    /// Print resources of nodes (talosctl's kinds and aliases: disks, links, addresses, routes...)
+    Get(GetArgs),
+    /// Record what templates read from a node (disks, links, addresses, routes...) as a --facts file
+    Discover(NodeArgs),
+    /// Run simulated Talos nodes on loopback addresses until interrupted
+    Sim(SimArgs),
+    /// Print a shell completion script
+    Completion {
+        /// The shell to complete for
+        shell: clap_complete::Shell,
+    },
+    /// A project script: `talm NAME` runs `<project>/scripts/NAME.rhai`
+    #[command(external_subcommand)]
+    External(Vec<String>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, FromArgMatches};
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn nodes_take_short_n() {
+        let m = Cli::command()
+            .try_get_matches_from(["talm", "discover", "-n", "10.0.0.1,10.0.0.2"])
+            .unwrap();
+        let cli = Cli::from_arg_matches(&m).unwrap();
+        let Command::Discover(d) = cli.command else {
+            panic!("{cli:?}")
+        };
+        assert_eq!(d.conn.nodes, ["10.0.0.1", "10.0.0.2"]);
+    }
+}
+
+#[cfg(test)]
+mod scoped {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn help(sub: &str) -> String {
+        Cli::command()
+            .find_subcommand_mut(sub)
+            .unwrap()
+            .render_long_help()
+            .to_string()
+    }
+
+    #[test]
+    fn flags_belong_to_the_commands_that_use_them() {
+        let sim = help("sim");
+        for flag in [
+            "--talosconfig",
+            "--nodes",
+            "--strict-charts",
+            "--root",
+            "--context",
+        ] {
+            assert!(!sim.contains(flag), "sim --help lists {flag}:\n{sim}");
+        }
+        let version = help("version");
+        for flag in ["--talosconfig", "--nodes", "--root", "--call-timeout"] {
+            assert!(version.contains(flag), "version --help lacks {flag}");
+        }
+        assert!(!help("scan").contains("--talosconfig"));
+        assert!(!help("gen").contains("--nodes"));
+    }
+}

@@ -1,0 +1,131 @@
+//! Flags of the commands that look at or change nodes.
+
+use clap::Args;
+use serde::Serialize;
+
+use super::common::{Connection, Endpoints, NodeArgs, ProjectFlags};
+use super::values::{GetOutput, GoDuration, RebootMode, WipeMode};
+
+#[derive(Debug, Args, Serialize)]
+pub struct UpgradeArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub conn: Connection,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub project: ProjectFlags,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub endpoints: Endpoints,
+    /// Node files whose modelines give nodes and endpoints
+    #[arg(short = 'f', long = "file", value_delimiter = ',', value_name = "PATH")]
+    pub files: Vec<String>,
+    /// Installer image (default: values.yaml image)
+    #[arg(short = 'i', long, value_name = "REF")]
+    pub image: Option<String>,
+    /// Connect in maintenance mode
+    #[arg(long)]
+    pub insecure: bool,
+    /// Allow an image older than the running Talos
+    #[arg(long)]
+    pub allow_downgrade: bool,
+    /// Stage the upgrade for the next reboot
+    #[arg(short = 's', long)]
+    pub stage: bool,
+    /// Skip etcd health checks on control planes
+    #[arg(short = 'F', long)]
+    pub force: bool,
+    /// Return once the upgrade is accepted, without waiting for the new version
+    #[arg(long)]
+    pub no_wait: bool,
+    /// How long to wait for each node to come back on the new version
+    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = GoDuration::parse)]
+    pub timeout: GoDuration,
+}
+
+#[derive(Debug, Args, Serialize)]
+pub struct RebootArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub node: NodeArgs,
+    /// Reboot mode
+    #[arg(short = 'm', long, default_value = "default")]
+    pub mode: RebootMode,
+    /// Wait until the node is back
+    #[arg(long)]
+    pub wait: bool,
+}
+
+#[derive(Debug, Args, Serialize)]
+pub struct ResetArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub node: NodeArgs,
+    /// Leave etcd and Kubernetes gracefully first
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub graceful: bool,
+    /// Reboot after the reset (instead of powering off)
+    #[arg(long)]
+    pub reboot: bool,
+    /// What to wipe (default: only STATE and EPHEMERAL)
+    #[arg(long)]
+    pub wipe_mode: Option<WipeMode>,
+    /// System partitions to wipe (default: STATE,EPHEMERAL, keeping META)
+    #[arg(long, value_delimiter = ',', value_name = "LABELS")]
+    pub system_labels_to_wipe: Vec<String>,
+    /// User disks to wipe
+    #[arg(long, value_delimiter = ',', value_name = "DISKS")]
+    pub user_disks_to_wipe: Vec<String>,
+}
+
+#[derive(Debug, Args, Serialize)]
+pub struct LogsArgs {
+    /// The service (`kernel` for the kernel log)
+    pub service: String,
+    /// Only the last N lines
+    #[arg(long, value_name = "N")]
+    pub tail: Option<i64>,
+    /// A Kubernetes container (namespace k8s.io) instead of a Talos service
+    #[arg(short = 'k', long)]
+    pub kubernetes: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub node: NodeArgs,
+}
+
+#[derive(Debug, Args, Serialize)]
+pub struct DmesgArgs {
+    /// Only the last N lines
+    #[arg(long, value_name = "N")]
+    pub tail: Option<i64>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub node: NodeArgs,
+}
+
+#[derive(Debug, Args, Serialize)]
+pub struct VersionArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub node: NodeArgs,
+    /// Print only the server tags
+    #[arg(long)]
+    pub short: bool,
+}
+
+#[derive(Debug, Args, Serialize)]
+pub struct GetArgs {
+    /// Resource kind: a type, its display name or an alias (links, disks, machineconfig...)
+    pub kind: String,
+    /// A resource ID (all of the kind when left out)
+    pub id: Option<String>,
+    /// Namespace (default: the kind's own)
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Output format
+    #[arg(short = 'o', long, default_value = "table")]
+    pub output: GetOutput,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub node: NodeArgs,
+}

@@ -1,0 +1,105 @@
+//! Typed flag values: fixed choices as `ValueEnum`s and Go durations, parsed once by clap and
+//! serialised for scripts as the text talosctl would print.
+
+use std::time::Duration;
+
+use clap::ValueEnum;
+use serde::{Serialize, Serializer};
+
+use crate::talos::duration::{self, DurationError};
+
+/// A Go duration flag (`30s`, `1m30s`): kept as given for messages, parsed for use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoDuration {
+    pub text: String,
+    pub value: Duration,
+}
+
+impl GoDuration {
+    /// The clap value parser: syntax and range; zero is a per-command question.
+    pub fn parse(text: &str) -> Result<GoDuration, DurationError> {
+        duration::parse(text).map(|value| GoDuration {
+            text: text.to_string(),
+            value,
+        })
+    }
+
+    /// Refuses zero for `flag` with a hint on what to give instead.
+    pub fn nonzero(&self, flag: &str, hint: &'static str) -> anyhow::Result<Duration> {
+        duration::checked(
+            flag,
+            &self.text,
+            Ok(self.value),
+            duration::Zero::Refused(hint),
+        )
+    }
+}
+
+impl Serialize for GoDuration {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+/// `apply --mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApplyMode {
+    Auto,
+    NoReboot,
+    Reboot,
+    Staged,
+    Try,
+}
+
+/// `reboot --mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RebootMode {
+    Default,
+    Powercycle,
+}
+
+/// `reset --wipe-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WipeMode {
+    All,
+    SystemDisk,
+    UserDisks,
+}
+
+/// `get -o`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GetOutput {
+    Table,
+    Yaml,
+    Json,
+}
+
+/// `gen config -t`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GenOutputType {
+    Controlplane,
+    Worker,
+    Talosconfig,
+}
+
+/// A clap error turned into talm's own error when a typed parser explains it (a duration
+/// flag: the message names the flag and value, with a hint); other clap errors print as clap's.
+pub fn explained(e: &clap::Error) -> Option<anyhow::Error> {
+    use clap::error::{ContextKind, ContextValue};
+    use std::error::Error as _;
+    let cause = e.source()?.downcast_ref::<DurationError>()?;
+    let flag = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(s)) => s.split_whitespace().next().unwrap_or(s).to_string(),
+        _ => return None,
+    };
+    let given = match e.get(ContextKind::InvalidValue) {
+        Some(ContextValue::String(s)) => s.clone(),
+        _ => return None,
+    };
+    duration::checked(&flag, &given, Err(cause.clone()), duration::Zero::Allowed).err()
+}

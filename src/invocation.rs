@@ -1,0 +1,303 @@
+//! From parsed flags to what runs: a pure `from_cli(Cli) -> Invocation` (table-tested) decides
+//! the script, its `ARGS` (the flag structs serialised), the project it needs and the session
+//! its natives connect with; `crate::dispatch` then runs it. A new command is its clap struct,
+//! its script and one line in [`from_cli`].
+
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::cli::{Cli, Command, Connection, GenCommand, ProjectFlags};
+use crate::error::hinted;
+
+/// What one command line asks for.
+#[derive(Debug, PartialEq)]
+pub struct Invocation {
+    pub action: Action,
+    pub project: Project,
+    /// How the session's natives reach nodes; `None` for commands that talk to none.
+    pub session: Option<SessionSpec>,
+}
+
+/// What runs.
+#[derive(Debug, PartialEq)]
+pub enum Action {
+    /// A bundled script, `scripts/<script>.rhai`, with its `ARGS` (`root` is filled in by run).
+    Script {
+        script: &'static str,
+        args: Value,
+        prep: Prep,
+    },
+    /// A playbook file (`talm run`).
+    Playbook {
+        file: String,
+        args: Value,
+        max_ops: Option<u64>,
+    },
+    /// A project script, `talm NAME` → `<root>/scripts/NAME.rhai`.
+    External {
+        name: String,
+        args: Value,
+    },
+    Repl {
+        args: Value,
+        max_ops: Option<u64>,
+    },
+    Help(Vec<String>),
+    Completion(clap_complete::Shell),
+    Demo(Option<String>),
+    Sim(crate::sim::serve::Options),
+    /// Nothing to do (`apply` without files, as the Go talm).
+    Nothing,
+}
+
+/// What a script needs done with its flags once the project is known.
+#[derive(Debug, PartialEq)]
+pub enum Prep {
+    None,
+    /// `--talosconfig` is written inside the project: made relative to its root.
+    TalosconfigInsideRoot,
+    /// A file named on the command line is read here (scripts only read inside projects)
+    /// into `ARGS.secrets_text`.
+    ReadSecrets(Option<String>),
+}
+
+/// The project a command works in.
+#[derive(Debug, PartialEq)]
+pub enum Project {
+    /// None (gen, scan, sim, help...).
+    None,
+    /// `init`: the script creates or checks it.
+    Create,
+    /// There must be one: the first `-f` file's, else at or above `--root`.
+    Required {
+        flags: ProjectFlags,
+        files: Vec<String>,
+    },
+    /// When there is one (node commands, playbooks): same search, drift checked if found.
+    Optional {
+        flags: ProjectFlags,
+        files: Vec<String>,
+    },
+}
+
+impl PartialEq for ProjectFlags {
+    fn eq(&self, o: &ProjectFlags) -> bool {
+        self.root == o.root && self.strict_charts == o.strict_charts
+    }
+}
+
+/// The connection part of a session, from the command line.
+#[derive(Debug, PartialEq, Default)]
+pub struct SessionSpec {
+    pub talosconfig: Option<String>,
+    pub context: String,
+    pub timeout: Option<Duration>,
+}
+
+impl SessionSpec {
+    fn of(c: &Connection) -> Result<SessionSpec> {
+        let timeout = match &c.call_timeout {
+            None => None,
+            Some(t) => Some(t.nonzero(
+                "--call-timeout",
+                "every connection and call would give up at once; give e.g. 30s or 2m",
+            )?),
+        };
+        Ok(SessionSpec {
+            talosconfig: c.talosconfig.clone(),
+            context: c.context.clone().unwrap_or_default(),
+            timeout,
+        })
+    }
+}
+
+fn args_of(flags: &impl Serialize) -> Result<Value> {
+    Ok(serde_json::to_value(flags)?)
+}
+
+/// `flags` serialised, with `extra` keys added.
+fn with(flags: &impl Serialize, extra: Value) -> Result<Value> {
+    let mut v = args_of(flags)?;
+    if let (Value::Object(m), Value::Object(e)) = (&mut v, extra) {
+        m.extend(e);
+    }
+    Ok(v)
+}
+
+fn script(script: &'static str, args: Value) -> Action {
+    Action::Script {
+        script,
+        args,
+        prep: Prep::None,
+    }
+}
+
+/// A node command: its script, its flags, the project of its `-f` files if any.
+fn node_command(
+    name: &'static str,
+    args: Value,
+    node: &crate::cli::NodeArgs,
+) -> Result<Invocation> {
+    Ok(Invocation {
+        action: script(name, args),
+        project: Project::Optional {
+            flags: node.project.clone(),
+            files: node.files.clone(),
+        },
+        session: Some(SessionSpec::of(&node.conn)?),
+    })
+}
+
+/// Decides what the command line runs; reads nothing from disk.
+pub fn from_cli(cli: Cli) -> Result<Invocation> {
+    let none = |action| Invocation {
+        action,
+        project: Project::None,
+        session: None,
+    };
+    Ok(match cli.command {
+        Command::Init(i) => Invocation {
+            action: script(
+                "init",
+                with(
+                    &i,
+                    json!({
+                        "root": i.project.root.clone().unwrap_or_else(|| ".".into()),
+                        "root_explicit": i.project.root.is_some(),
+                        "version": crate::version::chart_version(),
+                    }),
+                )?,
+            ),
+            project: Project::Create,
+            session: None,
+        },
+        Command::Talosconfig(t) => Invocation {
+            action: Action::Script {
+                script: "talosconfig",
+                args: args_of(&t)?,
+                prep: Prep::TalosconfigInsideRoot,
+            },
+            project: Project::Required {
+                flags: t.project.clone(),
+                files: Vec::new(),
+            },
+            session: None,
+        },
+        Command::Template(t) => Invocation {
+            action: script("template", args_of(&t)?),
+            project: Project::Required {
+                flags: t.project.clone(),
+                files: t.files.clone(),
+            },
+            session: Some(SessionSpec::of(&t.conn)?),
+        },
+        Command::Gen(GenCommand::Config(g)) => none(Action::Script {
+            script: "gen_config",
+            args: args_of(&g)?,
+            prep: Prep::ReadSecrets(g.with_secrets.clone()),
+        }),
+        Command::Apply(a) if a.files.is_empty() => none(Action::Nothing),
+        Command::Apply(a) => {
+            a.timeout.nonzero(
+                "--timeout",
+                "--timeout is how long a try-mode config stays before it is rolled back; give e.g. 1m",
+            )?;
+            Invocation {
+                action: script("apply", args_of(&a)?),
+                project: Project::Optional {
+                    flags: a.project.clone(),
+                    files: a.files.clone(),
+                },
+                session: Some(SessionSpec::of(&a.conn)?),
+            }
+        }
+        Command::Upgrade(u) => {
+            if !(u.no_wait || u.stage) {
+                u.timeout.nonzero("--timeout", "the upgrade waits for the node up to --timeout; to not wait at all, pass --no-wait")?;
+            }
+            Invocation {
+                action: script("upgrade", args_of(&u)?),
+                project: Project::Optional {
+                    flags: u.project.clone(),
+                    files: u.files.clone(),
+                },
+                session: Some(SessionSpec::of(&u.conn)?),
+            }
+        }
+        Command::Version(v) => node_command(
+            "version",
+            with(&v, json!({ "client_version": crate::version::current() }))?,
+            &v.node,
+        )?,
+        Command::Get(g) => node_command("get", args_of(&g)?, &g.node)?,
+        Command::Kubeconfig(k) => node_command("kubeconfig", args_of(&k)?, &k.node)?,
+        Command::Reboot(r) => node_command("reboot", args_of(&r)?, &r.node)?,
+        Command::Reset(r) => node_command("reset", args_of(&r)?, &r.node)?,
+        Command::Logs(l) => node_command("logs", args_of(&l)?, &l.node)?,
+        Command::Dmesg(d) => node_command(
+            "logs",
+            with(&d, json!({ "service": "kernel", "kubernetes": false }))?,
+            &d.node,
+        )?,
+        Command::Services(n) => node_command("services", args_of(&n)?, &n)?,
+        Command::Bootstrap(n) => node_command("bootstrap", args_of(&n)?, &n)?,
+        Command::Discover(n) => node_command("discover", args_of(&n)?, &n)?,
+        Command::Scan(s) => {
+            s.timeout.nonzero(
+                "--timeout",
+                "--timeout is how long each address gets to answer; give e.g. 500ms",
+            )?;
+            none(script("scan", args_of(&s)?))
+        }
+        Command::Run(r) => Invocation {
+            action: Action::Playbook {
+                file: r.file.clone(),
+                args: args_of(&r)?,
+                max_ops: r.limits.max_ops,
+            },
+            project: Project::Optional {
+                flags: r.project.clone(),
+                files: Vec::new(),
+            },
+            session: Some(SessionSpec::of(&r.conn)?),
+        },
+        Command::Repl(r) => Invocation {
+            action: Action::Repl {
+                args: args_of(&r)?,
+                max_ops: r.limits.max_ops,
+            },
+            project: Project::Optional {
+                flags: r.project.clone(),
+                files: Vec::new(),
+            },
+            session: Some(SessionSpec::of(&r.conn)?),
+        },
+        Command::External(words) => {
+            let Some((name, rest)) = words.split_first() else {
+                return Err(hinted("no command given", "see `talm --help`"));
+            };
+            Invocation {
+                action: Action::External {
+                    name: name.clone(),
+                    args: json!({ "args": rest, "nodes": [] }),
+                },
+                project: Project::Optional {
+                    flags: ProjectFlags::default(),
+                    files: Vec::new(),
+                },
+                session: Some(SessionSpec::default()),
+            }
+        }
+        Command::Demo { dir } => none(Action::Demo(dir)),
+        Command::Help { topic } => none(Action::Help(topic)),
+        Command::Completion { shell } => none(Action::Completion(shell)),
+        Command::Sim(s) => none(Action::Sim(s.options())),
+    })
+}
+
+#[cfg(test)]
+#[path = "invocation_tests.rs"]
+mod tests;

@@ -1,0 +1,212 @@
+//! Table tests of `from_cli`: argv in, script, ARGS, project and session out.
+
+use std::time::Duration;
+
+use clap::Parser;
+use serde_json::json;
+
+use super::*;
+
+fn inv(argv: &[&str]) -> Result<Invocation> {
+    let mut full = vec!["talm"];
+    full.extend_from_slice(argv);
+    from_cli(Cli::try_parse_from(full).map_err(|e| anyhow::anyhow!("{e}"))?)
+}
+
+/// The script and ARGS of a command line.
+fn script_of(argv: &[&str]) -> (&'static str, Value) {
+    match inv(argv).unwrap().action {
+        Action::Script { script, args, .. } => (script, args),
+        other => panic!("{argv:?}: {other:?}"),
+    }
+}
+
+#[test]
+fn commands_map_to_scripts() {
+    let table: &[(&[&str], &str)] = &[
+        (&["init", "-p", "generic", "-N", "c"], "init"),
+        (&["talosconfig"], "talosconfig"),
+        (
+            &["template", "-t", "templates/controlplane.yaml", "--offline"],
+            "template",
+        ),
+        (
+            &["gen", "config", "c", "https://10.0.0.1:6443"],
+            "gen_config",
+        ),
+        (&["apply", "-f", "nodes/a.yaml"], "apply"),
+        (&["upgrade", "-f", "nodes/a.yaml"], "upgrade"),
+        (&["version", "-n", "10.0.0.1"], "version"),
+        (&["get", "links"], "get"),
+        (&["kubeconfig"], "kubeconfig"),
+        (&["reboot"], "reboot"),
+        (&["reset"], "reset"),
+        (&["logs", "kubelet"], "logs"),
+        (&["dmesg"], "logs"),
+        (&["services"], "services"),
+        (&["bootstrap"], "bootstrap"),
+        (&["discover"], "discover"),
+        (&["scan", "10.0.0.0/24"], "scan"),
+    ];
+    for (argv, want) in table {
+        assert_eq!(script_of(argv).0, *want, "{argv:?}");
+    }
+}
+
+#[test]
+fn flags_become_args_as_declared() {
+    let (_, a) = script_of(&[
+        "get",
+        "links",
+        "eth0",
+        "-o",
+        "json",
+        "-n",
+        "10.0.0.1,10.0.0.2",
+        "-i",
+    ]);
+    assert_eq!(a["kind"], "links");
+    assert_eq!(a["id"], "eth0");
+    assert_eq!(a["output"], "json");
+    assert_eq!(a["nodes"], json!(["10.0.0.1", "10.0.0.2"]));
+    assert_eq!(a["insecure"], true);
+    assert_eq!(a["namespace"], Value::Null);
+    assert_eq!(a["files"], json!([]));
+
+    let (_, a) = script_of(&[
+        "apply",
+        "-f",
+        "nodes/a.yaml",
+        "-m",
+        "no-reboot",
+        "--talos-version",
+        "v1.12",
+        "--set",
+        "a=1",
+    ]);
+    assert_eq!(a["mode"], "no-reboot");
+    assert_eq!(a["timeout"], "1m");
+    assert_eq!(a["talos_version"], "v1.12");
+    assert_eq!(a["kubernetes_version"], Value::Null);
+    assert_eq!(a["values"]["set"], json!(["a=1"]));
+    assert_eq!(a["values"]["values"], json!([]));
+
+    let (_, a) = script_of(&["reset", "--wipe-mode", "system-disk", "--graceful=false"]);
+    assert_eq!(a["wipe_mode"], "system-disk");
+    assert_eq!(a["graceful"], false);
+
+    let (_, a) = script_of(&["dmesg", "--tail", "5"]);
+    assert_eq!(
+        (a["service"].clone(), a["tail"].clone()),
+        (json!("kernel"), json!(5))
+    );
+
+    let (_, a) = script_of(&["gen", "config", "c", "https://e:6443", "-t", "worker"]);
+    assert_eq!(a["output_types"], json!(["worker"]));
+
+    let (_, a) = script_of(&["version", "-n", "10.0.0.1"]);
+    assert_eq!(a["client_version"], crate::version::current());
+
+    let (_, a) = script_of(&["init", "-p", "generic", "-N", "c"]);
+    assert_eq!(
+        (a["root"].clone(), a["root_explicit"].clone()),
+        (json!("."), json!(false))
+    );
+    let (_, a) = script_of(&["init", "--root", "x"]);
+    assert_eq!(
+        (a["root"].clone(), a["root_explicit"].clone()),
+        (json!("x"), json!(true))
+    );
+}
+
+#[test]
+fn projects_and_sessions() {
+    let i = inv(&[
+        "version",
+        "-f",
+        "nodes/a.yaml",
+        "--call-timeout",
+        "5s",
+        "--context",
+        "c",
+    ])
+    .unwrap();
+    assert_eq!(
+        i.project,
+        Project::Optional {
+            flags: ProjectFlags::default(),
+            files: vec!["nodes/a.yaml".into()]
+        }
+    );
+    assert_eq!(
+        i.session,
+        Some(SessionSpec {
+            talosconfig: None,
+            context: "c".into(),
+            timeout: Some(Duration::from_secs(5)),
+        })
+    );
+    let i = inv(&["template", "--root", "p", "-t", "t.yaml", "--offline"]).unwrap();
+    assert!(
+        matches!(i.project, Project::Required { ref flags, .. } if flags.root.as_deref() == Some("p"))
+    );
+    assert_eq!(
+        inv(&["gen", "config", "c", "https://e:6443"])
+            .unwrap()
+            .project,
+        Project::None
+    );
+    assert_eq!(inv(&["init"]).unwrap().project, Project::Create);
+    assert_eq!(inv(&["scan", "10.0.0.1"]).unwrap().session, None);
+    assert_eq!(inv(&["apply"]).unwrap().action, Action::Nothing);
+}
+
+#[test]
+fn durations_are_checked_once() {
+    let zero = |argv: &[&str]| inv(argv).unwrap_err().to_string();
+    assert_eq!(
+        zero(&["version", "--call-timeout", "0s"]),
+        "--call-timeout \"0s\" is zero, which leaves no time at all"
+    );
+    assert!(
+        zero(&["apply", "-f", "n.yaml", "--timeout", "0s"]).starts_with("--timeout \"0s\" is zero")
+    );
+    assert!(zero(&["upgrade", "--timeout", "0s"]).starts_with("--timeout \"0s\" is zero"));
+    assert!(inv(&["upgrade", "--timeout", "0s", "--no-wait"]).is_ok());
+    assert!(inv(&["upgrade", "--timeout", "0s", "--stage"]).is_ok());
+    assert!(zero(&["scan", "10.0.0.1", "--timeout", "0s"]).starts_with("--timeout \"0s\" is zero"));
+    // Bad text is refused by clap's parser, explained as talm's own error.
+    let e = Cli::try_parse_from(["talm", "version", "--call-timeout=-5s"]).unwrap_err();
+    let ours = crate::cli::values::explained(&e).expect("a duration error is explained");
+    assert_eq!(ours.to_string(), "--call-timeout \"-5s\" is negative");
+}
+
+#[test]
+fn other_actions() {
+    assert!(matches!(
+        inv(&["run", "x.rhai", "a", "-b"]).unwrap().action,
+        Action::Playbook { ref file, ref args, max_ops: None } if file == "x.rhai" && args["args"] == json!(["a", "-b"])
+    ));
+    assert!(matches!(
+        inv(&["mything", "a"]).unwrap().action,
+        Action::External { ref name, ref args } if name == "mything" && args["args"] == json!(["a"])
+    ));
+    let Action::Sim(o) = inv(&["sim", "--node", "127.0.0.11", "--reboot-delay", "2s"])
+        .unwrap()
+        .action
+    else {
+        panic!()
+    };
+    assert_eq!(
+        (o.nodes, o.port, o.reboot_delay),
+        (
+            vec!["127.0.0.11".to_string()],
+            50000,
+            Duration::from_secs(2)
+        )
+    );
+    assert_eq!(
+        inv(&["help", "api"]).unwrap().action,
+        Action::Help(vec!["api".into()])
+    );
+}
