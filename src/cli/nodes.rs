@@ -122,8 +122,8 @@ pub struct GetArgs {
     /// Namespace (default: the kind's own)
     #[arg(long, value_name = "NS")]
     pub namespace: Option<String>,
-    /// Output format
-    #[arg(short = 'o', long, default_value = "table")]
+    /// Output format: table, yaml, json or jsonpath=EXPR (e.g. -o jsonpath='{.spec.mtu}')
+    #[arg(short = 'o', long, default_value = "table", value_parser = GetOutput::parse)]
     pub output: GetOutput,
     #[command(flatten)]
     #[serde(flatten)]

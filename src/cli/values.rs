@@ -69,13 +69,17 @@ pub enum WipeMode {
     UserDisks,
 }
 
-/// `get -o`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum GetOutput {
-    Table,
-    Yaml,
-    Json,
+/// `get -o`: table, yaml, json or jsonpath=EXPR (checked by clap, kept as text for the script).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct GetOutput(pub String);
+
+impl GetOutput {
+    pub fn parse(text: &str) -> Result<GetOutput, String> {
+        crate::talos::resources::Output::parse(text)
+            .map(|_| GetOutput(text.to_string()))
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// `gen config -t`.

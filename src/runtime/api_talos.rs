@@ -191,9 +191,10 @@ fn get(n: &Node, kind: &str, id: &str, namespace: &str) -> Result<Dynamic> {
 
 async fn get_async(c: &Client, kind: &str, id: &str, namespace: &str) -> Result<Dynamic> {
     {
-        let (ty, default_ns) = resources::resolve(c, kind).await?;
+        let def = resources::resolve(c, kind).await?;
+        let (ty, ns) = (def.ty, def.namespace);
         let ns = if namespace.is_empty() {
-            default_ns
+            ns
         } else {
             namespace.to_string()
         };
@@ -438,6 +439,14 @@ pub fn register(engine: &mut Engine, session: &Session) {
     FuncRegistration::new("version")
         .with_comments(["/// The node's Talos version: #{node, tag, sha, built, go_version, os, arch, platform, mode, rbac}."])
         .register_into_engine(engine, |n: &mut Node| native(|| version(n)));
+    FuncRegistration::new("definition")
+        .with_comments(["/// What the node's resource definition says of a kind (talosctl aliases work): #{type, namespace, display, columns: [#{name, json_path}]}."])
+        .register_into_engine(engine, |n: &mut Node, kind: &str| {
+            native(|| {
+                let d = n.with(|c| block_on(resources::resolve(c, kind)))?;
+                Ok(rhai::serde::to_dynamic(d)?)
+            })
+        });
     FuncRegistration::new("get")
         .with_comments(["/// Every resource of a kind (talosctl aliases work: links, addresses, routes, disks...), as #{metadata, spec} maps."])
         .register_into_engine(engine, |n: &mut Node, kind: &str| native(|| get(n, kind, "", "")));
@@ -571,9 +580,9 @@ pub fn register(engine: &mut Engine, session: &Session) {
         .set_into_module(&mut m, |cidr: &str, opts: Map| native(|| scan(cidr, &ScanOpts::read(&opts)?)));
     FuncRegistration::new("format")
         .with_comments([
-            "/// Resources (from `get`) as `talm get` prints them for `node`: table, yaml or json.",
+            "/// Resources (from `get`) as `talm get` prints them for `node`: `output` is table, yaml, json or jsonpath=EXPR; `def` is the kind's `n.definition(kind)` (its display name and print columns).",
         ])
-        .set_into_module(&mut m, |node: &str, items: Dynamic, output: &str| {
+        .set_into_module(&mut m, |node: &str, items: Dynamic, output: &str, def: Dynamic| {
             native(|| {
                 let v: serde_yaml_ng::Value = rhai::serde::from_dynamic(&items)?;
                 let items = match v {
@@ -581,7 +590,8 @@ pub fn register(engine: &mut Engine, session: &Session) {
                     serde_yaml_ng::Value::Null => vec![],
                     one => vec![one],
                 };
-                resources::format(node, &items, output)
+                let def: resources::Definition = rhai::serde::from_dynamic(&def)?;
+                resources::format(node, &items, &resources::Output::parse(output)?, &def)
             })
         });
     engine.register_static_module("talos", m.into());

@@ -77,16 +77,65 @@ pub fn to_value(res: &cosi::Resource) -> Value {
     Value::Mapping(out)
 }
 
-/// A resource definition's facts used to resolve a user's kind: `(type, default namespace)`
-/// when `kind` names it (its ID, or one of its aliases), case-insensitively.
-pub fn matches_definition(def: &Value, kind: &str) -> Option<(String, String)> {
+/// What a resource definition says about its type: full name, default namespace, the name
+/// tables show, and the extra columns (name, JSONPath over the spec) talosctl prints.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Definition {
+    #[serde(rename = "type")]
+    pub ty: String,
+    pub namespace: String,
+    pub display: String,
+    pub columns: Vec<Column>,
+}
+
+/// One print column of a definition.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Column {
+    pub name: String,
+    pub json_path: String,
+}
+
+impl Definition {
+    /// The definition's facts from a ResourceDefinition resource.
+    pub fn of(def: &Value) -> Option<Definition> {
+        let spec = def.get("spec")?;
+        let text = |k: &str| {
+            spec.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let ty = spec.get("type")?.as_str()?.to_string();
+        let display = match text("displayType") {
+            d if d.is_empty() => ty.split('.').next().unwrap_or(&ty).to_string(),
+            d => d,
+        };
+        let columns = spec
+            .get("printColumns")
+            .and_then(Value::as_sequence)
+            .map(|cols| {
+                cols.iter()
+                    .filter_map(|c| {
+                        Some(Column {
+                            name: c.get("name")?.as_str()?.to_string(),
+                            json_path: c.get("jsonPath")?.as_str()?.to_string(),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(Definition {
+            ty,
+            namespace: text("defaultNamespace"),
+            display,
+            columns,
+        })
+    }
+}
+
+/// Whether `kind` names the definition `def` (its ID, or one of its aliases), case-insensitively.
+pub fn matches_definition(def: &Value, kind: &str) -> Option<Definition> {
     let spec = def.get("spec")?;
-    let ty = spec.get("type")?.as_str()?.to_string();
-    let ns = spec
-        .get("defaultNamespace")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
     let want = kind.to_ascii_lowercase();
     let id = def
         .get("metadata")
@@ -100,32 +149,29 @@ pub fn matches_definition(def: &Value, kind: &str) -> Option<(String, String)> {
         .and_then(Value::as_sequence)
         .cloned()
         .unwrap_or_default();
+    let d = Definition::of(def)?;
     let hit = id == want
-        || ty.to_ascii_lowercase() == want
+        || d.ty.to_ascii_lowercase() == want
         || aliases
             .iter()
             .filter_map(Value::as_str)
             .any(|a| a.to_ascii_lowercase() == want);
-    hit.then_some((ty, ns))
+    hit.then_some(d)
 }
 
 /// Resolves a user's kind (`links`, `LinkStatus`, `linkstatuses.net.talos.dev`...) through the
-/// node's resource definitions, as talosctl does: `(type, default namespace)`.
-pub async fn resolve(
-    client: &super::client::Client,
-    kind: &str,
-) -> anyhow::Result<(String, String)> {
+/// node's resource definitions, as talosctl does.
+pub async fn resolve(client: &super::client::Client, kind: &str) -> anyhow::Result<Definition> {
     let defs = client
         .list("meta", "ResourceDefinitions.meta.cosi.dev")
         .await?;
-    let hits: Vec<(String, String)> = defs
+    let mut hits: Vec<Definition> = defs
         .iter()
         .map(to_value)
         .filter_map(|d| matches_definition(&d, kind))
         .collect();
     match hits.len() {
-        // Cannot fail: this arm matches exactly one hit.
-        1 => Ok(hits.into_iter().next().expect("one hit")),
+        1 => Ok(hits.remove(0)),
         0 => Err(crate::error::hinted(
             format!("node {}: resource {kind:?} is not registered", client.node),
             "list the node's resource types with `talm get rd`",
@@ -133,7 +179,7 @@ pub async fn resolve(
         _ => Err(crate::error::plain(format!(
             "node {}: resource type {kind:?} is ambiguous: {:?}",
             client.node,
-            hits.iter().map(|h| h.0.clone()).collect::<Vec<_>>()
+            hits.iter().map(|h| h.ty.clone()).collect::<Vec<_>>()
         ))),
     }
 }
@@ -182,9 +228,44 @@ fn meta_text(r: &Value, key: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Resources as `talm get` prints them: `table` (NODE NAMESPACE TYPE ID VERSION), `yaml`
-/// (`node:`, `metadata:`, `spec:` per resource, `---` between) or `json` (one object each).
-pub fn format(node: &str, items: &[Value], output: &str) -> anyhow::Result<String> {
+/// The output formats of `talm get`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    Table,
+    Yaml,
+    Json,
+    JsonPath(super::jsonpath::Template),
+}
+
+impl Output {
+    /// Parses `-o`: `table`, `yaml`, `json` or `jsonpath=EXPR`.
+    pub fn parse(text: &str) -> anyhow::Result<Output> {
+        Ok(match text {
+            "table" => Output::Table,
+            "yaml" => Output::Yaml,
+            "json" => Output::Json,
+            t => match t.strip_prefix("jsonpath=") {
+                Some(expr) => Output::JsonPath(super::jsonpath::Template::parse(expr)?),
+                None => {
+                    return Err(crate::error::hinted(
+                        format!("output format {t:?} is not supported"),
+                        "use -o table, -o yaml, -o json or -o jsonpath='{.spec}'",
+                    ))
+                }
+            },
+        })
+    }
+}
+
+/// Resources as `talm get` prints them: `table` (NODE NAMESPACE TYPE ID VERSION and the
+/// definition's print columns), `yaml` (`node:`, `metadata:`, `spec:` per resource, `---`
+/// between), `json` (one object each, 4-space indent) or a JSONPath template per resource.
+pub fn format(
+    node: &str,
+    items: &[Value],
+    output: &Output,
+    def: &Definition,
+) -> anyhow::Result<String> {
     let with_node = |r: &Value| -> Value {
         let mut m = Mapping::new();
         m.insert("node".into(), node.into());
@@ -195,53 +276,123 @@ pub fn format(node: &str, items: &[Value], output: &str) -> anyhow::Result<Strin
         Value::Mapping(m)
     };
     match output {
-        "yaml" => Ok(items
+        Output::Yaml => Ok(items
             .iter()
             .map(|r| crate::yaml::to_string(&with_node(r)))
             .collect::<Vec<_>>()
             .join("---\n")),
-        "json" => {
+        Output::Json => {
             let mut out = String::new();
             for r in items {
                 let j: serde_json::Value = serde_json::to_value(with_node(r))?;
-                out.push_str(&serde_json::to_string_pretty(&j)?);
+                out.push_str(&json_4(&j)?);
                 out.push('\n');
             }
             Ok(out)
         }
-        "table" => {
-            let mut rows = vec![["NODE", "NAMESPACE", "TYPE", "ID", "VERSION"]
-                .map(str::to_string)
-                .to_vec()];
+        Output::JsonPath(t) => {
+            let mut out = String::new();
             for r in items {
-                let ty = meta_text(r, "type");
-                let short = ty.split('.').next().unwrap_or(&ty).to_string();
-                rows.push(vec![
+                let j: serde_json::Value = serde_json::to_value(with_node(r))?;
+                out.push_str(&t.render(&j));
+                out.push('\n');
+            }
+            Ok(out)
+        }
+        Output::Table => {
+            let mut head: Vec<String> = ["NODE", "NAMESPACE", "TYPE", "ID", "VERSION"]
+                .map(str::to_string)
+                .to_vec();
+            head.extend(def.columns.iter().map(|c| c.name.to_uppercase()));
+            let templates = def
+                .columns
+                .iter()
+                .map(|c| super::jsonpath::Template::parse(&c.json_path))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let mut rows = vec![head];
+            for r in items {
+                let mut row = vec![
                     node.to_string(),
                     meta_text(r, "namespace"),
-                    short,
+                    def.display.clone(),
                     meta_text(r, "id"),
                     meta_text(r, "version"),
-                ]);
+                ];
+                let spec: serde_json::Value =
+                    serde_json::to_value(r.get("spec").cloned().unwrap_or(Value::Null))?;
+                row.extend(templates.iter().map(|t| t.render(&spec)));
+                rows.push(row);
             }
-            let widths: Vec<usize> = (0..5)
-                .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
-                .collect();
-            let mut out = String::new();
-            for row in rows {
-                let line: Vec<String> = row
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
-                    .collect();
-                out.push_str(line.join("   ").trim_end());
-                out.push('\n');
-            }
-            Ok(out)
+            Ok(table(&rows))
         }
-        other => Err(crate::error::hinted(
-            format!("unknown output format {other:?}"),
-            "use -o table, -o yaml or -o json",
-        )),
+    }
+}
+
+/// JSON indented with 4 spaces, as talosctl prints it.
+fn json_4(v: &serde_json::Value) -> anyhow::Result<String> {
+    use serde::Serialize;
+    let mut buf = Vec::new();
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
+    v.serialize(&mut ser)?;
+    Ok(String::from_utf8(buf)?)
+}
+
+/// Rows aligned as Go's tabwriter with padding 3 aligns them (trailing blanks trimmed).
+pub fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, c) in row.iter().enumerate() {
+            line.push_str(c);
+            if i + 1 < row.len() {
+                let pad = widths[i] - c.chars().count() + 3;
+                line.push_str(&" ".repeat(pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn y(t: &str) -> Value {
+        serde_yaml_ng::from_str(t).unwrap()
+    }
+
+    #[test]
+    fn tables_show_display_type_and_print_columns() {
+        let def = Definition::of(&y(
+            "spec: {type: LinkStatuses.net.talos.dev, displayType: LinkStatus, defaultNamespace: network, printColumns: [{name: Type, jsonPath: '{.type}'}, {name: Oper State, jsonPath: '{.operationalState}'}]}",
+        ))
+        .unwrap();
+        let items = [
+            y("metadata: {namespace: network, type: LinkStatuses.net.talos.dev, id: eth0, version: 3}\nspec: {type: ether, operationalState: up}"),
+            y("metadata: {namespace: network, type: LinkStatuses.net.talos.dev, id: lo, version: 1}\nspec: {type: loopback}"),
+        ];
+        let t = format("10.0.0.1", &items, &Output::Table, &def).unwrap();
+        assert_eq!(
+            t,
+            "NODE       NAMESPACE   TYPE         ID     VERSION   TYPE       OPER STATE\n\
+             10.0.0.1   network     LinkStatus   eth0   3         ether      up\n\
+             10.0.0.1   network     LinkStatus   lo     1         loopback\n"
+        );
+        let j = format("10.0.0.1", &items[..1], &Output::Json, &def).unwrap();
+        assert!(j.starts_with("{\n    \"node\": \"10.0.0.1\",\n    \"metadata\": {\n        \"namespace\": \"network\""), "{j}");
+        assert!(Output::parse("wide").is_err());
     }
 }

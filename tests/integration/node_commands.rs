@@ -143,7 +143,7 @@ fn version_and_get_in_both_modes() {
     assert!(t.starts_with("NODE "), "{t}");
     assert!(
         t.lines().any(|l| l.split_whitespace().collect::<Vec<_>>()
-            == ["127.0.4.3", "network", "LinkStatuses", "eth0", "1"]),
+            == ["127.0.4.3", "network", "LinkStatus", "eth0", "1"]),
         "{t}"
     );
     let y = d
@@ -165,7 +165,24 @@ fn version_and_get_in_both_modes() {
         .talm(["get", "routes", "-n", "127.0.4.3", "-i", "-o", "json"])
         .ok()
         .stdout;
-    assert!(j.contains("\"gateway\": \"127.0.4.1\""), "{j}");
+    assert!(j.contains("        \"gateway\": \"127.0.4.1\""), "{j}");
+    // JSONPath over each resource (with its node), as talosctl's -o jsonpath=.
+    let p = d
+        .talm([
+            "get",
+            "links",
+            "eth0",
+            "-n",
+            "127.0.4.3",
+            "-i",
+            "-o",
+            "jsonpath={.node} {.metadata.id} mtu={.spec.mtu}",
+        ])
+        .ok()
+        .stdout;
+    assert_eq!(p, "127.0.4.3 eth0 mtu=1500\n");
+    d.talm(["get", "links", "-n", "127.0.4.3", "-i", "-o", "wide"])
+        .fails_with("output format \"wide\" is not supported");
     let ns = d
         .talm([
             "get",
