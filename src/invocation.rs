@@ -227,9 +227,13 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
                 session: Some(SessionSpec::of(&u.conn)?),
             }
         }
+        Command::Version(v) if v.client_only => none(script(
+            "version",
+            with(&v, json!({ "client": crate::version::client_block() }))?,
+        )),
         Command::Version(v) => node_command(
             "version",
-            with(&v, json!({ "client_version": crate::version::current() }))?,
+            with(&v, json!({ "client": crate::version::client_block() }))?,
             &v.node,
         )?,
         Command::Get(g) => node_command("get", args_of(&g)?, &g.node)?,

@@ -105,7 +105,9 @@ fn flags_become_args_as_declared() {
     assert_eq!(a["output_types"], json!(["worker"]));
 
     let (_, a) = script_of(&["version", "-n", "10.0.0.1"]);
-    assert_eq!(a["client_version"], crate::version::current());
+    assert_eq!(a["client"]["tag"], crate::version::TALOS_MACHINERY);
+    let v = inv(&["version", "--client"]).unwrap();
+    assert_eq!((v.project, v.session), (Project::None, None));
 
     let (_, a) = script_of(&["init", "-p", "generic", "-N", "c"]);
     assert_eq!(

@@ -5,6 +5,29 @@ pub fn current() -> &'static str {
     option_env!("TALM_VERSION").unwrap_or(env!("CARGO_PKG_VERSION"))
 }
 
+/// The Talos machinery version talm speaks (its client block in `talm version`; the version the
+/// simulator runs by default).
+pub const TALOS_MACHINERY: &str = "v1.13.7";
+
+/// `talm version`'s client block, as talosctl fills it from the Talos machinery module it was
+/// built with (the SHA is the module's embedded `undefined`; talm's own version is
+/// `talm --version`).
+pub fn client_block() -> serde_json::Value {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    serde_json::json!({
+        "tag": TALOS_MACHINERY,
+        "sha": "undefined",
+        "built": "",
+        "go_version": format!("none (talm {} is Rust)", current()),
+        "os": std::env::consts::OS,
+        "arch": arch,
+    })
+}
+
 /// A release is any version but `""`, `dev`, or a git-describe suffix (`-N-gHASH`, `-dirty`).
 pub fn is_release(v: &str) -> bool {
     if v.is_empty() || v == "dev" || v.ends_with("-dirty") {

@@ -108,9 +108,12 @@ pub struct VersionArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,
-    /// Print only the server tags
+    /// Print a short client line (`Talos vX.Y.Z`) instead of the client block
     #[arg(long)]
     pub short: bool,
+    /// Print only the client version; ask no node
+    #[arg(long = "client")]
+    pub client_only: bool,
 }
 
 #[derive(Debug, Args, Serialize)]

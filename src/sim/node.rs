@@ -16,7 +16,7 @@ use super::state::{Config, State};
 use crate::proto::machine;
 
 /// Running Talos version of a fresh simulated node.
-pub const DEFAULT_VERSION: &str = "v1.13.7";
+pub const DEFAULT_VERSION: &str = crate::version::TALOS_MACHINERY;
 
 /// How a node is set up.
 #[derive(Debug, Clone)]

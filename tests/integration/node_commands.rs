@@ -131,11 +131,21 @@ fn version_and_get_in_both_modes() {
         .talm(["version", "--nodes", "127.0.4.3", "-i"])
         .ok()
         .stdout;
-    assert!(
-        v.contains("\tNODE:        127.0.4.3\n\tTag:         v1.13.7\n"),
-        "{v}"
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        a => a,
+    };
+    let client = format!(
+        "Client:\n\tTag:         v1.13.7\n\tSHA:         undefined\n\tBuilt:       \n\tGo version:  none (talm {} is Rust)\n\tOS/Arch:     linux/{arch}\n",
+        env!("CARGO_PKG_VERSION")
     );
-    assert!(!v.contains("RBAC"));
+    assert_eq!(
+        v,
+        format!("{client}Server:\n\tNODE:        127.0.4.3\n\tTag:         v1.13.7\n\tSHA:         simulated\n\tBuilt:       \n\tGo version:  go1.26.5\n\tOS/Arch:     linux/amd64\n\tEnabled:     \n")
+    );
+    // --client asks no node (none is given, and none would answer).
+    assert_eq!(d.talm(["version", "--client"]).ok().stdout, client);
     let t = d
         .talm(["get", "links", "-n", "127.0.4.3", "-i"])
         .ok()
@@ -288,7 +298,12 @@ fn sim_command_serves_nodes_until_stopped() {
         .talm(["version", "-n", "127.0.4.21", "-i", "--short"])
         .ok()
         .stdout;
-    assert_eq!(v, "127.0.4.21: v1.13.5\n");
+    assert!(
+        v.starts_with(
+            "Talos v1.13.7\nServer:\n\tNODE:        127.0.4.21\n\tTag:         v1.13.5\n"
+        ),
+        "{v}"
+    );
     let disks = d
         .talm(["get", "disks", "-n", "127.0.4.21", "-i"])
         .ok()
