@@ -59,6 +59,6 @@ pub fn run(dir: Option<&str>) -> Result<i32> {
     let outcome = crate::runtime::run_bundled("bringup", args, &session);
     crate::talos::block_on(sim.stop());
     let _ = outcome?;
-    println!("{}", PathBuf::from(&root).display());
+    crate::output::write(format!("{}\n", PathBuf::from(&root).display()).as_bytes())?;
     Ok(0)
 }

@@ -87,7 +87,9 @@ pub fn run(inv: Invocation) -> Result<i32> {
         Action::Help(topic) => help(&topic)?,
         Action::Completion(shell) => {
             let mut cmd = Cli::command();
-            clap_complete::generate(shell, &mut cmd, "talm", &mut std::io::stdout());
+            let mut text = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "talm", &mut text);
+            crate::output::write(&text)?;
         }
         Action::Demo(dir) => return crate::demo::run(dir.as_deref()),
         Action::Sim(opts) => return crate::sim::serve::run(&opts),

@@ -158,7 +158,11 @@ fn a_closed_stdout_ends_quietly() {
         "loud.rhai",
         "for i in 0..200000 { out(`line ${i} of a long listing\\n`); }\n",
     );
-    for args in [vec!["run", "loud.rhai"], vec!["help", "api"]] {
+    for args in [
+        vec!["run", "loud.rhai"],
+        vec!["help", "api"],
+        vec!["completion", "bash"],
+    ] {
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("talm"))
             .args(&args)
             .current_dir(d.path())
