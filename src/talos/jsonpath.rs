@@ -404,6 +404,21 @@ mod tests {
         }
     }
 
+    /// The unusual print columns Talos declares.
+    #[test]
+    fn talos_print_columns() {
+        assert_eq!(eval("{@}", &json!("controlplane")), "controlplane");
+        assert_eq!(
+            eval("{.aliases[:]}", &json!({"aliases": ["a", "b"]})),
+            "a b"
+        );
+        let pod = json!({"conditions": [{"type": "Initialized", "status": "True"}, {"type": "Ready", "status": "False"}]});
+        assert_eq!(
+            eval("{.conditions[?(@.type==\"Ready\")].status}", &pod),
+            "False"
+        );
+    }
+
     #[test]
     fn bad_templates_are_errors() {
         for t in ["{.a", "{range .a}x", "{end}", "{.a[x]}"] {
