@@ -38,6 +38,7 @@ fn commands_map_to_scripts() {
         (&["upgrade", "-f", "nodes/a.yaml"], "upgrade"),
         (&["version", "-n", "10.0.0.1"], "version"),
         (&["get", "links"], "get"),
+        (&["g", "links"], "get"),
         (&["kubeconfig"], "kubeconfig"),
         (&["reboot"], "reboot"),
         (&["reset"], "reset"),

@@ -81,6 +81,7 @@ pub enum Command {
     /// Print the Talos version of nodes
     Version(VersionArgs),
     /// Print resources of nodes (talosctl's kinds and aliases: disks, links, addresses, routes...)
+    #[command(alias = "g")]
     Get(GetArgs),
     /// Record what templates read from a node (disks, links, addresses, routes...) as a --facts file
     Discover(NodeArgs),

@@ -17,6 +17,8 @@ pub const STAGING_PREFIX: &str = ".talm-txn-";
 const JOURNAL: &str = "journal";
 /// The file a live transaction holds locked.
 const OWNER: &str = "owner.lock";
+/// The name a staging folder has while its owner sets it up.
+const FRESH_PREFIX: &str = ".talm-new-";
 /// Every staging folder holds this `.gitignore`, so nothing staged can be committed to git.
 const IGNORE_ALL: &str =
     "# talm's staging folder for an all-or-nothing write; never commit it\n*\n";
@@ -118,14 +120,20 @@ impl Txn {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        let staging = dir.join(format!("{STAGING_PREFIX}{}-{nonce}", std::process::id()));
-        fs::create_dir(&staging).with_context(|| format!("creating {}", staging.display()))?;
-        set_mode(&staging, 0o700)?;
-        let owner = fs::File::create(staging.join(OWNER))
-            .with_context(|| format!("creating {}", staging.display()))?;
+        let name = format!("{}-{nonce}", std::process::id());
+        // Made and locked under a name recovery does not look at, then renamed: a staging
+        // folder other runs can see always has its owner's lock held.
+        let fresh = dir.join(format!("{FRESH_PREFIX}{name}"));
+        let staging = dir.join(format!("{STAGING_PREFIX}{name}"));
+        fs::create_dir(&fresh).with_context(|| format!("creating {}", fresh.display()))?;
+        set_mode(&fresh, 0o700)?;
+        let owner = fs::File::create(fresh.join(OWNER))
+            .with_context(|| format!("creating {}", fresh.display()))?;
         owner
             .try_lock()
-            .map_err(|e| anyhow::anyhow!("locking {}: {e}", staging.display()))?;
+            .map_err(|e| anyhow::anyhow!("locking {}: {e}", fresh.display()))?;
+        fs::rename(&fresh, &staging)
+            .with_context(|| format!("renaming {} to {}", fresh.display(), staging.display()))?;
         write_new(
             &staging.join(".gitignore"),
             IGNORE_ALL.as_bytes(),
@@ -306,6 +314,10 @@ pub fn recover(dir: &Path) -> Result<Recovered> {
         let Some(_claimed) = claim(&staging) else {
             continue;
         };
+        // Its owner may have finished and removed it between the listing and the claim.
+        if !staging.exists() {
+            continue;
+        }
         let journal = staging.join(JOURNAL);
         if journal.is_file() {
             let text = fs::read(&journal)
@@ -332,9 +344,15 @@ pub fn recover(dir: &Path) -> Result<Recovered> {
             apply(dir, &staging, &j.ops)?;
             out.completed.push(j.label);
         } else {
-            fs::remove_dir_all(&staging)
-                .with_context(|| format!("removing leftovers {}", staging.display()))?;
-            out.discarded += 1;
+            match fs::remove_dir_all(&staging) {
+                Ok(()) => out.discarded += 1,
+                // Gone already: another run recovered it at the same time.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(anyhow::Error::new(e)
+                        .context(format!("removing leftovers {}", staging.display())))
+                }
+            }
         }
     }
     for label in &out.completed {
