@@ -16,6 +16,11 @@ fn compile_protos() -> Result<(), Box<dyn std::error::Error>> {
         "proto/machine/machine.proto",
         "proto/v1alpha1/resource.proto",
         "proto/v1alpha1/state.proto",
+        "proto/v1alpha1/meta.proto",
+        "proto/resource/config/config.proto",
+        "proto/resource/definitions/enums/enums.proto",
+        "proto/resource/definitions/block/block.proto",
+        "proto/resource/definitions/network/network.proto",
     ];
     let fds = protox::compile(files, ["proto"])?;
     tonic_prost_build::configure()

@@ -14,6 +14,38 @@ pub mod machine {
 pub mod cosi {
     pub mod resource {
         tonic::include_proto!("cosi.resource");
+
+        /// Specs of the `meta` namespace resources (definitions, namespaces).
+        pub mod meta {
+            tonic::include_proto!("cosi.resource.meta");
+        }
+    }
+}
+
+/// Talos resource specs as `proto_spec` carries them (`talos.resource.definitions.*`).
+pub mod talos {
+    pub mod resource {
+        pub mod definitions {
+            /// Enums shared by the specs.
+            pub mod enums {
+                tonic::include_proto!("talos.resource.definitions.enums");
+            }
+            /// Disks and the system disk.
+            pub mod block {
+                tonic::include_proto!("talos.resource.definitions.block");
+            }
+            /// Links, addresses, routes, hostname, node addresses, resolvers.
+            pub mod network {
+                tonic::include_proto!("talos.resource.definitions.network");
+            }
+        }
+    }
+}
+
+/// Config resource specs (`resource.config`): machine config and machine type.
+pub mod resource {
+    pub mod config {
+        tonic::include_proto!("resource.config");
     }
 }
 

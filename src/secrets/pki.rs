@@ -216,6 +216,18 @@ pub fn client_cert(
     roles: &[&str],
     now: OffsetDateTime,
 ) -> Result<CertAndKey> {
+    client_cert_for(ca_cert_pem, ca_key, roles, now, CLIENT_VALIDITY)
+}
+
+/// The same client certificate, valid for `ttl` (what a node's GenerateClientConfiguration
+/// issues for the requested `crt_ttl`).
+pub fn client_cert_for(
+    ca_cert_pem: &str,
+    ca_key: &PrivateKey,
+    roles: &[&str],
+    now: OffsetDateTime,
+    ttl: Duration,
+) -> Result<CertAndKey> {
     let key = PrivateKey::generate(KeyKind::Ed25519)?;
     let mut roles: Vec<&str> = roles.to_vec();
     roles.sort_unstable();
@@ -227,7 +239,7 @@ pub fn client_cert(
     params.distinguished_name = dn;
     params.serial_number = Some(serial());
     params.not_before = now;
-    params.not_after = now + CLIENT_VALIDITY;
+    params.not_after = now + ttl;
     params.is_ca = IsCa::ExplicitNoCa;
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];

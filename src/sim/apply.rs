@@ -124,6 +124,12 @@ impl Node {
                 mode_details: format!("Dry run summary:\n{plain} (skipped in dry-run).\n{diff}"),
             });
         }
+        let logged = match requested {
+            Mode::Auto => format!("auto({})", mode.as_str_name().to_lowercase()),
+            m => m.as_str_name().to_lowercase(),
+        };
+        self.journal
+            .talos(&format!("apply config request: mode {logged}"));
         let mut details = details;
         if maintenance {
             if metal && st.installed_disk.is_none() {

@@ -4,15 +4,24 @@
 
 pub mod apply;
 pub mod certs;
+pub mod clientconfig;
+pub mod cosi;
 pub mod facts;
 pub mod faults;
+pub mod follow;
 pub mod hardware;
+pub mod journal;
 pub mod kubeconfig;
+pub mod limit;
 pub mod node;
+pub mod protospec;
+pub mod query;
 pub mod serve;
 pub mod server;
 pub mod service;
 pub mod state;
+pub mod store;
+pub mod watch;
 
 use std::collections::HashMap;
 use std::net::IpAddr;

@@ -3,6 +3,7 @@
 //! bootstrap once, kubeconfig, upgrade, reboot, reset). Transport lives in `server.rs`.
 
 use std::net::IpAddr;
+use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -12,7 +13,9 @@ use tonic::Status;
 use super::certs;
 use super::faults::Faults;
 use super::hardware::Hardware;
+use super::journal::Journal;
 use super::state::{Config, State};
+use super::store::Store;
 use crate::proto::machine;
 
 /// Running Talos version of a fresh simulated node.
@@ -68,9 +71,45 @@ fn uuid() -> String {
     )
 }
 
+/// The node's state, locked; a change made through it wakes the node's watchers when the lock
+/// is released.
+pub struct StateGuard<'a> {
+    guard: MutexGuard<'a, State>,
+    changed: &'a tokio::sync::watch::Sender<u64>,
+    dirty: bool,
+}
+
+impl Deref for StateGuard<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.guard
+    }
+}
+
+impl DerefMut for StateGuard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        self.dirty = true;
+        &mut self.guard
+    }
+}
+
+impl Drop for StateGuard<'_> {
+    fn drop(&mut self) {
+        if self.dirty {
+            self.changed.send_modify(|n| *n += 1);
+        }
+    }
+}
+
 pub struct Node {
     pub spec: NodeSpec,
     state: Mutex<State>,
+    /// Bumped after every change of the state (and of resource labels): watches follow it.
+    pub changed: tokio::sync::watch::Sender<u64>,
+    /// The COSI resources as served, with their history.
+    store: Store,
+    /// Service logs and the kernel ring.
+    pub journal: Journal,
     faults: Mutex<Faults>,
     /// Cancelled to "power off" the current boot (listener closed, connections cut).
     boot: Mutex<CancellationToken>,
@@ -85,9 +124,14 @@ pub struct Node {
 impl Node {
     pub fn new(spec: NodeSpec, stop: CancellationToken) -> Node {
         let state = State::new(&spec.version, &format!("sim-{}-{}", spec.addr, spec.port));
+        let journal = Journal::default();
+        journal.boot(&state.version, state.boots);
         Node {
             faults: Mutex::new(spec.faults.clone()),
             state: Mutex::new(state),
+            changed: tokio::sync::watch::channel(0).0,
+            store: Store::default(),
+            journal,
             boot: Mutex::new(stop.child_token()),
             up: tokio::sync::watch::channel(0).0,
             listen_failure: Mutex::new(None),
@@ -132,8 +176,37 @@ impl Node {
         ))
     }
 
-    pub fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    pub fn state(&self) -> StateGuard<'_> {
+        StateGuard {
+            guard: self.state.lock().unwrap_or_else(|e| e.into_inner()),
+            changed: &self.changed,
+            dirty: false,
+        }
+    }
+
+    /// The resource store, brought in step with the node's state.
+    pub fn synced(&self) -> &Store {
+        let st = self.state();
+        // Read under the state lock: every change made before it was taken is counted.
+        let generation = *self.changed.borrow();
+        self.store.sync(&self.spec.hardware, &st, generation);
+        &self.store
+    }
+
+    /// Sets (`Some`) or removes (`None`) a label on a resource, as a controller would: the
+    /// resource gets a new version and watchers see the change.
+    pub fn set_label(&self, namespace: &str, ty: &str, id: &str, key: &str, value: Option<&str>) {
+        self.store.set_label(namespace, ty, id, key, value);
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// What a boot does to the node's memory: the logs start over.
+    pub(super) fn booted(&self) {
+        let (version, boots) = {
+            let st = self.state();
+            (st.version.clone(), st.boots)
+        };
+        self.journal.boot(&version, boots);
     }
 
     pub fn faults(&self) -> Faults {
@@ -267,7 +340,11 @@ impl Node {
         if st.etcd_bootstrapped {
             return Err(Status::already_exists("etcd data directory is not empty"));
         }
+        self.journal.talos("bootstrap request received");
         st.etcd_bootstrapped = true;
+        drop(st);
+        self.journal
+            .service("etcd", "etcd: bootstrapping a new cluster (simulated)");
         Ok(machine::Bootstrap { metadata: None })
     }
 
@@ -320,6 +397,14 @@ impl Node {
         st.pending_version = Some(tag);
         st.rebooting = true;
         drop(st);
+        let mode = machine::upgrade_request::RebootMode::try_from(req.reboot_mode)
+            .unwrap_or_default()
+            .as_str_name();
+        self.journal.talos(&format!(
+            "upgrade request received: staged {}, force {}, reboot mode {mode}",
+            req.stage, req.force
+        ));
+        self.journal.talos(&format!("validating {image:?}"));
         self.reboot_soon();
         Ok(machine::Upgrade {
             metadata: None,
@@ -333,10 +418,13 @@ impl Node {
             return Err(denied());
         }
         self.state().rebooting = true;
+        let actor_id = uuid();
+        self.journal
+            .talos(&format!("reboot via API received. actor id: {actor_id}"));
         self.reboot_soon();
         Ok(machine::Reboot {
             metadata: None,
-            actor_id: uuid(),
+            actor_id,
         })
     }
 
@@ -382,10 +470,13 @@ impl Node {
         st.last_reset = Some(req.clone());
         st.rebooting = true;
         drop(st);
+        let actor_id = uuid();
+        self.journal
+            .talos(&format!("reset request received. actorID: {actor_id}"));
         self.reboot_soon();
         Ok(machine::Reset {
             metadata: None,
-            actor_id: uuid(),
+            actor_id,
         })
     }
 }

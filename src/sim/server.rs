@@ -139,6 +139,11 @@ async fn serve_boot(
                 else {
                     return;
                 };
+                // grpc-go enforces ALPN: a client that negotiated none is dropped after the
+                // handshake ("missing selected ALPN property").
+                if tls.get_ref().1.alpn_protocol().is_none() {
+                    return;
+                }
                 let roles = if maintenance {
                     vec!["os:reader".to_string()]
                 } else {
@@ -168,13 +173,19 @@ async fn serve_boot(
     };
     let max = crate::talos::client::MAX_MESSAGE;
     node.up.send_replace(node.state().boots);
+    // Incoming sizes are checked by the layer, with grpc-go's code and text.
     Server::builder()
+        .layer(super::limit::MaxReceive(max))
         .add_service(
             MachineServiceServer::new(svc.clone())
-                .max_decoding_message_size(max)
+                .max_decoding_message_size(usize::MAX)
                 .max_encoding_message_size(max),
         )
-        .add_service(StateServer::new(svc).max_encoding_message_size(max))
+        .add_service(
+            StateServer::new(svc)
+                .max_decoding_message_size(usize::MAX)
+                .max_encoding_message_size(max),
+        )
         .serve_with_incoming_shutdown(
             tokio_stream::wrappers::ReceiverStream::new(rx),
             boot.clone().cancelled_owned(),
@@ -252,5 +263,6 @@ pub async fn run(node: Arc<Node>, registry: Arc<Registry>) {
             _ = tokio::time::sleep(node.spec.reboot_delay) => {}
         }
         node.state().boot();
+        node.booted();
     }
 }

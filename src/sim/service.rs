@@ -1,6 +1,6 @@
-//! The gRPC face of a simulated node: MachineService and cosi.resource.State, with apid's node
-//! routing (`node` one-to-one, `nodes` one-to-many with metadata and in-band errors; ignored in
-//! maintenance), Talos's COSI access rules, and the node's injected faults.
+//! The gRPC face of a simulated node: MachineService, with apid's node routing (`node`
+//! one-to-one, `nodes` one-to-many with metadata and in-band errors; ignored in maintenance) and
+//! the node's injected faults. COSI lives in `cosi.rs`, log streams in `follow.rs`.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -10,11 +10,9 @@ use std::time::Duration;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use super::facts::{self, Res};
-use super::node::{is_admin, Node};
+use super::node::Node;
 use super::server::Peer;
 use crate::proto::common;
-use crate::proto::cosi::resource as cosi;
 use crate::proto::google::rpc;
 use crate::proto::machine;
 
@@ -27,10 +25,10 @@ pub struct Svc {
     pub registry: Arc<Registry>,
 }
 
-type Stream_<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+pub(super) type Stream_<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 /// Where a call goes, from its metadata.
-enum Route {
+pub(super) enum Route {
     Local,
     One(String),
     Many(Vec<String>),
@@ -53,11 +51,12 @@ routed!(
     machine::Reboot,
     machine::Reset,
     machine::ServiceList,
+    machine::GenerateClientConfiguration,
     common::Data
 );
 
 /// Go's text of a gRPC error, as apid puts it in `metadata.error`.
-fn error_meta(host: &str, st: &Status) -> common::Metadata {
+pub(super) fn error_meta(host: &str, st: &Status) -> common::Metadata {
     common::Metadata {
         hostname: host.to_string(),
         error: crate::talos::errors::describe(st),
@@ -69,7 +68,7 @@ fn error_meta(host: &str, st: &Status) -> common::Metadata {
     }
 }
 
-fn peer<T>(req: &Request<T>) -> Peer {
+pub(super) fn peer<T>(req: &Request<T>) -> Peer {
     req.extensions()
         .get::<Peer>()
         .cloned()
@@ -80,7 +79,12 @@ fn peer<T>(req: &Request<T>) -> Peer {
 }
 
 impl Svc {
-    fn route<T>(&self, req: &Request<T>, method: &str, many_ok: bool) -> Result<Route, Status> {
+    pub(super) fn route<T>(
+        &self,
+        req: &Request<T>,
+        method: &str,
+        many_ok: bool,
+    ) -> Result<Route, Status> {
         if self.node.state().in_maintenance() {
             return Ok(Route::Local);
         }
@@ -121,7 +125,7 @@ impl Svc {
 
     /// The node a routed call is for. Another node is reached the way apid forwards: over
     /// mTLS, so it must be configured (a maintenance node fails the handshake).
-    fn target(&self, name: &str) -> Result<Arc<Node>, Status> {
+    pub(super) fn target(&self, name: &str) -> Result<Arc<Node>, Status> {
         if name == self.node.name() {
             return Ok(Arc::clone(&self.node));
         }
@@ -140,7 +144,7 @@ impl Svc {
     }
 
     /// Faults of this node for `call`: fail, drop (cut the connection) and delay.
-    async fn faults(&self, call: &str, peer: &Peer) -> Result<bool, Status> {
+    pub(super) async fn faults(&self, call: &str, peer: &Peer) -> Result<bool, Status> {
         let f = self.node.faults();
         let delay = f.delay();
         if delay > Duration::ZERO {
@@ -191,7 +195,11 @@ impl Svc {
     }
 
     /// A server stream of `items`; with the drop fault the connection is cut after the first.
-    fn stream<T: Send + 'static>(items: Vec<T>, drop_after_first: bool, peer: Peer) -> Stream_<T> {
+    pub(super) fn stream<T: Send + 'static>(
+        items: Vec<T>,
+        drop_after_first: bool,
+        peer: Peer,
+    ) -> Stream_<T> {
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         tokio::spawn(async move {
             for (i, item) in items.into_iter().enumerate() {
@@ -265,73 +273,6 @@ impl Svc {
         };
         Ok(Response::new(Self::stream(items, drops, peer)))
     }
-
-    /// The node a COSI call reads, after the access rules for `ty`/`namespace`.
-    fn cosi_target<T>(
-        &self,
-        req: &Request<T>,
-        method: &str,
-        ty: &str,
-        namespace: &str,
-    ) -> Result<(Arc<Node>, String), Status> {
-        let node = match self.route(req, method, false)? {
-            Route::Local => Arc::clone(&self.node),
-            Route::One(n) => self.target(&n)?,
-            Route::Many(_) => unreachable!("refused by route"),
-        };
-        let def = facts::find_def(ty).ok_or_else(|| {
-            Status::permission_denied(format!("resource type {ty:?} is not supported"))
-        })?;
-        let ns = if namespace.is_empty() {
-            def.namespace
-        } else {
-            namespace
-        };
-        if ns != def.namespace {
-            return Err(Status::permission_denied(format!(
-                "namespace {ns:?} is not supported"
-            )));
-        }
-        if def.sensitive && !is_admin(&peer(req).roles) {
-            return Err(Status::permission_denied("not authorized"));
-        }
-        Ok((node, ns.to_string()))
-    }
-}
-
-fn to_proto(r: &Res, created: &prost_types::Timestamp) -> cosi::Resource {
-    cosi::Resource {
-        metadata: Some(cosi::Metadata {
-            namespace: r.namespace.into(),
-            r#type: r.ty.into(),
-            id: r.id.clone(),
-            version: r.version.to_string(),
-            owner: r.owner.into(),
-            phase: "running".into(),
-            created: Some(*created),
-            updated: Some(*created),
-            finalizers: vec![],
-            labels: HashMap::new(),
-            annotations: r.annotations.iter().cloned().collect(),
-        }),
-        spec: Some(cosi::Spec {
-            proto_spec: vec![],
-            yaml_spec: serde_yaml_ng::to_string(&r.spec).unwrap_or_default(),
-        }),
-    }
-}
-
-fn resources(node: &Node, ty: &str) -> Vec<cosi::Resource> {
-    let st = node.state();
-    let created = prost_types::Timestamp {
-        seconds: st.started,
-        nanos: 0,
-    };
-    facts::all(&node.spec.hardware, &st)
-        .iter()
-        .filter(|r| r.ty == ty)
-        .map(|r| to_proto(r, &created))
-        .collect()
 }
 
 #[tonic::async_trait]
@@ -367,18 +308,7 @@ impl machine::machine_service_server::MachineService for Svc {
         &self,
         req: Request<machine::DmesgRequest>,
     ) -> Result<Response<Self::DmesgStream>, Status> {
-        self.data(&req, "Dmesg", |n, roles| {
-            if !roles.iter().any(|r| r == "os:admin" || r == "os:operator") {
-                return Err(Status::permission_denied("not authorized"));
-            }
-            let st = n.state();
-            Ok(format!(
-                "[    0.000000] Linux version 6.12.0-talos (simulated)\n[    0.100000] talos: booting {} (boot {})\n[    1.200000] virtio_net virtio0 eth0: link up\n",
-                st.version, st.boots
-            )
-            .into_bytes())
-        })
-        .await
+        super::follow::dmesg(self, req).await
     }
 
     async fn hostname(
@@ -403,28 +333,7 @@ impl machine::machine_service_server::MachineService for Svc {
         &self,
         req: Request<machine::LogsRequest>,
     ) -> Result<Response<Self::LogsStream>, Status> {
-        let body = req.get_ref().clone();
-        self.data(&req, "Logs", move |n, roles| {
-            if !roles.iter().any(|r| r == "os:admin" || r == "os:operator") {
-                return Err(Status::permission_denied("not authorized"));
-            }
-            let svc = body.id.clone();
-            let known = super::node::services(&n.state())
-                .iter()
-                .any(|(id, _)| *id == svc);
-            if !known {
-                return Err(Status::not_found(format!("log {svc:?} was not registered")));
-            }
-            let mut lines: Vec<String> = (1..=20)
-                .map(|i| format!("{svc}: simulated log line {i}"))
-                .collect();
-            if body.tail_lines > 0 {
-                let keep = lines.len().saturating_sub(body.tail_lines as usize);
-                lines.drain(..keep);
-            }
-            Ok((lines.join("\n") + "\n").into_bytes())
-        })
-        .await
+        super::follow::logs(self, req).await
     }
 
     async fn reboot(
@@ -500,94 +409,16 @@ impl machine::machine_service_server::MachineService for Svc {
 
     async fn generate_client_configuration(
         &self,
-        _req: Request<machine::GenerateClientConfigurationRequest>,
+        req: Request<machine::GenerateClientConfigurationRequest>,
     ) -> Result<Response<machine::GenerateClientConfigurationResponse>, Status> {
-        Err(Status::unimplemented(
-            "method GenerateClientConfiguration not implemented",
+        let body = req.get_ref().clone();
+        let messages = self
+            .unary(&req, "GenerateClientConfiguration", |n, roles| {
+                super::clientconfig::generate(n, &body, roles)
+            })
+            .await?;
+        Ok(Response::new(
+            machine::GenerateClientConfigurationResponse { messages },
         ))
-    }
-}
-
-#[tonic::async_trait]
-impl cosi::state_server::State for Svc {
-    type ListStream = Stream_<cosi::ListResponse>;
-    type WatchStream = Stream_<cosi::WatchResponse>;
-
-    async fn get(
-        &self,
-        req: Request<cosi::GetRequest>,
-    ) -> Result<Response<cosi::GetResponse>, Status> {
-        let peer = peer(&req);
-        if self.faults("Get", &peer).await? {
-            peer.kill.cancel();
-            return Err(Status::unavailable("connection cut"));
-        }
-        let r = req.get_ref();
-        let (node, ns) =
-            self.cosi_target(&req, "/cosi.resource.State/Get", &r.r#type, &r.namespace)?;
-        resources(&node, &r.r#type)
-            .into_iter()
-            .find(|x| x.metadata.as_ref().is_some_and(|m| m.id == r.id))
-            .map(|res| {
-                Response::new(cosi::GetResponse {
-                    resource: Some(res),
-                })
-            })
-            .ok_or_else(|| {
-                Status::not_found(format!(
-                    "resource {}({ns}/{}@undefined) doesn't exist",
-                    r.r#type, r.id
-                ))
-            })
-    }
-
-    async fn list(
-        &self,
-        req: Request<cosi::ListRequest>,
-    ) -> Result<Response<Self::ListStream>, Status> {
-        let peer = peer(&req);
-        let drops = self.faults("List", &peer).await?;
-        let r = req.get_ref();
-        let (node, _) =
-            self.cosi_target(&req, "/cosi.resource.State/List", &r.r#type, &r.namespace)?;
-        let items: Vec<_> = resources(&node, &r.r#type)
-            .into_iter()
-            .map(|res| cosi::ListResponse {
-                resource: Some(res),
-            })
-            .collect();
-        Ok(Response::new(Self::stream(items, drops, peer)))
-    }
-
-    async fn watch(
-        &self,
-        req: Request<cosi::WatchRequest>,
-    ) -> Result<Response<Self::WatchStream>, Status> {
-        let peer = peer(&req);
-        self.faults("Watch", &peer).await?;
-        let r = req.get_ref();
-        let (node, _) =
-            self.cosi_target(&req, "/cosi.resource.State/Watch", &r.r#type, &r.namespace)?;
-        let mut events: Vec<cosi::Event> = resources(&node, &r.r#type)
-            .into_iter()
-            .filter(|res| {
-                r.id.as_ref()
-                    .is_none_or(|id| res.metadata.as_ref().is_some_and(|m| &m.id == id))
-            })
-            .map(|res| cosi::Event {
-                resource: Some(res),
-                event_type: cosi::EventType::Created as i32,
-                ..Default::default()
-            })
-            .collect();
-        events.push(cosi::Event {
-            event_type: cosi::EventType::Bootstrapped as i32,
-            ..Default::default()
-        });
-        let first = tokio_stream::iter(vec![Ok(cosi::WatchResponse { event: events })]);
-        let rest = tokio_stream::pending();
-        Ok(Response::new(Box::pin(tokio_stream::StreamExt::chain(
-            first, rest,
-        ))))
     }
 }

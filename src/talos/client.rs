@@ -192,7 +192,7 @@ impl Client {
 
     /// A call's failure, named from what the connection showed; one that ends when the deadline
     /// has passed is the deadline (tonic reports its own as a bare `Cancelled`).
-    async fn failed(
+    pub(super) async fn failed(
         &self,
         call: &str,
         service: &'static str,
@@ -207,13 +207,26 @@ impl Client {
         diagnose::status(site, &facts, st)
     }
 
-    fn machine(&self) -> machine::machine_service_client::MachineServiceClient<Checked> {
+    /// A failure in a long-lived stream (a watch, a followed log): no deadline applies.
+    pub(super) async fn stream_failed(
+        &self,
+        call: &str,
+        service: &'static str,
+        st: &Status,
+    ) -> anyhow::Error {
+        let facts = facts_of(&self.channel.dialer, self.insecure, self.timeout).await;
+        diagnose::status(self.site(call, service), &facts, st)
+    }
+
+    /// The raw MachineService client over this connection (Talos's message limits).
+    pub fn machine(&self) -> machine::machine_service_client::MachineServiceClient<Checked> {
         machine::machine_service_client::MachineServiceClient::new(self.channel.clone())
             .max_decoding_message_size(MAX_MESSAGE)
             .max_encoding_message_size(MAX_MESSAGE)
     }
 
-    fn state(&self) -> cosi::state_client::StateClient<Checked> {
+    /// The raw COSI State client over this connection.
+    pub fn state(&self) -> cosi::state_client::StateClient<Checked> {
         cosi::state_client::StateClient::new(self.channel.clone())
             .max_decoding_message_size(MAX_MESSAGE)
     }
@@ -221,8 +234,14 @@ impl Client {
     /// A request with the node targeting talosctl uses: `nodes` for machine calls (one-to-many
     /// proxying), `node` for COSI calls. Maintenance connections send none.
     fn request<T>(&self, msg: T, many: bool) -> Request<T> {
-        let mut r = Request::new(msg);
+        let mut r = self.stream_request(msg, many);
         r.set_timeout(self.timeout);
+        r
+    }
+
+    /// The same targeting without a deadline, for streams that stay open (watches, follows).
+    pub(super) fn stream_request<T>(&self, msg: T, many: bool) -> Request<T> {
+        let mut r = Request::new(msg);
         if let (false, Some(t)) = (self.insecure, &self.target) {
             if let Ok(v) = t.parse() {
                 r.metadata_mut()
@@ -233,7 +252,7 @@ impl Client {
     }
 
     /// Runs one call under the deadline and turns failures into node-named errors.
-    async fn call<T>(
+    pub(super) async fn call<T>(
         &self,
         call: &str,
         service: &'static str,
@@ -248,7 +267,7 @@ impl Client {
     }
 
     /// Errors that a proxying node delivers inside a reply's metadata.
-    fn in_band(&self, call: &str, md: Option<&common::Metadata>) -> Result<()> {
+    pub(super) fn in_band(&self, call: &str, md: Option<&common::Metadata>) -> Result<()> {
         let Some(md) = md else { return Ok(()) };
         if md.error.is_empty() {
             return Ok(());
@@ -318,11 +337,22 @@ impl Client {
 
     /// Every resource of a type in a namespace.
     pub async fn list(&self, namespace: &str, ty: &str) -> Result<Vec<cosi::Resource>> {
+        self.list_with(namespace, ty, cosi::ListOptions::default())
+            .await
+    }
+
+    /// The resources of a type in a namespace that pass the label and ID queries of `options`.
+    pub async fn list_with(
+        &self,
+        namespace: &str,
+        ty: &str,
+        options: cosi::ListOptions,
+    ) -> Result<Vec<cosi::Resource>> {
         let mut c = self.state();
         let req = cosi::ListRequest {
             namespace: namespace.into(),
             r#type: ty.into(),
-            options: Some(cosi::ListOptions::default()),
+            options: Some(options),
         };
         let call = format!("list {ty}");
         let stream = self
@@ -478,6 +508,31 @@ impl Client {
                 m.metadata.as_ref()
             })?
             .services)
+    }
+
+    /// A client certificate and talosconfig issued by the node for `roles`, valid for `ttl`.
+    pub async fn generate_client_configuration(
+        &self,
+        roles: &[&str],
+        ttl: Duration,
+    ) -> Result<machine::GenerateClientConfiguration> {
+        let mut c = self.machine();
+        let req = machine::GenerateClientConfigurationRequest {
+            roles: roles.iter().map(|r| r.to_string()).collect(),
+            crt_ttl: Some(prost_types::Duration {
+                seconds: i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX),
+                nanos: ttl.subsec_nanos() as i32,
+            }),
+        };
+        let call = "GenerateClientConfiguration";
+        let r = self
+            .call(
+                call,
+                MACHINE,
+                c.generate_client_configuration(self.request(req, true)),
+            )
+            .await?;
+        self.first(call, r.into_inner().messages, |m| m.metadata.as_ref())
     }
 
     /// A service's log lines (not following).

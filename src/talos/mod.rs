@@ -12,6 +12,7 @@ pub mod errors;
 pub mod jsonpath;
 pub mod resources;
 pub mod scan;
+pub mod streams;
 pub mod verify;
 pub mod wire;
 

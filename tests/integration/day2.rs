@@ -166,9 +166,12 @@ fn logs_dmesg_and_services() {
                 == ["127.0.11.4", "etcd", "Running", "OK"]),
         "{services}"
     );
-    // Reading logs takes the operator role at least; a maintenance node refuses.
+    // Reading logs is open to readers (Talos's role table), so a maintenance node answers.
     let fresh = Nodes::start(&["127.0.11.5"], |_| {});
-    d.talm(["logs", "kernel", "-n", "127.0.11.5", "-i"])
-        .fails_with("node 127.0.11.5: Dmesg: not authorized");
+    let kernel = d
+        .talm(["logs", "kernel", "-n", "127.0.11.5", "-i"])
+        .ok()
+        .stdout;
+    assert!(kernel.contains("Linux version"), "{kernel}");
     drop(fresh);
 }

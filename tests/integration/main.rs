@@ -22,6 +22,7 @@ mod presets_values;
 mod presets_values_links;
 mod repl;
 mod secrets_bundle;
+mod sim_fidelity;
 mod sim_lifecycle;
 mod sim_node;
 mod stdlib_links;
