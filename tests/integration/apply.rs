@@ -3,7 +3,7 @@
 //! declared-resources gate and direct-patch mode.
 
 use crate::common::sim::{template_node, Nodes};
-use crate::common::Dir;
+use crate::common::{net, Dir};
 
 /// A generic project with nodes/node1.yaml for the node at `ip`, configured when `configure`.
 fn project(nodes: &Nodes, ip: &str, configure: bool) -> Dir {
@@ -19,8 +19,9 @@ fn project(nodes: &Nodes, ip: &str, configure: bool) -> Dir {
 
 #[test]
 fn every_mode_through_the_binary() {
-    let nodes = Nodes::start(&["127.0.8.1"], |_| {});
-    let d = project(&nodes, "127.0.8.1", true);
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = project(&nodes, &ip, true);
     d.write(
         "sysctl.yaml",
         "machine:\n  sysctls:\n    vm.swappiness: \"1\"\n",
@@ -33,7 +34,7 @@ fn every_mode_through_the_binary() {
     };
 
     let o = run("no-reboot");
-    assert!(o.contains("- talm: file=nodes/node1.yaml, side-patches=[sysctl.yaml], nodes=[127.0.8.1], endpoints=[127.0.8.1]"), "{o}");
+    assert!(o.contains(&format!("- talm: file=nodes/node1.yaml, side-patches=[sysctl.yaml], nodes=[{ip}], endpoints=[{ip}]")), "{o}");
     assert!(
         o.contains("machine.sysctls.vm.swappiness: (absent) -> 1"),
         "{o}"
@@ -62,10 +63,10 @@ fn every_mode_through_the_binary() {
         o.contains("will be automatically reverted back in 2m0s"),
         "{o}"
     );
-    let boots = nodes.boots("127.0.8.1");
+    let boots = nodes.boots(&ip);
     let o = run("reboot");
     assert!(o.contains("Applied configuration with a reboot"), "{o}");
-    nodes.wait_reboot("127.0.8.1", boots);
+    nodes.wait_reboot(&ip, boots);
     d.talm(chain.iter().copied().chain(["-m", "sometimes"]))
         .fails_with("invalid value 'sometimes' for '--mode <MODE>'");
     d.talm(
@@ -79,8 +80,9 @@ fn every_mode_through_the_binary() {
 
 #[test]
 fn dry_run_previews_and_redacts() {
-    let nodes = Nodes::start(&["127.0.8.2"], |_| {});
-    let d = project(&nodes, "127.0.8.2", true);
+    let [ip, fresh_ip] = net::addrs();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = project(&nodes, &ip, true);
     let token = |text: &str| {
         text.lines()
             .find(|l| l.trim_start().starts_with("token:"))
@@ -141,28 +143,29 @@ fn dry_run_previews_and_redacts() {
         "{shown}"
     );
     // Nothing changed on the node.
-    let mc = nodes.node("127.0.8.2").state().config.clone().unwrap().text;
+    let mc = nodes.node(&ip).state().config.clone().unwrap().text;
     assert!(!mc.contains("abcdef.0123456789abcdef"));
     // Maintenance nodes have no config to compare with.
-    let fresh = Nodes::start(&["127.0.8.3"], |_| {});
-    let d2 = project(&fresh, "127.0.8.3", false);
+    let fresh = Nodes::start(&[&fresh_ip], |_| {});
+    let d2 = project(&fresh, &fresh_ip, false);
     let o = d2
         .talm(["apply", "-f", "nodes/node1.yaml", "-i", "--dry-run"])
         .ok()
         .stderr;
     assert!(
-        o.contains(
-            "node 127.0.8.3: talm: drift verification unavailable on maintenance connection"
-        ),
+        o.contains(&format!(
+            "node {fresh_ip}: talm: drift verification unavailable on maintenance connection"
+        )),
         "{o}"
     );
-    assert!(fresh.node("127.0.8.3").state().in_maintenance());
+    assert!(fresh.node(&fresh_ip).state().in_maintenance());
 }
 
 #[test]
 fn chains_and_bodies_are_refused_when_ambiguous() {
-    let nodes = Nodes::start(&["127.0.8.4", "127.0.8.5"], |_| {});
-    let d = project(&nodes, "127.0.8.4", false);
+    let [a, b] = net::addrs();
+    let nodes = Nodes::start(&[&a, &b], |_| {});
+    let d = project(&nodes, &a, false);
     d.write("side.yaml", &d.read("nodes/node1.yaml"));
     d.refused(
         &["apply", "-f", "nodes/node1.yaml", "-f", "side.yaml", "-i"],
@@ -176,7 +179,7 @@ fn chains_and_bodies_are_refused_when_ambiguous() {
     );
     d.write(
         "notemplates.yaml",
-        "# talm: nodes=[\"127.0.8.4\"], endpoints=[\"127.0.8.4\"], templates=[]\nmachine: {}\n",
+        &format!("# talm: nodes=[\"{a}\"], endpoints=[\"{a}\"], templates=[]\nmachine: {{}}\n"),
     );
     d.refused(
         &["apply", "-f", "notemplates.yaml", "-f", "p.yaml", "-i"],
@@ -195,20 +198,18 @@ fn chains_and_bodies_are_refused_when_ambiguous() {
         "parsing modeline in side-patch bad-side.yaml",
     );
     // One body, two nodes.
-    d.refused(&["apply", "-f", "nodes/node1.yaml", "--nodes", "127.0.8.4,127.0.8.5", "-i"],
-        "anchor \"nodes/node1.yaml\" would be stamped onto 2 nodes ([\"127.0.8.4\", \"127.0.8.5\"]) but carries a non-empty per-node body");
-    assert!(
-        nodes.node("127.0.8.4").state().in_maintenance()
-            && nodes.node("127.0.8.5").state().in_maintenance()
-    );
+    d.refused(&["apply", "-f", "nodes/node1.yaml", "--nodes", &format!("{a},{b}"), "-i"],
+        &format!("anchor \"nodes/node1.yaml\" would be stamped onto 2 nodes ([\"{a}\", \"{b}\"]) but carries a non-empty per-node body"));
+    assert!(nodes.node(&a).state().in_maintenance() && nodes.node(&b).state().in_maintenance());
     // No files: nothing to do.
     d.talm(["apply"]).ok();
 }
 
 #[test]
 fn declared_resources_gate() {
-    let nodes = Nodes::start(&["127.0.8.6"], |_| {});
-    let d = project(&nodes, "127.0.8.6", false);
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = project(&nodes, &ip, false);
     d.write("disk.yaml", "machine:\n  install:\n    disk: /dev/sdz\n");
     let o = d.refused(
         &["apply", "-f", "nodes/node1.yaml", "-f", "disk.yaml", "-i"],
@@ -217,10 +218,7 @@ fn declared_resources_gate() {
     assert!(o.contains("[blocker] declared disk \"/dev/sdz\" not found on target node (source: doc[0].machine.install.disk)"), "{o}");
     assert!(o.contains("  hint: available disks: /dev/nvme0n1"), "{o}");
     assert!(o.contains("hint: correct the values referenced above, or pass --skip-resource-validation to bypass."), "{o}");
-    assert!(
-        nodes.node("127.0.8.6").state().in_maintenance(),
-        "nothing was sent"
-    );
+    assert!(nodes.node(&ip).state().in_maintenance(), "nothing was sent");
     // Skipped, the node itself refuses the disk.
     d.talm([
         "apply",
@@ -249,15 +247,16 @@ fn declared_resources_gate() {
 
 #[test]
 fn direct_patch_mode_applies_a_plain_patch() {
-    let nodes = Nodes::start(&["127.0.8.7"], |_| {});
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
     let d = Dir::project("generic");
     d.write(
         "nodes/raw.yaml",
-        "# talm: nodes=[\"127.0.8.7\"], endpoints=[\"127.0.8.7\"], templates=[]\nmachine:\n  type: worker\n  install:\n    disk: /dev/nvme0n1\ncluster:\n  clusterName: mycluster\n  controlPlane:\n    endpoint: https://127.0.0.11:6443\n",
+        &format!("# talm: nodes=[\"{ip}\"], endpoints=[\"{ip}\"], templates=[]\nmachine:\n  type: worker\n  install:\n    disk: /dev/nvme0n1\ncluster:\n  clusterName: mycluster\n  controlPlane:\n    endpoint: https://127.0.0.11:6443\n"),
     );
     d.talm(["apply", "-f", "nodes/raw.yaml", "-i"]).ok();
     let cfg = nodes
-        .node("127.0.8.7")
+        .node(&ip)
         .state()
         .config
         .clone()

@@ -3,7 +3,7 @@
 //! upgrade waiting for the new version.
 
 use crate::common::sim::{template_node, Nodes};
-use crate::common::Dir;
+use crate::common::{net, Dir};
 
 /// A generic project with its control plane at `cp` configured (and `worker` as a worker).
 fn cluster(nodes: &Nodes, cp: &str, worker: Option<&str>) -> Dir {
@@ -36,10 +36,11 @@ fn cluster(nodes: &Nodes, cp: &str, worker: Option<&str>) -> Dir {
 
 #[test]
 fn kubeconfig_paths_merge_and_refusals() {
-    let nodes = Nodes::start(&["127.0.11.1", "127.0.11.2"], |_| {});
-    let d = cluster(&nodes, "127.0.11.1", Some("127.0.11.2"));
+    let [cp, worker, nobody] = net::addrs();
+    let nodes = Nodes::start(&[&cp, &worker], |_| {});
+    let d = cluster(&nodes, &cp, Some(&worker));
     d.talm(["kubeconfig", "-f", "nodes/worker.yaml"])
-        .fails_with("node 127.0.11.2: Kubeconfig: rpc error: code = Unimplemented desc = kubeconfig is only available on control plane nodes");
+        .fails_with(&format!("node {worker}: Kubeconfig: rpc error: code = Unimplemented desc = kubeconfig is only available on control plane nodes"));
     assert!(!d.exists("kubeconfig"));
     d.talm(["kubeconfig", "-f", "nodes/cp.yaml"]).ok();
     assert_eq!(d.mode("kubeconfig"), 0o600);
@@ -58,26 +59,27 @@ fn kubeconfig_paths_merge_and_refusals() {
     assert_eq!(names, ["other", "mycluster"]);
     assert_eq!(merged["current-context"], "admin@mycluster");
     assert_eq!(d.mode("other.yaml"), 0o600);
-    d.talm(["kubeconfig", "-n", "127.0.11.9", "-e", "127.0.11.9"])
-        .fails_with("node 127.0.11.9: connect: connection refused");
+    d.talm(["kubeconfig", "-n", &nobody, "-e", &nobody])
+        .fails_with(&format!("node {nobody}: connect: connection refused"));
     d.talm([
         "kubeconfig",
         "--nodes",
-        "127.0.11.1,127.0.11.2",
+        &format!("{cp},{worker}"),
         "-e",
-        "127.0.11.1",
+        &cp,
     ])
     .fails_with("command \"kubeconfig\" is not supported with multiple nodes");
 }
 
 #[test]
 fn reboot_reset_and_upgrade() {
-    let nodes = Nodes::start(&["127.0.11.3"], |_| {});
-    let d = cluster(&nodes, "127.0.11.3", None);
-    let boots = nodes.boots("127.0.11.3");
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = cluster(&nodes, &ip, None);
+    let boots = nodes.boots(&ip);
     let o = d.talm(["reboot", "-f", "nodes/cp.yaml", "--wait"]).ok();
-    assert!(o.stderr.contains("127.0.11.3: back"), "{}", o.stderr);
-    assert!(nodes.boots("127.0.11.3") > boots);
+    assert!(o.stderr.contains(&format!("{ip}: back")), "{}", o.stderr);
+    assert!(nodes.boots(&ip) > boots);
 
     let o = d
         .talm([
@@ -89,7 +91,7 @@ fn reboot_reset_and_upgrade() {
         ])
         .ok();
     assert!(
-        o.stderr.contains("127.0.11.3: running v1.13.9"),
+        o.stderr.contains(&format!("{ip}: running v1.13.9")),
         "{}",
         o.stderr
     );
@@ -107,16 +109,16 @@ fn reboot_reset_and_upgrade() {
         .ok();
     assert!(o.stderr.contains("running v1.13.8"), "{}", o.stderr);
 
-    let boots = nodes.boots("127.0.11.3");
+    let boots = nodes.boots(&ip);
     let o = d.talm(["reset", "-f", "nodes/cp.yaml", "--reboot"]).ok();
     assert!(
         o.stderr.contains("(wipe: [\"STATE\", \"EPHEMERAL\"])"),
         "META is kept: {}",
         o.stderr
     );
-    nodes.wait_reboot("127.0.11.3", boots);
+    nodes.wait_reboot(&ip, boots);
     assert!(
-        nodes.node("127.0.11.3").state().in_maintenance(),
+        nodes.node(&ip).state().in_maintenance(),
         "back in maintenance mode"
     );
     d.talm(["reset", "-f", "nodes/cp.yaml", "--wipe-mode", "everything"])
@@ -125,8 +127,9 @@ fn reboot_reset_and_upgrade() {
 
 #[test]
 fn logs_dmesg_and_services() {
-    let nodes = Nodes::start(&["127.0.11.4"], |_| {});
-    let d = cluster(&nodes, "127.0.11.4", None);
+    let [ip, fresh_ip] = net::addrs();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = cluster(&nodes, &ip, None);
     let logs = d
         .talm(["logs", "kubelet", "-f", "nodes/cp.yaml", "--tail", "3"])
         .ok()
@@ -134,7 +137,7 @@ fn logs_dmesg_and_services() {
     assert_eq!(logs.lines().count(), 3, "{logs}");
     assert!(logs.contains("kubelet: simulated log line 20"), "{logs}");
     d.talm(["logs", "nosuch", "-f", "nodes/cp.yaml"])
-        .fails_with("node 127.0.11.4: Logs:");
+        .fails_with(&format!("node {ip}: Logs:"));
     let kernel = d
         .talm(["logs", "kernel", "-f", "nodes/cp.yaml"])
         .ok()
@@ -154,7 +157,7 @@ fn logs_dmesg_and_services() {
         services
             .lines()
             .any(|l| l.split_whitespace().collect::<Vec<_>>()
-                == ["127.0.11.4", "etcd", "Preparing", "?"]),
+                == [ip.as_str(), "etcd", "Preparing", "?"]),
         "{services}"
     );
     d.talm(["bootstrap", "-f", "nodes/cp.yaml"]).ok();
@@ -163,13 +166,13 @@ fn logs_dmesg_and_services() {
         services
             .lines()
             .any(|l| l.split_whitespace().collect::<Vec<_>>()
-                == ["127.0.11.4", "etcd", "Running", "OK"]),
+                == [ip.as_str(), "etcd", "Running", "OK"]),
         "{services}"
     );
     // Reading logs is open to readers (Talos's role table), so a maintenance node answers.
-    let fresh = Nodes::start(&["127.0.11.5"], |_| {});
+    let fresh = Nodes::start(&[&fresh_ip], |_| {});
     let kernel = d
-        .talm(["logs", "kernel", "-n", "127.0.11.5", "-i"])
+        .talm(["logs", "kernel", "-n", &fresh_ip, "-i"])
         .ok()
         .stdout;
     assert!(kernel.contains("Linux version"), "{kernel}");

@@ -1,17 +1,13 @@
 //! The Cozystack bring-up guide, command line for command line through the real binary, against
-//! three simulated nodes on 127.0.0.11–13 (port 50000): init, template -i, apply -i, wait for
-//! port 50000, bootstrap, kubeconfig, then the day-2 lines (dry run, try mode, upgrade).
+//! three simulated nodes at .11–.13 of a /24 of their own (port 50000) with the cluster VIP at .10:
+//! init, template -i, apply -i, wait for port 50000, bootstrap, kubeconfig, then the day-2 lines
+//! (dry run, try mode, upgrade). `talm demo` runs the same on its own fixed addresses.
 
 use std::time::{Duration, Instant};
 
 use crate::common::sim::{template_node, Nodes};
-use crate::common::{verify_signed_by, Dir};
+use crate::common::{net, verify_signed_by, Dir};
 use x509_parser::prelude::{FromDer, X509Certificate};
-
-const NODES: [&str; 3] = ["127.0.0.11", "127.0.0.12", "127.0.0.13"];
-
-/// Both tests here use the guide's addresses; one at a time.
-static GUIDE_ADDRESSES: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Waits until every node listens on port 50000 again and answers with its cluster identity.
 fn wait_for_port(d: &Dir, file: &str) {
@@ -45,21 +41,22 @@ fn set_value(d: &Dir, key: &str, value: &str) {
 
 #[test]
 fn cozystack_guide_end_to_end() {
-    let _one = GUIDE_ADDRESSES.lock().unwrap_or_else(|e| e.into_inner());
-    let nodes = Nodes::start(&NODES, |_| {});
+    let lan = net::subnet(24);
+    let (vip, ips) = (lan.host(10), [11, 12, 13].map(|i| lan.host(i)));
+    let nodes = Nodes::start(&ips, |_| {});
     let d = Dir::new();
     d.talm(["init", "--preset", "cozystack", "--name", "mycluster"])
         .ok();
     // The guide's values.yaml edit: the cluster endpoint and its floating IP.
-    set_value(&d, "endpoint", "\"https://127.0.0.10:6443\"");
-    set_value(&d, "floatingIP", "127.0.0.10");
+    set_value(&d, "endpoint", &format!("\"https://{vip}:6443\""));
+    set_value(&d, "floatingIP", &vip);
 
-    for (i, ip) in NODES.iter().enumerate() {
+    for (i, ip) in ips.iter().enumerate() {
         // talm template -e IP --nodes IP -t templates/controlplane.yaml -i > nodes/nodeN.yaml
         let out = template_node(&d, ip);
         d.write(&format!("nodes/node{}.yaml", i + 1), &out);
     }
-    for (i, ip) in NODES.iter().enumerate() {
+    for (i, ip) in ips.iter().enumerate() {
         let file = format!("nodes/node{}.yaml", i + 1);
         let o = d.talm(["apply", "-f", &file, "-i"]).ok();
         assert!(
@@ -90,7 +87,7 @@ fn cozystack_guide_end_to_end() {
     let kc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&d.read("kubeconfig")).unwrap();
     assert_eq!(
         kc["clusters"][0]["cluster"]["server"],
-        "https://127.0.0.10:6443"
+        format!("https://{vip}:6443").as_str()
     );
     assert_eq!(kc["current-context"], "admin@mycluster");
     let unb64 =
@@ -115,7 +112,8 @@ fn cozystack_guide_end_to_end() {
         .talm(["apply", "-f", "nodes/node1.yaml", "--dry-run"])
         .ok();
     assert!(
-        o.stderr.contains("talm: drift preview (node 127.0.0.11)"),
+        o.stderr
+            .contains(&format!("talm: drift preview (node {})", ips[0])),
         "{}",
         o.stderr
     );
@@ -141,16 +139,17 @@ fn cozystack_guide_end_to_end() {
         o.stderr
     );
     assert!(
-        o.stderr.contains("127.0.0.13: running v1.13.8"),
+        o.stderr.contains(&format!("{}: running v1.13.8", ips[2])),
         "{}",
         o.stderr
     );
-    assert_eq!(nodes.node("127.0.0.13").state().version, "v1.13.8");
+    assert_eq!(nodes.node(&ips[2]).state().version, "v1.13.8");
 }
 
+/// The one test that listens on fixed addresses: `talm demo` serves its nodes on 127.0.0.11–13
+/// (`talm::demo::NODES`), which no other test listens on or dials.
 #[test]
 fn demo_runs_the_guide_by_playbook_on_embedded_nodes() {
-    let _one = GUIDE_ADDRESSES.lock().unwrap_or_else(|e| e.into_inner());
     let d = Dir::new();
     let o = d.talm(["demo", "--dir", "cluster"]).ok();
     for step in [

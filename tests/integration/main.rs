@@ -1,5 +1,10 @@
 //! The integration tests: one crate that drives the real `talm` binary, and the library, against
 //! simulated Talos nodes on loopback. One module per subject; `common` holds the builders.
+//!
+//! Every address a test listens on or dials comes from `common::net`, so tests never collide
+//! however they are scheduled. Fixed addresses remain only where they are written into files and
+//! never dialled (offline renders, generated talosconfigs, golden fixtures), and in the `talm
+//! demo` test, whose nodes sit on the demo's own 127.0.0.11–13, which no other test dials.
 
 mod common;
 

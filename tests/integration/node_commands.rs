@@ -1,9 +1,9 @@
 //! `talm version`, `get`, `discover`, `bootstrap` and `template` online, driving the real binary
-//! against simulated nodes on loopback (each test has its own 127.0.4.x addresses), in
+//! against simulated nodes on loopback (each test has a /24 of its own from `common::net`), in
 //! maintenance and authenticated modes.
 
 use crate::common::sim::{template_node, Nodes};
-use crate::common::{yaml_docs, Dir};
+use crate::common::{net, yaml_docs, Dir};
 
 /// A cozystack project whose cluster endpoint is a VIP next to the test's nodes.
 fn project(vip: &str) -> Dir {
@@ -28,11 +28,13 @@ fn project(vip: &str) -> Dir {
 
 #[test]
 fn template_online_writes_the_node_file_with_discovered_comments() {
-    let _nodes = Nodes::start(&["127.0.4.1"], |_| {});
-    let d = project("127.0.4.100");
-    let out = template_node(&d, "127.0.4.1");
+    let lan = net::subnet(24);
+    let ip = lan.host(1);
+    let _nodes = Nodes::start(&[&ip], |_| {});
+    let d = project(&lan.host(100));
+    let out = template_node(&d, &ip);
     d.write("nodes/node1.yaml", &out);
-    assert!(out.starts_with("# talm: nodes=[\"127.0.4.1\"], endpoints=[\"127.0.4.1\"], templates=[\"templates/controlplane.yaml\"]\n"), "{out}");
+    assert!(out.starts_with(&format!("# talm: nodes=[\"{ip}\"], endpoints=[\"{ip}\"], templates=[\"templates/controlplane.yaml\"]\n")), "{out}");
     assert!(
         out.contains("# -- Discovered disks:\n    # /dev/nvme0n1:\n    #    model: QEMU NVMe Ctrl"),
         "{out}"
@@ -47,8 +49,8 @@ fn template_online_writes_the_node_file_with_discovered_comments() {
         .find(|d| d["kind"] == "LinkConfig")
         .expect("LinkConfig from discovery");
     assert_eq!(link["name"], "eth0");
-    assert_eq!(link["addresses"][0]["address"], "127.0.4.1/24");
-    assert_eq!(link["routes"][0]["gateway"], "127.0.4.1");
+    assert_eq!(link["addresses"][0]["address"], format!("{ip}/24").as_str());
+    assert_eq!(link["routes"][0]["gateway"], lan.host(1).as_str());
     let resolvers = docs.iter().find(|d| d["kind"] == "ResolverConfig").unwrap();
     assert_eq!(resolvers["nameservers"][0]["address"], "1.1.1.1");
     assert_eq!(docs[0]["machine"]["install"]["disk"], "/dev/nvme0n1");
@@ -62,7 +64,7 @@ fn template_online_writes_the_node_file_with_discovered_comments() {
     d.talm([
         "template",
         "--nodes",
-        "127.0.4.1,127.0.4.1",
+        &format!("{ip},{ip}"),
         "-t",
         "templates/controlplane.yaml",
         "-i",
@@ -72,11 +74,13 @@ fn template_online_writes_the_node_file_with_discovered_comments() {
 
 #[test]
 fn discover_records_what_template_renders_from() {
-    let _nodes = Nodes::start(&["127.0.4.2"], |_| {});
-    let d = project("127.0.4.100");
-    let facts = d.talm(["discover", "-n", "127.0.4.2", "-i"]).ok().stdout;
+    let lan = net::subnet(24);
+    let ip = lan.host(2);
+    let _nodes = Nodes::start(&[&ip], |_| {});
+    let d = project(&lan.host(100));
+    let facts = d.talm(["discover", "-n", &ip, "-i"]).ok().stdout;
     let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&facts).unwrap();
-    assert_eq!(v["node"], "127.0.4.2");
+    assert_eq!(v["node"], ip.as_str());
     assert_eq!(v["version"]["tag"], "v1.13.7");
     let res = &v["resources"];
     for kind in [
@@ -108,9 +112,9 @@ fn discover_records_what_template_renders_from() {
             "--facts",
             "node.facts.yaml",
             "-e",
-            "127.0.4.2",
+            &ip,
             "--nodes",
-            "127.0.4.2",
+            &ip,
             "-t",
             "templates/controlplane.yaml",
         ])
@@ -118,19 +122,18 @@ fn discover_records_what_template_renders_from() {
         .stdout;
     assert_eq!(
         offline,
-        template_node(&d, "127.0.4.2"),
+        template_node(&d, &ip),
         "a recorded node renders like the live one"
     );
 }
 
 #[test]
 fn version_and_get_in_both_modes() {
-    let nodes = Nodes::start(&["127.0.4.3"], |_| {});
-    let d = project("127.0.4.100");
-    let v = d
-        .talm(["version", "--nodes", "127.0.4.3", "-i"])
-        .ok()
-        .stdout;
+    let lan = net::subnet(24);
+    let ip = lan.host(3);
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = project(&lan.host(100));
+    let v = d.talm(["version", "--nodes", &ip, "-i"]).ok().stdout;
     let arch = match std::env::consts::ARCH {
         "x86_64" => "amd64",
         "aarch64" => "arm64",
@@ -142,40 +145,31 @@ fn version_and_get_in_both_modes() {
     );
     assert_eq!(
         v,
-        format!("{client}Server:\n\tNODE:        127.0.4.3\n\tTag:         v1.13.7\n\tSHA:         simulated\n\tBuilt:       \n\tGo version:  go1.26.5\n\tOS/Arch:     linux/amd64\n\tEnabled:     \n")
+        format!("{client}Server:\n\tNODE:        {ip}\n\tTag:         v1.13.7\n\tSHA:         simulated\n\tBuilt:       \n\tGo version:  go1.26.5\n\tOS/Arch:     linux/amd64\n\tEnabled:     \n")
     );
     // --client asks no node (none is given, and none would answer).
     assert_eq!(d.talm(["version", "--client"]).ok().stdout, client);
-    let t = d
-        .talm(["get", "links", "-n", "127.0.4.3", "-i"])
-        .ok()
-        .stdout;
+    let t = d.talm(["get", "links", "-n", &ip, "-i"]).ok().stdout;
     assert!(t.starts_with("NODE "), "{t}");
     assert!(
         t.lines().any(|l| l.split_whitespace().collect::<Vec<_>>()
-            == ["127.0.4.3", "network", "LinkStatus", "eth0", "1"]),
+            == [ip.as_str(), "network", "LinkStatus", "eth0", "1"]),
         "{t}"
     );
     let y = d
-        .talm([
-            "get",
-            "disks",
-            "nvme0n1",
-            "-n",
-            "127.0.4.3",
-            "-i",
-            "-o",
-            "yaml",
-        ])
+        .talm(["get", "disks", "nvme0n1", "-n", &ip, "-i", "-o", "yaml"])
         .ok()
         .stdout;
-    assert!(y.starts_with("node: 127.0.4.3\nmetadata:\n    namespace: runtime\n    type: Disks.block.talos.dev\n    id: nvme0n1\n"), "{y}");
+    assert!(y.starts_with(&format!("node: {ip}\nmetadata:\n    namespace: runtime\n    type: Disks.block.talos.dev\n    id: nvme0n1\n")), "{y}");
     assert!(y.contains("    pretty_size: 34 GB\n"), "{y}");
     let j = d
-        .talm(["get", "routes", "-n", "127.0.4.3", "-i", "-o", "json"])
+        .talm(["get", "routes", "-n", &ip, "-i", "-o", "json"])
         .ok()
         .stdout;
-    assert!(j.contains("        \"gateway\": \"127.0.4.1\""), "{j}");
+    assert!(
+        j.contains(&format!("        \"gateway\": \"{}\"", lan.host(1))),
+        "{j}"
+    );
     // JSONPath over each resource (with its node), as talosctl's -o jsonpath=.
     let p = d
         .talm([
@@ -183,15 +177,15 @@ fn version_and_get_in_both_modes() {
             "links",
             "eth0",
             "-n",
-            "127.0.4.3",
+            &ip,
             "-i",
             "-o",
             "jsonpath={.node} {.metadata.id} mtu={.spec.mtu}",
         ])
         .ok()
         .stdout;
-    assert_eq!(p, "127.0.4.3 eth0 mtu=1500\n");
-    d.talm(["get", "links", "-n", "127.0.4.3", "-i", "-o", "wide"])
+    assert_eq!(p, format!("{ip} eth0 mtu=1500\n"));
+    d.talm(["get", "links", "-n", &ip, "-i", "-o", "wide"])
         .fails_with("output format \"wide\" is not supported");
     let ns = d
         .talm([
@@ -200,23 +194,35 @@ fn version_and_get_in_both_modes() {
             "--namespace",
             "network",
             "-n",
-            "127.0.4.3",
+            &ip,
             "-i",
             "-o",
             "yaml",
         ])
         .ok()
         .stdout;
-    assert!(ns.contains("id: eth0/127.0.4.3/24"), "{ns}");
-    d.talm(["get", "addresses", "--namespace", "runtime", "-n", "127.0.4.3", "-i"])
-        .fails_with("node 127.0.4.3: list AddressStatuses.net.talos.dev: namespace \"runtime\" is not supported");
-    d.talm(["get", "nonsense", "-n", "127.0.4.3", "-i"])
-        .fails_with("node 127.0.4.3: resource \"nonsense\" is not registered");
+    assert!(ns.contains(&format!("id: eth0/{ip}/24")), "{ns}");
+    d.talm([
+        "get",
+        "addresses",
+        "--namespace",
+        "runtime",
+        "-n",
+        &ip,
+        "-i",
+    ])
+    .fails_with(&format!(
+        "node {ip}: list AddressStatuses.net.talos.dev: namespace \"runtime\" is not supported"
+    ));
+    d.talm(["get", "nonsense", "-n", &ip, "-i"])
+        .fails_with(&format!(
+            "node {ip}: resource \"nonsense\" is not registered"
+        ));
 
     // Configure it, then talk through the project's talosconfig, nodes and endpoints from the
     // node file's modeline.
-    d.write("nodes/node1.yaml", &template_node(&d, "127.0.4.3"));
-    nodes.configure(&d, "127.0.4.3");
+    d.write("nodes/node1.yaml", &template_node(&d, &ip));
+    nodes.configure(&d, &ip);
     let v = d.talm(["version", "-f", "nodes/node1.yaml"]).ok().stdout;
     assert!(v.contains("\tEnabled:     RBAC"), "{v}");
     let mt = d
@@ -256,7 +262,7 @@ fn version_and_get_in_both_modes() {
     );
     d.talm(["bootstrap", "-f", "nodes/node1.yaml"]).ok();
     d.talm(["bootstrap", "-f", "nodes/node1.yaml"])
-        .fails_with("node 127.0.4.3: Bootstrap: rpc error: code = AlreadyExists desc = etcd data directory is not empty");
+        .fails_with(&format!("node {ip}: Bootstrap: rpc error: code = AlreadyExists desc = etcd data directory is not empty"));
     // The online template of a configured node goes through the talosconfig as well.
     let again = d.talm(["template", "-f", "nodes/node1.yaml"]).ok().stdout;
     assert!(again.contains("# -- Discovered interfaces:"), "{again}");
@@ -264,30 +270,32 @@ fn version_and_get_in_both_modes() {
 
 #[test]
 fn sim_command_serves_nodes_until_stopped() {
+    let lan = net::subnet(24);
+    let (listed, extra) = (lan.host(21), lan.host(22));
     let d = Dir::new();
     d.talm(["sim", "--node", "10.0.0.1"])
         .fails_with("10.0.0.1 is not a loopback address");
     d.write(
         "bad.yaml",
-        "nodes:\n  - address: 127.0.4.20\n    hardwre: {}\n",
+        &format!("nodes:\n  - address: {}\n    hardwre: {{}}\n", lan.host(20)),
     );
     d.talm(["sim", "--config", "bad.yaml"])
         .fails_with("bad.yaml: nodes[0]: unknown field `hardwre`");
     d.write(
         "sim.yaml",
-        "reboot_delay: 200ms\nnodes:\n  - address: 127.0.4.21\n    talos_version: v1.13.5\n    hardware:\n      disks:\n        - {name: sda, size: 500107862016, model: Samsung SSD 870, serial: S6P}\n      links:\n        - {name: enp1s0, mac: \"aa:bb:cc:00:00:21\", bus_path: \"0000:01:00.0\", addresses: [127.0.4.21/24]}\n      gateway: 127.0.4.254\n",
+        &format!("reboot_delay: 200ms\nnodes:\n  - address: {listed}\n    talos_version: v1.13.5\n    hardware:\n      disks:\n        - {{name: sda, size: 500107862016, model: Samsung SSD 870, serial: S6P}}\n      links:\n        - {{name: enp1s0, mac: \"aa:bb:cc:00:00:21\", bus_path: \"0000:01:00.0\", addresses: [{listed}/24]}}\n      gateway: {}\n", lan.host(254)),
     );
     let bin = assert_cmd::cargo::cargo_bin("talm");
     let mut child = KillOnDrop(
         std::process::Command::new(bin)
             .current_dir(d.path())
-            .args(["sim", "--config", "sim.yaml", "--node", "127.0.4.22"])
+            .args(["sim", "--config", "sim.yaml", "--node", &extra])
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap(),
     );
     let started = std::time::Instant::now();
-    while std::net::TcpStream::connect("127.0.4.22:50000").is_err() {
+    while std::net::TcpStream::connect(format!("{extra}:50000")).is_err() {
         assert!(
             started.elapsed() < std::time::Duration::from_secs(20),
             "talm sim did not start"
@@ -295,41 +303,28 @@ fn sim_command_serves_nodes_until_stopped() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let v = d
-        .talm(["version", "-n", "127.0.4.21", "-i", "--short"])
+        .talm(["version", "-n", &listed, "-i", "--short"])
         .ok()
         .stdout;
     assert!(
-        v.starts_with(
-            "Talos v1.13.7\nServer:\n\tNODE:        127.0.4.21\n\tTag:         v1.13.5\n"
-        ),
+        v.starts_with(&format!(
+            "Talos v1.13.7\nServer:\n\tNODE:        {listed}\n\tTag:         v1.13.5\n"
+        )),
         "{v}"
     );
-    let disks = d
-        .talm(["get", "disks", "-n", "127.0.4.21", "-i"])
-        .ok()
-        .stdout;
+    let disks = d.talm(["get", "disks", "-n", &listed, "-i"]).ok().stdout;
     assert!(disks.contains(" sda "), "{disks}");
     let links = d
-        .talm([
-            "get",
-            "links",
-            "enp1s0",
-            "-n",
-            "127.0.4.21",
-            "-i",
-            "-o",
-            "yaml",
-        ])
+        .talm(["get", "links", "enp1s0", "-n", &listed, "-i", "-o", "yaml"])
         .ok()
         .stdout;
     assert!(links.contains("hardwareAddr: aa:bb:cc:00:00:21"), "{links}");
-    d.talm(["version", "-n", "127.0.4.22", "-i", "--short"])
-        .ok();
+    d.talm(["version", "-n", &extra, "-i", "--short"]).ok();
     // SIGTERM stops it cleanly.
     unsafe_kill(child.0.id());
     let status = child.0.wait().unwrap();
     assert!(status.success(), "talm sim exit: {status:?}");
-    assert!(std::net::TcpStream::connect("127.0.4.22:50000").is_err());
+    assert!(std::net::TcpStream::connect(format!("{extra}:50000")).is_err());
 }
 
 /// A child process that is killed if the test fails before stopping it.
@@ -352,17 +347,20 @@ fn unsafe_kill(pid: u32) {
 
 #[test]
 fn scan_finds_maintenance_and_configured_nodes() {
-    let nodes = Nodes::start(&["127.0.13.1", "127.0.13.2", "127.0.13.3"], |s| {
-        s.version = match s.addr.to_string().as_str() {
-            "127.0.13.2" => "v1.13.5".into(),
-            "127.0.13.3" => "v1.12.11".into(),
-            _ => s.version.clone(),
-        };
+    let lan = net::subnet(24);
+    let (range, [one, two, three]) = (lan.head(29), [1, 2, 3].map(|i| lan.host(i)));
+    let nodes = Nodes::start(&[&one, &two, &three], |s| {
+        let addr = s.addr.to_string();
+        if addr == two {
+            s.version = "v1.13.5".into();
+        } else if addr == three {
+            s.version = "v1.12.11".into();
+        }
     });
-    let d = project("127.0.13.100");
-    d.write("nodes/node1.yaml", &template_node(&d, "127.0.13.1"));
-    nodes.configure(&d, "127.0.13.1");
-    let o = d.talm(["scan", "127.0.13.0/29", "--timeout", "300ms"]).ok();
+    let d = project(&lan.host(100));
+    d.write("nodes/node1.yaml", &template_node(&d, &one));
+    nodes.configure(&d, &one);
+    let o = d.talm(["scan", &range, "--timeout", "300ms"]).ok();
     let rows: Vec<Vec<&str>> = o
         .stdout
         .lines()
@@ -372,27 +370,27 @@ fn scan_finds_maintenance_and_configured_nodes() {
     assert_eq!(
         rows,
         vec![
-            vec!["127.0.13.1", "configured"],
-            vec!["127.0.13.2", "maintenance", "v1.13.5"],
-            vec!["127.0.13.3", "maintenance"]
+            vec![one.as_str(), "configured"],
+            vec![two.as_str(), "maintenance", "v1.13.5"],
+            vec![three.as_str(), "maintenance"]
         ],
         "{}",
         o.stdout
     );
     assert!(
         o.stderr
-            .contains("3 Talos endpoint(s) in 127.0.13.0/29 on port 50000"),
+            .contains(&format!("3 Talos endpoint(s) in {range} on port 50000")),
         "{}",
         o.stderr
     );
     // Talos 1.12 in maintenance has no Version: discovery goes on without it.
-    let facts = d.talm(["discover", "-n", "127.0.13.3", "-i"]).ok().stdout;
+    let facts = d.talm(["discover", "-n", &three, "-i"]).ok().stdout;
     let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&facts).unwrap();
     assert!(
         v["resources"].get("links").is_some() && v.get("version").is_none(),
         "{facts}"
     );
-    d.talm(["version", "-n", "127.0.13.3", "-i"])
+    d.talm(["version", "-n", &three, "-i"])
         .fails_with("API is not implemented in maintenance mode");
     d.talm(["scan", "10.0.0.0/8"])
         .fails_with("holds 16777216 addresses");

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::common::sim::{template_node, Nodes};
-use crate::common::Dir;
+use crate::common::{net, Dir};
 use talm::secrets::bundle::Bundle;
 use talm::sim::faults::Faults;
 use time::OffsetDateTime;
@@ -36,31 +36,40 @@ fn talosconfig(d: &Dir, roles: &[&str], from: OffsetDateTime) -> String {
 
 #[test]
 fn unreachable_node() {
+    // Nothing listens at an address of its own.
+    let nobody = net::addr();
     let d = Dir::new();
     let o = d
-        .talm(["version", "-n", "127.0.4.40", "-i"])
-        .fails_with("node 127.0.4.40: connect: connection refused");
+        .talm(["version", "-n", &nobody, "-i"])
+        .fails_with(&format!("node {nobody}: connect: connection refused"));
     assert!(o.stderr.contains("hint: check the address"), "{}", o.stderr);
 }
 
 #[test]
 fn maintenance_and_configured_nodes_refuse_the_wrong_mode() {
-    let nodes = Nodes::start(&["127.0.4.41"], |_| {});
-    let d = project_for("127.0.4.41");
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = project_for(&ip);
     // Authenticated calls to a node still in maintenance mode.
     d.talm(["bootstrap", "-f", "nodes/node1.yaml"])
-        .fails_with("node 127.0.4.41: connect: the node is in maintenance mode");
+        .fails_with(&format!(
+            "node {ip}: connect: the node is in maintenance mode"
+        ));
     let o = d
         .talm(["bootstrap", "-f", "nodes/node1.yaml", "-i"])
-        .fails_with("node 127.0.4.41: Bootstrap: not authorized");
+        .fails_with(&format!("node {ip}: Bootstrap: not authorized"));
     assert!(
         o.stderr.contains("hint: the node is in maintenance mode"),
         "{}",
         o.stderr
     );
     // Maintenance calls to a configured node.
-    nodes.configure(&d, "127.0.4.41");
-    let o = d.talm(["template", "-f", "nodes/node1.yaml", "-i"]).fails_with("node 127.0.4.41: connect: the node asks for a client certificate: it is not in maintenance mode");
+    nodes.configure(&d, &ip);
+    let o = d
+        .talm(["template", "-f", "nodes/node1.yaml", "-i"])
+        .fails_with(&format!(
+        "node {ip}: connect: the node asks for a client certificate: it is not in maintenance mode"
+    ));
     assert!(
         o.stderr.contains("hint: drop -i/--insecure"),
         "{}",
@@ -70,9 +79,10 @@ fn maintenance_and_configured_nodes_refuse_the_wrong_mode() {
 
 #[test]
 fn credentials_of_another_cluster_expired_or_without_the_role() {
-    let nodes = Nodes::start(&["127.0.4.42"], |_| {});
-    let d = project_for("127.0.4.42");
-    nodes.configure(&d, "127.0.4.42");
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = project_for(&ip);
+    nodes.configure(&d, &ip);
     d.talm(["version", "-f", "nodes/node1.yaml"]).ok();
 
     // Another project's talosconfig: its CA did not sign the node's certificate.
@@ -81,8 +91,10 @@ fn credentials_of_another_cluster_expired_or_without_the_role() {
         .talm(["init", "--preset", "generic", "--name", "other"])
         .ok();
     other
-        .talm(["version", "-n", "127.0.4.42", "-e", "127.0.4.42"])
-        .fails_with("node 127.0.4.42: connect: the node's certificate is not signed by the talosconfig's CA");
+        .talm(["version", "-n", &ip, "-e", &ip])
+        .fails_with(&format!(
+            "node {ip}: connect: the node's certificate is not signed by the talosconfig's CA"
+        ));
 
     // A reader certificate may read but not bootstrap or read secrets.
     d.write(
@@ -92,7 +104,7 @@ fn credentials_of_another_cluster_expired_or_without_the_role() {
     d.talm(["version", "-f", "nodes/node1.yaml"]).ok();
     let o = d
         .talm(["bootstrap", "-f", "nodes/node1.yaml"])
-        .fails_with("node 127.0.4.42: Bootstrap: not authorized");
+        .fails_with(&format!("node {ip}: Bootstrap: not authorized"));
     assert!(
         o.stderr
             .contains("hint: the talosconfig's client certificate lacks the role"),
@@ -100,7 +112,9 @@ fn credentials_of_another_cluster_expired_or_without_the_role() {
         o.stderr
     );
     d.talm(["get", "machineconfig", "-f", "nodes/node1.yaml"])
-        .fails_with("node 127.0.4.42: list MachineConfigs.config.talos.dev: not authorized");
+        .fails_with(&format!(
+            "node {ip}: list MachineConfigs.config.talos.dev: not authorized"
+        ));
 
     // An expired certificate is caught before connecting, naming the file.
     let past = OffsetDateTime::now_utc() - time::Duration::days(800);
@@ -117,57 +131,52 @@ fn credentials_of_another_cluster_expired_or_without_the_role() {
 
 #[test]
 fn malformed_talosconfig() {
+    let ip = net::addr();
     let d = Dir::project("generic");
     d.write("talosconfig", "context: mycluster\ncontexts: [oops\n");
-    d.talm(["version", "-n", "127.0.4.43"])
+    d.talm(["version", "-n", &ip])
         .fails_with("talosconfig:3:1: invalid YAML");
     d.write("talosconfig", "context: mycluster\ncontexts:\n    mycluster:\n        ca: bm90IGEgcGVt\n        crt: x\n        key: y\n");
-    d.talm(["version", "-n", "127.0.4.43"])
+    d.talm(["version", "-n", &ip])
         .fails_with("contexts.mycluster.ca is not base64-encoded PEM");
     d.remove("talosconfig");
-    d.talm(["version", "-n", "127.0.4.43"])
+    d.talm(["version", "-n", &ip])
         .fails_with("failed to read talosconfig");
-    d.talm(["version", "--context", "nope", "-n", "127.0.4.43"])
+    d.talm(["version", "--context", "nope", "-n", &ip])
         .fails_with("failed to read talosconfig");
 }
 
 #[test]
 fn cut_streams_and_slow_nodes_end_in_time() {
-    let nodes = Nodes::start(&["127.0.4.44"], |_| {});
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
     let d = Dir::new();
-    nodes.node("127.0.4.44").set_faults(Faults {
+    nodes.node(&ip).set_faults(Faults {
         drop: vec!["List".into()],
         ..Faults::default()
     });
-    d.talm(["discover", "-n", "127.0.4.44", "-i"])
-        .fails_with("node 127.0.4.44: list");
+    d.talm(["discover", "-n", &ip, "-i"])
+        .fails_with(&format!("node {ip}: list"));
     let o = d
-        .talm(["get", "links", "-n", "127.0.4.44", "-i"])
+        .talm(["get", "links", "-n", &ip, "-i"])
         .fails_with("the connection was cut");
-    assert!(o.stderr.contains("node 127.0.4.44"), "{}", o.stderr);
+    assert!(o.stderr.contains(&format!("node {ip}")), "{}", o.stderr);
 
-    nodes.node("127.0.4.44").set_faults(Faults {
+    nodes.node(&ip).set_faults(Faults {
         delay: "5s".into(),
         ..Faults::default()
     });
     let started = Instant::now();
-    d.talm(["version", "-n", "127.0.4.44", "-i", "--call-timeout", "1s"])
-        .fails_with("node 127.0.4.44: Version: no answer within 1s");
+    d.talm(["version", "-n", &ip, "-i", "--call-timeout", "1s"])
+        .fails_with(&format!("node {ip}: Version: no answer within 1s"));
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "the deadline held"
     );
-    d.talm([
-        "version",
-        "-n",
-        "127.0.4.44",
-        "-i",
-        "--call-timeout",
-        "soon",
-    ])
-    .fails_with("--call-timeout \"soon\" is not a duration");
+    d.talm(["version", "-n", &ip, "-i", "--call-timeout", "soon"])
+        .fails_with("--call-timeout \"soon\" is not a duration");
 
-    nodes.node("127.0.4.44").set_faults(Faults {
+    nodes.node(&ip).set_faults(Faults {
         fail: [(
             "Version".to_string(),
             "Unavailable: apid is restarting".to_string(),
@@ -175,23 +184,26 @@ fn cut_streams_and_slow_nodes_end_in_time() {
         .into(),
         ..Faults::default()
     });
-    d.talm(["version", "-n", "127.0.4.44", "-i"])
-        .fails_with("node 127.0.4.44: Version:");
+    d.talm(["version", "-n", &ip, "-i"])
+        .fails_with(&format!("node {ip}: Version:"));
 }
 
 /// Scripts match on what kind of failure a node call was, not on its message text.
 #[test]
 fn scripts_see_the_kind_of_a_node_failure() {
-    let _nodes = Nodes::start(&["127.0.4.45"], |_| {});
-    let d = project_for("127.0.4.45");
+    let [ip, nobody] = net::addrs();
+    let _nodes = Nodes::start(&[&ip], |_| {});
+    let d = project_for(&ip);
     d.write(
         "kinds.rhai",
-        r#"
-fn kind_of(f) { let k = "none"; try { f.call(); } catch (e) { k = error_kind(e); } k }
-out(kind_of(|| node("127.0.4.46", #{ insecure: true }).version()) + "\n");
-out(kind_of(|| node("127.0.4.45").version()) + "\n");
+        &format!(
+            r#"
+fn kind_of(f) {{ let k = "none"; try {{ f.call(); }} catch (e) {{ k = error_kind(e); }} k }}
+out(kind_of(|| node("{nobody}", #{{ insecure: true }}).version()) + "\n");
+out(kind_of(|| node("{ip}").version()) + "\n");
 out(kind_of(|| fail("plain")) + "|\n");
-"#,
+"#
+        ),
     );
     let o = d.talm(["run", "kinds.rhai"]).ok();
     assert_eq!(o.stdout, "refused\nin-maintenance\n|\n");

@@ -3,34 +3,28 @@
 //! path outside the project) reported with file, line and column.
 
 use crate::common::sim::Nodes;
-use crate::common::Dir;
+use crate::common::{net, Dir};
 
 const BRINGUP: &str = include_str!("../../scripts/bringup.rhai");
 
 #[test]
 fn run_brings_up_three_nodes_in_parallel() {
-    let nodes = Nodes::start(&["127.0.10.1", "127.0.10.2", "127.0.10.3"], |_| {});
+    let ips: [String; 3] = net::addrs();
+    let nodes = Nodes::start(&ips, |_| {});
     let d = Dir::new();
     d.write("bringup.rhai", BRINGUP);
     let o = d
-        .talm([
-            "run",
-            "bringup.rhai",
-            "cluster",
-            "127.0.10.1",
-            "127.0.10.2",
-            "127.0.10.3",
-        ])
+        .talm(["run", "bringup.rhai", "cluster", &ips[0], &ips[1], &ips[2]])
         .ok();
     assert!(o.stderr.contains("[6/6] kubeconfig"), "{}", o.stderr);
-    for ip in ["127.0.10.1", "127.0.10.2", "127.0.10.3"] {
+    for ip in &ips {
         let st = nodes.node(ip).state();
         assert!(!st.in_maintenance(), "{ip} configured");
-        assert_eq!(st.etcd_bootstrapped, ip == "127.0.10.1");
+        assert_eq!(st.etcd_bootstrapped, *ip == ips[0]);
     }
     assert!(d
         .read("cluster/kubeconfig")
-        .contains("server: https://127.0.10.1:6443"));
+        .contains(&format!("server: https://{}:6443", ips[0])));
 }
 
 #[test]
@@ -87,30 +81,31 @@ fn script_errors_name_file_line_and_column() {
 
 #[test]
 fn the_api_from_a_playbook() {
-    let nodes = Nodes::start(&["127.0.10.5"], |_| {});
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
     let d = Dir::project("generic");
     d.talm([
         "template",
         "-e",
-        "127.0.10.5",
+        &ip,
         "--nodes",
-        "127.0.10.5",
+        &ip,
         "-t",
         "templates/controlplane.yaml",
         "-i",
     ])
     .ok();
-    d.write("nodes/n.yaml", "# talm: nodes=[\"127.0.10.5\"], endpoints=[\"127.0.10.5\"], templates=[\"templates/controlplane.yaml\"]\n");
+    d.write("nodes/n.yaml", &format!("# talm: nodes=[\"{ip}\"], endpoints=[\"{ip}\"], templates=[\"templates/controlplane.yaml\"]\n"));
     d.write(
         "api.rhai",
-        r#"
-let n = node("127.0.10.5", #{ insecure: true });
+        &r#"
+let n = node("NODE_IP", #{ insecure: true });
 let cfg = render(#{ template: "templates/controlplane.yaml", node: n, full: true });
 let dry = n.apply(cfg, #{ dry_run: true });
 out(`dry=${dry.mode}\n`);
 let r = n.apply(cfg, #{ mode: "auto" });
 out(`mode=${r.mode}\n`);
-let ready = node("127.0.10.5").wait_ready(30);
+let ready = node("NODE_IP").wait_ready(30);
 let cp = nodes_of("nodes/n.yaml")[0];
 out(`ready=${ready} type=${cp.get("machinetype", "machine-type").spec} version=${version(cp).tag}\n`);
 cp.bootstrap();
@@ -123,7 +118,8 @@ secrets::encrypt("extra.yaml");
 out(`sealed=${file::read("extra.encrypted.yaml").contains("ENC[AGE,data:")}\n`);
 let j = json::parse(json::to_string(#{ a: [1, 2] }));
 out(`json=${j.a[1]}\n`);
-"#,
+"#
+        .replace("NODE_IP", &ip),
     );
     let o = d.talm(["run", "api.rhai"]).ok();
     // Backtick strings keep `\n` literally.
@@ -132,7 +128,7 @@ out(`json=${j.a[1]}\n`);
         "dry=no-reboot\nmode=no-reboot\nready=true type=controlplane version=v1.13.7\nkubeconfig=true\ncluster=true\nsealed=true\njson=2\n"
     );
     assert_eq!(d.mode("admin.kubeconfig"), 0o600);
-    assert!(nodes.node("127.0.10.5").state().etcd_bootstrapped);
+    assert!(nodes.node(&ip).state().etcd_bootstrapped);
     let api = d.talm(["help", "api"]).ok().stdout;
     for name in [
         "apply",

@@ -3,7 +3,7 @@
 //! connections kept between lines.
 
 use crate::common::sim::Nodes;
-use crate::common::Dir;
+use crate::common::{net, Dir};
 
 /// Runs `talm repl` under a terminal, typing `keys`; returns the screen.
 fn repl_in_tty(d: &Dir, keys: &str) -> String {
@@ -56,13 +56,14 @@ fn completes_functions_and_variables_in_a_terminal() {
 
 #[test]
 fn reads_stdin_keeps_nodes_and_prints_yaml() {
-    let nodes = Nodes::start(&["127.0.12.1"], |_| {});
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
     let d = Dir::new();
-    let input = "let n = node(\"127.0.12.1\", #{ insecure: true });\nlet v = n.version();\nv.tag\nlet m = #{\n  disks: n.get(\"disks\").len(),\n  links: [\"lo\", \"eth0\"]\n};\nm\nn.get(\"links\", \"nope\")\nnosuch()\n";
+    let input = format!("let n = node(\"{ip}\", #{{ insecure: true }});\nlet v = n.version();\nv.tag\nlet m = #{{\n  disks: n.get(\"disks\").len(),\n  links: [\"lo\", \"eth0\"]\n}};\nm\nn.get(\"links\", \"nope\")\nnosuch()\n");
     let o = d
         .talm(["repl"])
         .env("TALM_REPL_HISTORY", d.join("history"))
-        .stdin(input)
+        .stdin(&input)
         .ok();
     assert!(o.stdout.contains("v1.13.7"), "{}", o.stdout);
     assert!(

@@ -17,6 +17,7 @@ use talm::talos::streams::{DataStream, Watch};
 use talm::talos::verify::NodeVerifier;
 use tonic::Code;
 
+use crate::common::net;
 use crate::common::sim::*;
 
 const LINKS: &str = "LinkStatuses.net.talos.dev";
@@ -83,7 +84,7 @@ fn raw_watch_error(c: &Client, id: Option<&str>, o: cosi::WatchOptions) -> tonic
 
 #[test]
 fn watch_sends_the_ready_marker_then_one_event_per_response() {
-    let h = Nodes::start(&["127.21.0.1"], |_| {});
+    let h = Nodes::start(&[net::addr()], |_| {});
     let c = h.connect(&h.addr, Auth::Insecure).unwrap();
     let req = |aggregated| cosi::WatchRequest {
         namespace: "network".into(),
@@ -138,7 +139,7 @@ fn watch_sends_the_ready_marker_then_one_event_per_response() {
 
 #[test]
 fn kind_watch_follows_changes_tails_and_resumes_from_bookmarks() {
-    let h = Nodes::start(&["127.21.0.2"], |_| {});
+    let h = Nodes::start(&[net::addr()], |_| {});
     let node = Arc::clone(h.node(&h.addr));
     let c = h.connect(&h.addr, Auth::Insecure).unwrap();
     let mut w = watch(&c, LINKS, None, bootstrap());
@@ -227,7 +228,7 @@ fn kind_watch_follows_changes_tails_and_resumes_from_bookmarks() {
 
 #[test]
 fn single_resource_watches_start_from_the_current_state() {
-    let h = Nodes::start(&["127.21.0.3"], |_| {});
+    let h = Nodes::start(&[net::addr()], |_| {});
     let node = Arc::clone(h.node(&h.addr));
     let c = h.connect(&h.addr, Auth::Insecure).unwrap();
     let mut w = watch(&c, LINKS, Some("eth0"), Default::default());
@@ -291,7 +292,7 @@ fn query(terms: Vec<cosi::LabelTerm>) -> cosi::LabelQuery {
 #[test]
 fn list_honours_id_and_label_queries() {
     use cosi::label_term::Operation::*;
-    let h = Nodes::start(&["127.21.0.4"], |_| {});
+    let h = Nodes::start(&[net::addr()], |_| {});
     let node = h.node(&h.addr);
     for (id, tier) in [
         ("linkstatuses", "1"),
@@ -424,7 +425,7 @@ fn list_honours_id_and_label_queries() {
 #[test]
 fn label_queried_watches_see_resources_enter_and_leave() {
     use cosi::label_term::Operation::*;
-    let h = Nodes::start(&["127.21.0.5"], |_| {});
+    let h = Nodes::start(&[net::addr()], |_| {});
     let node = Arc::clone(h.node(&h.addr));
     let c = h.connect(&h.addr, Auth::Insecure).unwrap();
     let o = cosi::WatchOptions {
@@ -452,7 +453,10 @@ fn label_queried_watches_see_resources_enter_and_leave() {
 #[test]
 fn every_resource_carries_its_proto_spec() {
     use talm::proto::talos::resource::definitions::network;
-    let h = Nodes::start(&["127.21.0.6"], |_| {});
+    let lan = net::subnet(24);
+    let h = Nodes::start(&[lan.host(6)], |_| {});
+    let ip: std::net::Ipv4Addr = h.addr.parse().unwrap();
+    let gw: std::net::Ipv4Addr = lan.host(1).parse().unwrap();
     h.install_control_plane(&h.addr);
     let c = h.connect(&h.addr, admin()).unwrap();
     let defs = on(c.list("meta", RDS)).unwrap();
@@ -480,18 +484,19 @@ fn every_resource_carries_its_proto_spec() {
         (link.r#type, link.mtu, link.operational_state),
         (1, 1500, 6)
     );
-    assert_eq!(link.hardware_addr, [0x52, 0x54, 0x00, 0x15, 0x00, 0x06]);
+    let o = ip.octets();
+    assert_eq!(link.hardware_addr, [0x52, 0x54, 0x00, o[1], o[2], o[3]]);
     assert_eq!(link.flags & 0x1, 1, "UP");
     let route = on(c.get(
         "network",
         "RouteStatuses.net.talos.dev",
-        "inet4/127.21.0.1//1024",
+        &format!("inet4/{gw}//1024"),
     ))
     .unwrap()
     .unwrap();
     let route =
         network::RouteStatusSpec::decode(route.spec.unwrap().proto_spec.as_slice()).unwrap();
-    assert_eq!(route.gateway.unwrap().ip, [127, 21, 0, 1]);
+    assert_eq!(route.gateway.unwrap().ip, gw.octets());
     assert_eq!(
         (route.table, route.protocol, route.priority),
         (254, 16, 1024)
@@ -511,7 +516,7 @@ fn every_resource_carries_its_proto_spec() {
 
 #[test]
 fn oversized_requests_are_resource_exhausted() {
-    let h = Nodes::start(&["127.21.0.7"], |_| {});
+    let h = Nodes::start(&[net::addr()], |_| {});
     let c = h.connect(&h.addr, Auth::Insecure).unwrap();
     let req = machine::ApplyConfigurationRequest {
         data: vec![b'#'; (32 << 20) + 1],
@@ -596,7 +601,7 @@ fn after_preface(addr: &str, alpn: Option<&[u8]>) -> Option<usize> {
 
 #[test]
 fn clients_without_alpn_are_dropped() {
-    let h = Nodes::start(&["127.21.0.8"], |_| {});
+    let h = Nodes::start(&[net::addr()], |_| {});
     assert!(
         after_preface(&h.addr, Some(b"h2")).is_some(),
         "h2 is served"
@@ -606,7 +611,7 @@ fn clients_without_alpn_are_dropped() {
 
 #[test]
 fn generate_client_configuration_issues_certificates_for_admins() {
-    let h = Nodes::start(&["127.21.0.9"], |_| {});
+    let h = Nodes::start(&[net::addr()], |_| {});
     let c = h.connect(&h.addr, Auth::Insecure).unwrap();
     let err =
         on(c.generate_client_configuration(&["os:reader"], Duration::from_secs(3600))).unwrap_err();
@@ -655,7 +660,7 @@ fn generate_client_configuration_issues_certificates_for_admins() {
 
 #[test]
 fn cosi_writes_are_refused_as_talos_refuses_them() {
-    let h = Nodes::start(&["127.21.0.10"], |_| {});
+    let h = Nodes::start(&[net::addr()], |_| {});
     h.install_control_plane(&h.addr);
     let admin = h.connect(&h.addr, admin()).unwrap();
     let reader = h.connect(&h.addr, mutual(&["os:reader"])).unwrap();
@@ -719,7 +724,7 @@ async fn until(s: &mut DataStream, needle: &str) -> String {
 
 #[test]
 fn followed_logs_and_dmesg_carry_new_lines_until_cancelled() {
-    let h = Nodes::start(&["127.21.0.11"], |_| {});
+    let h = Nodes::start(&[net::addr()], |_| {});
     h.install_control_plane(&h.addr);
     let c = h.connect(&h.addr, admin()).unwrap();
     let reader = h.connect(&h.addr, mutual(&["os:reader"])).unwrap();

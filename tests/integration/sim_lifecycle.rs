@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::common::net;
 use crate::common::sim::*;
 use talm::config::generate::MachineType;
 use talm::proto::machine;
@@ -12,7 +13,7 @@ use talm::talos::creds::Auth;
 
 #[test]
 fn apply_modes_upgrade_and_reset() {
-    let h = Nodes::start(&["127.0.2.4"], |_| {});
+    let h = Nodes::start(&[net::addr()], |_| {});
     h.install_control_plane(&h.addr);
     use machine::apply_configuration_request::Mode;
     let cfg = config(MachineType::ControlPlane, Some("/dev/nvme0n1"));
@@ -111,17 +112,17 @@ fn apply_modes_upgrade_and_reset() {
 
 #[test]
 fn faults_end_with_clear_errors() {
-    let refused = Nodes::start(&["127.0.2.5"], |s| s.faults.refuse = true);
+    let refused = Nodes::start(&[net::addr()], |s| s.faults.refuse = true);
     let err = refused
         .connect(&refused.addr, Auth::Insecure)
         .err()
         .unwrap();
     assert_eq!(
         err.to_string(),
-        "node 127.0.2.5: connect: connection refused"
+        format!("node {}: connect: connection refused", refused.addr)
     );
 
-    let h = Nodes::start(&["127.0.2.6"], |_| {});
+    let h = Nodes::start(&[net::addr()], |_| {});
     h.node(&h.addr).set_faults(Faults {
         fail: [(
             "Version".to_string(),
@@ -133,7 +134,8 @@ fn faults_end_with_clear_errors() {
     let c = h.connect(&h.addr, Auth::Insecure).unwrap();
     let err = talm::talos::block_on(c.version()).unwrap_err();
     assert!(
-        err.to_string().contains("node 127.0.2.6: Version:")
+        err.to_string()
+            .contains(&format!("node {}: Version:", h.addr))
             && err.to_string().contains("apid is restarting"),
         "{err}"
     );
@@ -166,7 +168,7 @@ fn faults_end_with_clear_errors() {
 
 #[test]
 fn reboots_keep_state_and_streams_serve() {
-    let h = Nodes::start(&["127.0.2.7"], |_| {});
+    let h = Nodes::start(&[net::addr()], |_| {});
     h.install_control_plane(&h.addr);
     let c = h.connect(&h.addr, admin()).unwrap();
     talm::talos::block_on(c.bootstrap(machine::BootstrapRequest::default())).unwrap();
@@ -175,7 +177,7 @@ fn reboots_keep_state_and_streams_serve() {
     assert_eq!(r.actor_id.len(), 36);
     // The API port closes while the node is down.
     let started = std::time::Instant::now();
-    while std::net::TcpStream::connect("127.0.2.7:50000").is_ok() {
+    while std::net::TcpStream::connect(format!("{}:50000", h.addr)).is_ok() {
         assert!(
             started.elapsed() < Duration::from_secs(5),
             "the listener never closed"
@@ -223,20 +225,16 @@ fn reboots_keep_state_and_streams_serve() {
 
 #[test]
 fn configured_nodes_forward_to_each_other() {
-    let h = Nodes::start(&["127.0.2.8", "127.0.2.9"], |_| {});
-    h.install_control_plane("127.0.2.8");
+    let [a, b] = net::addrs();
+    let h = Nodes::start(&[&a, &b], |_| {});
+    h.install_control_plane(&a);
     // Through node A to node B, still in maintenance: apid's forward fails its handshake.
-    let via = talm::talos::block_on(Client::connect(
-        "127.0.2.8",
-        Some("127.0.2.9"),
-        &opts(admin()),
-    ))
-    .unwrap();
+    let via = talm::talos::block_on(Client::connect(&a, Some(&b), &opts(admin()))).unwrap();
     let err = talm::talos::block_on(via.version())
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("node 127.0.2.9 (via 127.0.2.8:50000): Version:"),
+        err.contains(&format!("node {b} (via {a}:50000): Version:")),
         "{err}"
     );
     assert!(
@@ -244,12 +242,9 @@ fn configured_nodes_forward_to_each_other() {
         "{err}"
     );
     // Once B is configured (a worker, certified by A as trustd would), A forwards and the reply names B.
-    h.install(
-        "127.0.2.9",
-        &config(MachineType::Worker, Some("/dev/nvme0n1")),
-    );
+    h.install(&b, &config(MachineType::Worker, Some("/dev/nvme0n1")));
     let v = talm::talos::block_on(via.version()).unwrap();
-    assert_eq!(v.metadata.unwrap().hostname, "127.0.2.9");
+    assert_eq!(v.metadata.unwrap().hostname, b);
     let err =
         talm::talos::block_on(via.bootstrap(machine::BootstrapRequest::default())).unwrap_err();
     assert!(
@@ -267,7 +262,7 @@ fn configured_nodes_forward_to_each_other() {
 
 #[test]
 fn try_mode_rolls_back_and_cut_kubeconfig_streams_fail() {
-    let h = Nodes::start(&["127.0.2.10"], |_| {});
+    let h = Nodes::start(&[net::addr()], |_| {});
     h.install_control_plane(&h.addr);
     let cfg = config(MachineType::ControlPlane, Some("/dev/nvme0n1"));
     let changed = cfg.replacen(
@@ -311,7 +306,8 @@ fn try_mode_rolls_back_and_cut_kubeconfig_streams_fail() {
     });
     let err = talm::talos::block_on(c.kubeconfig()).unwrap_err();
     assert!(
-        err.to_string().contains("node 127.0.2.10: Kubeconfig:"),
+        err.to_string()
+            .contains(&format!("node {}: Kubeconfig:", h.addr)),
         "{err}"
     );
     assert!(

@@ -1,6 +1,7 @@
 //! The simulated node against `talos-api.md`, driven in-process through the native client over
 //! real TLS on loopback: maintenance mode, apply and reboot into mTLS, certificates and roles.
 
+use crate::common::net;
 use crate::common::sim::*;
 use talm::config::generate::MachineType;
 use talm::proto::machine;
@@ -12,11 +13,12 @@ use time::OffsetDateTime;
 
 #[test]
 fn maintenance_mode_is_read_only_and_self_signed() {
-    let h = Nodes::start(&["127.0.2.1"], |_| {});
+    let h = Nodes::start(&[net::addr()], |_| {});
     let (cn, ips, server_only) = sans(&server_cert(&h.addr));
     assert_eq!(cn, "maintenance-service.talos.dev");
+    // The node's own address, and 127.0.0.1, which a maintenance certificate always names.
     assert!(
-        ips.contains(&"127.0.2.1".to_string()) && ips.contains(&"127.0.0.1".to_string()),
+        ips.contains(&h.addr) && ips.contains(&"127.0.0.1".to_string()),
         "{ips:?}"
     );
     assert!(server_only);
@@ -51,7 +53,7 @@ fn maintenance_mode_is_read_only_and_self_signed() {
     let err = talm::talos::block_on(c.bootstrap(machine::BootstrapRequest::default())).unwrap_err();
     assert!(
         err.to_string()
-            .contains("node 127.0.2.1: Bootstrap: not authorized"),
+            .contains(&format!("node {}: Bootstrap: not authorized", h.addr)),
         "{err}"
     );
     assert!(talm::error::render(&err).contains("maintenance mode"));
@@ -110,12 +112,13 @@ fn maintenance_mode_is_read_only_and_self_signed() {
 
 #[test]
 fn apply_reboots_into_mutual_tls_with_roles() {
-    let h = Nodes::start(&["127.0.2.2"], |_| {});
+    let [ip, nobody] = net::addrs();
+    let h = Nodes::start(&[&ip], |_| {});
     h.install_control_plane(&h.addr);
 
     // Normal mode: the server cert is issued by the OS CA for the node's address.
     let (_, ips, server_only) = sans(&server_cert(&h.addr));
-    assert!(ips.contains(&"127.0.2.2".to_string()) && server_only);
+    assert!(ips.contains(&ip) && server_only);
     let err = h
         .connect(&h.addr, Auth::Insecure)
         .and_then(|c| talm::talos::block_on(c.version()))
@@ -153,19 +156,18 @@ fn apply_reboots_into_mutual_tls_with_roles() {
         "{err}"
     );
     let routed =
-        talm::talos::block_on(Client::connect(&h.addr, Some("127.0.2.2"), &opts(admin()))).unwrap();
+        talm::talos::block_on(Client::connect(&h.addr, Some(&ip), &opts(admin()))).unwrap();
     let err =
         talm::talos::block_on(routed.bootstrap(machine::BootstrapRequest::default())).unwrap_err();
     assert!(err.to_string().contains("AlreadyExists"), "{err}");
     let v = talm::talos::block_on(routed.version()).unwrap();
     assert_eq!(
         v.metadata.unwrap().hostname,
-        "127.0.2.2",
+        ip,
         "one-to-many replies name the node"
     );
     let elsewhere =
-        talm::talos::block_on(Client::connect(&h.addr, Some("127.0.2.99"), &opts(admin())))
-            .unwrap();
+        talm::talos::block_on(Client::connect(&h.addr, Some(&nobody), &opts(admin()))).unwrap();
     let err = talm::talos::block_on(elsewhere.version()).unwrap_err();
     assert!(err.to_string().contains("connection refused"), "{err}");
 
@@ -199,7 +201,7 @@ fn apply_reboots_into_mutual_tls_with_roles() {
 
 #[test]
 fn client_certificates_from_another_ca_are_refused() {
-    let h = Nodes::start(&["127.0.2.3"], |_| {});
+    let h = Nodes::start(&[net::addr()], |_| {});
     h.install_control_plane(&h.addr);
     // A certificate from another cluster's CA.
     let other =

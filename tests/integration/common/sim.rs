@@ -97,12 +97,13 @@ pub struct Nodes {
 }
 
 impl Nodes {
-    /// Nodes at `addrs` (port 50000, 300 ms reboots), each adjusted by `tweak`.
-    pub fn start(addrs: &[&str], tweak: impl Fn(&mut NodeSpec)) -> Nodes {
+    /// Nodes at `addrs` (port 50000, 300 ms reboots), each adjusted by `tweak`. The addresses
+    /// come from `super::net`, so no other test listens on or dials them.
+    pub fn start<A: AsRef<str>>(addrs: &[A], tweak: impl Fn(&mut NodeSpec)) -> Nodes {
         let specs = addrs
             .iter()
             .map(|a| {
-                let ip: IpAddr = a.parse().unwrap();
+                let ip: IpAddr = a.as_ref().parse().unwrap();
                 let mut spec = NodeSpec::new(ip, 50000);
                 spec.reboot_delay = Duration::from_millis(300);
                 tweak(&mut spec);
@@ -111,7 +112,7 @@ impl Nodes {
             .collect();
         Nodes {
             sim: Some(talm::talos::block_on(Sim::start(specs)).unwrap()),
-            addr: addrs[0].to_string(),
+            addr: addrs[0].as_ref().to_string(),
         }
     }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use talm::sim::faults::Faults;
 
 use crate::common::sim::Nodes;
-use crate::common::{Dir, Out};
+use crate::common::{net, Dir, Out};
 
 /// The longest duration Go (and so talm) takes.
 const GO_MAX: &str = "2562047h47m16.854775807s";
@@ -30,10 +30,10 @@ fn refused(d: &Dir, args: &[&str], needle: &str) -> Out {
 
 #[test]
 fn call_timeout_zero_huge_and_negative_are_named() {
+    // Refused before dialling; were one dialled, nothing of another test is at the address.
+    let ip = net::addr();
     let d = Dir::new();
-    fn version(t: &str) -> Vec<&str> {
-        vec!["version", "-n", "127.9.4.1", "-i", "--call-timeout", t]
-    }
+    let version = |t: &'static str| vec!["version", "-n", ip.as_str(), "-i", "--call-timeout", t];
     let o = refused(&d, &version("0s"), "--call-timeout \"0s\" is zero");
     assert!(o.stderr.contains("hint: "), "{}", o.stderr);
     // Each of these panicked: tonic's grpc-timeout header (over 99999999 hours) and
@@ -49,7 +49,7 @@ fn call_timeout_zero_huge_and_negative_are_named() {
     }
     refused(
         &d,
-        &["version", "-n", "127.9.4.1", "-i", "--call-timeout=-5s"],
+        &["version", "-n", &ip, "-i", "--call-timeout=-5s"],
         "--call-timeout \"-5s\" is negative",
     );
     refused(
@@ -59,7 +59,7 @@ fn call_timeout_zero_huge_and_negative_are_named() {
     );
     // The environment variable behind the flag goes through the same check.
     let o = d
-        .talm(["version", "-n", "127.9.4.1", "-i"])
+        .talm(["version", "-n", &ip, "-i"])
         .env("TALM_CALL_TIMEOUT", "99999999999h")
         .fails_with("--call-timeout \"99999999999h\" is too long");
     no_panic(&o);
@@ -67,6 +67,8 @@ fn call_timeout_zero_huge_and_negative_are_named() {
 
 #[test]
 fn command_timeouts_refuse_zero_and_huge() {
+    let ip = net::addr();
+    let range = net::subnet(30).cidr();
     let d = Dir::new();
     refused(
         &d,
@@ -80,15 +82,7 @@ fn command_timeouts_refuse_zero_and_huge() {
     );
     let o = refused(
         &d,
-        &[
-            "upgrade",
-            "-n",
-            "127.9.4.1",
-            "--image",
-            "x",
-            "--timeout",
-            "0s",
-        ],
+        &["upgrade", "-n", &ip, "--image", "x", "--timeout", "0s"],
         "--timeout \"0s\" is zero",
     );
     assert!(o.stderr.contains("--no-wait"), "{}", o.stderr);
@@ -97,7 +91,7 @@ fn command_timeouts_refuse_zero_and_huge() {
         .talm([
             "upgrade",
             "-n",
-            "127.9.4.250",
+            &ip,
             "--image",
             "x",
             "--timeout",
@@ -109,17 +103,17 @@ fn command_timeouts_refuse_zero_and_huge() {
     no_panic(&o);
     refused(
         &d,
-        &["scan", "127.9.4.0/30", "--timeout", "0s"],
+        &["scan", &range, "--timeout", "0s"],
         "--timeout \"0s\" is zero",
     );
     refused(
         &d,
-        &["scan", "127.9.4.0/30", "--timeout", "99999999999999999999s"],
+        &["scan", &range, "--timeout", "99999999999999999999s"],
         "is too long",
     );
     refused(
         &d,
-        &["sim", "--node", "127.9.4.9", "--reboot-delay", "99999999h"],
+        &["sim", "--node", &ip, "--reboot-delay", "99999999h"],
         "--reboot-delay \"99999999h\" is too long",
     );
     // Zero is a fine reboot delay: the command gets past it to the next check.
@@ -132,9 +126,13 @@ fn command_timeouts_refuse_zero_and_huge() {
 
 #[test]
 fn script_durations_are_checked_not_panicking() {
+    let (ip, range) = (net::addr(), net::subnet(30).cidr());
     let d = Dir::new();
     let run = |body: &str| {
-        d.write("s.rhai", body);
+        d.write(
+            "s.rhai",
+            &body.replace("NODE_IP", &ip).replace("RANGE", &range),
+        );
         d.talm(["run", "s.rhai"])
     };
     for (body, needle) in [
@@ -149,27 +147,27 @@ fn script_durations_are_checked_not_panicking() {
         ),
         (
             // Instant + 2^63 s overflowed before the first poll.
-            "node(\"127.9.4.9\", #{insecure: true}).wait_ready(9223372036854775807);",
+            "node(\"NODE_IP\", #{insecure: true}).wait_ready(9223372036854775807);",
             "seconds \"9223372036854775807\" is too long",
         ),
         (
-            "node(\"127.9.4.9\", #{insecure: true}).wait_reboot(-1);",
+            "node(\"NODE_IP\", #{insecure: true}).wait_reboot(-1);",
             "seconds \"-1\" is negative",
         ),
         (
-            "node(\"127.9.4.9\", #{insecure: true, timeout: 1.0e30}).version();",
+            "node(\"NODE_IP\", #{insecure: true, timeout: 1.0e30}).version();",
             "timeout \"1000000000000000000000000000000\" is too long",
         ),
         (
-            "node(\"127.9.4.9\", #{insecure: true, timeout: 0}).version();",
+            "node(\"NODE_IP\", #{insecure: true, timeout: 0}).version();",
             "timeout \"0\" is zero",
         ),
         (
-            "node(\"127.9.4.9\", #{insecure: true, timeout: \"soon\"}).version();",
+            "node(\"NODE_IP\", #{insecure: true, timeout: \"soon\"}).version();",
             "timeout \"soon\" is not a duration",
         ),
         (
-            "talos::scan(\"127.9.4.0/30\", #{timeout: \"0s\"});",
+            "talos::scan(\"RANGE\", #{timeout: \"0s\"});",
             "timeout \"0s\" is zero",
         ),
     ] {
@@ -187,15 +185,20 @@ fn has_flag(d: &Dir, command: &str, flag: &str) -> bool {
 
 #[test]
 fn deadline_hints_name_flags_the_command_has() {
-    let nodes = Nodes::start(&["127.9.4.1"], |_| {});
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
     let d = Dir::new();
     // The longest duration Go has is taken and carried to the node as a grpc-timeout.
     let o = d
-        .talm(["version", "-n", "127.9.4.1", "-i", "--call-timeout", GO_MAX])
+        .talm(["version", "-n", &ip, "-i", "--call-timeout", GO_MAX])
         .ok();
-    assert!(o.stdout.contains("NODE:        127.9.4.1"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains(&format!("NODE:        {ip}")),
+        "{}",
+        o.stdout
+    );
 
-    nodes.node("127.9.4.1").set_faults(Faults {
+    nodes.node(&ip).set_faults(Faults {
         delay: "4s".into(),
         ..Faults::default()
     });
@@ -205,7 +208,7 @@ fn deadline_hints_name_flags_the_command_has() {
         if command == "get" {
             args.push("links");
         }
-        args.extend(["-n", "127.9.4.1", "-i", "--call-timeout", "500ms"]);
+        args.extend(["-n", &ip, "-i", "--call-timeout", "500ms"]);
         let o = refused(&d, &args, "no answer within 500ms");
         let hint = o
             .stderr

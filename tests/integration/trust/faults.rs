@@ -3,7 +3,7 @@
 //! `-i`), a TLS server that is not Talos is named "not a Talos API" with the fact that shows it,
 //! a talosconfig whose key does not match its certificate is refused before dialling, naming
 //! the file and context, and `talm sim` refuses an address given twice before binding anything.
-//! Simulated and fake servers listen on 127.9.1.0/24 only.
+//! Simulated and fake servers listen on addresses from `common::net` only.
 
 use std::convert::Infallible;
 use std::net::IpAddr;
@@ -22,7 +22,7 @@ use tonic::codegen::http;
 use tonic::server::NamedService;
 
 use crate::common::sim::{template_node, Nodes};
-use crate::common::Dir;
+use crate::common::{net, Dir};
 
 fn b64(s: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(s)
@@ -56,8 +56,6 @@ struct Fake(tokio::task::JoinHandle<()>);
 impl Drop for Fake {
     fn drop(&mut self) {
         self.0.abort();
-        // Let the runtime drop the listener before the next test binds.
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -236,7 +234,7 @@ fn web_tls(addr: &str) -> rustls::ServerConfig {
 
 #[test]
 fn a_cut_call_is_reported_as_a_cut_in_both_modes() {
-    let addr = "127.9.1.5";
+    let addr = &net::addr();
     let nodes = Nodes::start(&[addr], |_| {});
     let d = project_for(addr);
 
@@ -246,14 +244,12 @@ fn a_cut_call_is_reported_as_a_cut_in_both_modes() {
         drop: vec!["Version".into(), "List".into()],
         ..Faults::default()
     });
-    let o = d
-        .talm(["version", "-n", addr, "-i"])
-        .fails_with("node 127.9.1.5: Version: the connection was cut during the call");
+    let cut = format!("node {addr}: Version: the connection was cut during the call");
+    let o = d.talm(["version", "-n", addr, "-i"]).fails_with(&cut);
     reported_as_cut(&o.stderr, true);
     // (`get` lists the resource definitions first: that stream is the one cut.)
-    let o = d
-        .talm(["get", "links", "-n", addr, "-i"])
-        .fails_with("node 127.9.1.5: list ");
+    let list = format!("node {addr}: list ");
+    let o = d.talm(["get", "links", "-n", addr, "-i"]).fails_with(&list);
     reported_as_cut(&o.stderr, true);
 
     // Authenticated (mTLS): the first call on a fresh connection is cut, then a stream.
@@ -265,26 +261,23 @@ fn a_cut_call_is_reported_as_a_cut_in_both_modes() {
     });
     let o = d
         .talm(["version", "-f", "nodes/node1.yaml"])
-        .fails_with("node 127.9.1.5: Version: the connection was cut during the call");
+        .fails_with(&cut);
     reported_as_cut(&o.stderr, false);
     let o = d
         .talm(["get", "links", "-f", "nodes/node1.yaml"])
-        .fails_with("node 127.9.1.5: list ");
+        .fails_with(&list);
     reported_as_cut(&o.stderr, false);
 }
 
 #[test]
 fn a_server_that_closes_after_the_handshake_cut_the_call() {
     // Maintenance TLS with h2, then the connection closes once the call is read.
+    let [a, b] = net::addrs();
     let d = Dir::project("generic");
-    let fake = tls_fake(
-        "127.9.1.6",
-        maintenance_tls("127.9.1.6"),
-        Then::CloseAfterRead,
-    );
-    let o = d
-        .talm(["version", "-n", "127.9.1.6", "-i"])
-        .fails_with("node 127.9.1.6: Version: the connection was cut during the call");
+    let fake = tls_fake(&a, maintenance_tls(&a), Then::CloseAfterRead);
+    let o = d.talm(["version", "-n", &a, "-i"]).fails_with(&format!(
+        "node {a}: Version: the connection was cut during the call"
+    ));
     reported_as_cut(&o.stderr, true);
     drop(fake);
 
@@ -292,11 +285,11 @@ fn a_server_that_closes_after_the_handshake_cut_the_call() {
     // handshake failure (the handshake succeeded), nor a refused certificate (a second look
     // sees the node accept it and close without an alert). Whether the close lands while
     // connecting or during the call is a race; either is named.
-    let fake = tls_fake("127.9.1.7", cluster_tls(&d, "127.9.1.7"), Then::Close);
+    let fake = tls_fake(&b, cluster_tls(&d, &b), Then::Close);
     let o = d
-        .talm(["version", "-n", "127.9.1.7", "-e", "127.9.1.7"])
+        .talm(["version", "-n", &b, "-e", &b])
         .fails_with("before the node sent anything");
-    assert!(o.stderr.contains("node 127.9.1.7: "), "{}", o.stderr);
+    assert!(o.stderr.contains(&format!("node {b}: ")), "{}", o.stderr);
     assert!(
         !o.stderr.contains("refusing the client certificate"),
         "{}",
@@ -310,6 +303,7 @@ fn a_server_that_closes_after_the_handshake_cut_the_call() {
 fn a_node_refusing_the_client_certificate_is_named_so() {
     // A node of another cluster's CA for clients: TLS 1.3 refuses the certificate after the
     // handshake with an alert, which must win over the reset the client's first write meets.
+    let addr = net::addr();
     let d = Dir::project("generic");
     let other = Bundle::generate(
         talm::secrets::contract::Contract::parse("v1.6").unwrap(),
@@ -322,17 +316,17 @@ fn a_node_refusing_the_client_certificate_is_named_so() {
     let id = certs::issued(
         &b64(&ca),
         &b64(&key.to_talos_pem().unwrap()),
-        &[ip("127.9.1.14")],
+        &[ip(&addr)],
         "fake",
         &[],
     )
     .unwrap();
     let cfg = certs::mutual_config(&id, &[b64(&other_ca)]).unwrap();
-    let _fake = tls_fake("127.9.1.14", cfg, Then::CloseAfterRead);
+    let _fake = tls_fake(&addr, cfg, Then::CloseAfterRead);
     for _ in 0..3 {
         let o = d
-            .talm(["version", "-n", "127.9.1.14", "-e", "127.9.1.14"])
-            .fails_with("node 127.9.1.14: ");
+            .talm(["version", "-n", &addr, "-e", &addr])
+            .fails_with(&format!("node {addr}: "));
         assert!(
             o.stderr
                 .contains("the node rejected the client certificate"),
@@ -345,20 +339,22 @@ fn a_node_refusing_the_client_certificate_is_named_so() {
 
 #[test]
 fn a_tls_server_that_is_not_talos_is_named_so() {
+    let [web_ip, health_ip, health_cluster_ip, page_ip] = net::addrs();
+    let not_talos = |ip: &str| format!("node {ip}:50000 is not a Talos API");
     let d = Dir::project("generic");
 
     // A web server: TLS without HTTP/2, answering HTTP/1.1.
-    let web = tls_fake("127.9.1.8", web_tls("127.9.1.8"), Then::Http1);
+    let web = tls_fake(&web_ip, web_tls(&web_ip), Then::Http1);
     let o = d
-        .talm(["version", "-n", "127.9.1.8", "-i"])
-        .fails_with("node 127.9.1.8:50000 is not a Talos API");
+        .talm(["version", "-n", &web_ip, "-i"])
+        .fails_with(&not_talos(&web_ip));
     assert!(o.stderr.contains("HTTP/2"), "{}", o.stderr);
     assert!(o.stderr.contains("hint: "), "{}", o.stderr);
     assert!(!o.stderr.contains("talosconfig"), "{}", o.stderr);
     assert!(!o.stderr.contains("maintenance mode"), "{}", o.stderr);
     let o = d
-        .talm(["version", "-n", "127.9.1.8", "-e", "127.9.1.8"])
-        .fails_with("node 127.9.1.8:50000 is not a Talos API");
+        .talm(["version", "-n", &web_ip, "-e", &web_ip])
+        .fails_with(&not_talos(&web_ip));
     assert!(
         o.stderr.contains("does not ask for a client certificate"),
         "{}",
@@ -367,26 +363,27 @@ fn a_tls_server_that_is_not_talos_is_named_so() {
     drop(web);
 
     // HTTP/2 and gRPC, but none of Talos's services: Unimplemented for every Talos call.
-    let grpc = grpc_fake("127.9.1.9", maintenance_tls("127.9.1.9"), Health);
+    let grpc = grpc_fake(&health_ip, maintenance_tls(&health_ip), Health);
     let o = d
-        .talm(["version", "-n", "127.9.1.9", "-i"])
-        .fails_with("node 127.9.1.9:50000 is not a Talos API");
+        .talm(["version", "-n", &health_ip, "-i"])
+        .fails_with(&not_talos(&health_ip));
     assert!(
         o.stderr.contains("machine.MachineService") && o.stderr.contains("Unimplemented"),
         "{}",
         o.stderr
     );
     drop(grpc);
-    let grpc = grpc_fake("127.9.1.10", cluster_tls(&d, "127.9.1.10"), Health);
-    d.talm(["version", "-n", "127.9.1.10", "-e", "127.9.1.10"])
-        .fails_with("node 127.9.1.10:50000 is not a Talos API");
+    let ip = &health_cluster_ip;
+    let grpc = grpc_fake(ip, cluster_tls(&d, ip), Health);
+    d.talm(["version", "-n", ip, "-e", ip])
+        .fails_with(&not_talos(ip));
     drop(grpc);
 
     // HTTP/2 that answers like a web page, not gRPC.
-    let page = grpc_fake("127.9.1.11", maintenance_tls("127.9.1.11"), WebPage);
+    let page = grpc_fake(&page_ip, maintenance_tls(&page_ip), WebPage);
     let o = d
-        .talm(["version", "-n", "127.9.1.11", "-i"])
-        .fails_with("node 127.9.1.11:50000 is not a Talos API");
+        .talm(["version", "-n", &page_ip, "-i"])
+        .fails_with(&not_talos(&page_ip));
     assert!(
         o.stderr.contains("HTTP status 404") && o.stderr.contains("text/html"),
         "{}",
@@ -398,7 +395,7 @@ fn a_tls_server_that_is_not_talos_is_named_so() {
 #[test]
 fn an_old_talos_in_maintenance_mode_is_still_talos() {
     // Talos before 1.13 answers Version with Unimplemented in maintenance mode.
-    let addr = "127.9.1.12";
+    let addr = &net::addr();
     let _nodes = Nodes::start(&[addr], |s| s.version = "v1.12.4".into());
     let d = Dir::new();
     let o = d
@@ -416,9 +413,10 @@ fn a_talosconfig_key_that_does_not_match_its_certificate_is_refused_before_diall
     let other = PrivateKey::generate(KeyKind::Ed25519).unwrap();
     tc["contexts"]["mycluster"]["key"] = b64(&other.to_talos_pem().unwrap()).into();
     d.write("talosconfig", &serde_yaml_ng::to_string(&tc).unwrap());
-    // Nothing listens at 127.9.1.13: a dial would say "connection refused".
+    // Nothing listens at an address of its own: a dial would say "connection refused".
+    let nobody = net::addr();
     let o = d.refused(
-        &["version", "-n", "127.9.1.13", "-e", "127.9.1.13"],
+        &["version", "-n", &nobody, "-e", &nobody],
         "talosconfig: contexts.mycluster: the client key does not match the client certificate",
     );
     assert!(!o.contains("connection refused"), "{o}");
@@ -431,31 +429,33 @@ fn a_talosconfig_key_that_does_not_match_its_certificate_is_refused_before_diall
 
 #[test]
 fn sim_refuses_an_address_given_twice_before_binding() {
+    let [held, other] = net::addrs();
+    let twice = format!("{held} is given twice");
     let d = Dir::new();
     // Holding the port proves the refusal comes before any bind: a bind would fail with
     // "address in use" instead.
-    let _held = std::net::TcpListener::bind("127.9.1.20:50000").unwrap();
+    let _held = std::net::TcpListener::bind(format!("{held}:50000")).unwrap();
     d.write(
         "sim.yaml",
-        "nodes:\n  - address: 127.9.1.20\n  - address: 127.9.1.22\n",
+        &format!("nodes:\n  - address: {held}\n  - address: {other}\n"),
     );
     let started = Instant::now();
     let o = d
-        .talm(["sim", "--node", "127.9.1.20", "--config", "sim.yaml"])
-        .fails_with("127.9.1.20 is given twice");
+        .talm(["sim", "--node", &held, "--config", "sim.yaml"])
+        .fails_with(&twice);
     assert!(
         o.stderr.contains("sim.yaml: nodes[0].address") && o.stderr.contains("--node"),
         "{}",
         o.stderr
     );
     assert!(o.stderr.contains("hint: "), "{}", o.stderr);
-    d.talm(["sim", "--node", "127.9.1.20", "--node", "127.9.1.20"])
-        .fails_with("127.9.1.20 is given twice");
-    d.talm(["sim", "--node", "127.9.1.20,127.9.1.20"])
-        .fails_with("127.9.1.20 is given twice");
+    d.talm(["sim", "--node", &held, "--node", &held])
+        .fails_with(&twice);
+    d.talm(["sim", "--node", &format!("{held},{held}")])
+        .fails_with(&twice);
     d.write(
         "twice.yaml",
-        "nodes:\n  - address: 127.9.1.20\n  - address: 127.9.1.20\n",
+        &format!("nodes:\n  - address: {held}\n  - address: {held}\n"),
     );
     d.talm(["sim", "--config", "twice.yaml"])
         .fails_with("twice.yaml: nodes[0].address and twice.yaml: nodes[1].address");
@@ -474,11 +474,12 @@ fn sim_names_an_address_it_cannot_use() {
     d.talm(["sim", "--config", "sim.yaml"])
         .fails_with("sim.yaml: nodes[0].address: 10.9.1.1 is not a loopback address");
     // Already in use (here by this test): the address, the port and the cause, promptly.
-    let _held = std::net::TcpListener::bind("127.9.1.21:50000").unwrap();
+    let held = net::addr();
+    let _held = std::net::TcpListener::bind(format!("{held}:50000")).unwrap();
     let started = Instant::now();
-    let o = d
-        .talm(["sim", "--node", "127.9.1.21"])
-        .fails_with("cannot listen on 127.9.1.21:50000: the address is already in use");
+    let o = d.talm(["sim", "--node", &held]).fails_with(&format!(
+        "cannot listen on {held}:50000: the address is already in use"
+    ));
     assert!(o.stderr.contains("hint: "), "{}", o.stderr);
     let took = started.elapsed();
     assert!(

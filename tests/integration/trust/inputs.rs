@@ -1,7 +1,7 @@
 //! Values cannot inject YAML and inputs are validated where they enter (issue 9 §3), and
 //! `template -I` never replaces a good node file with a bad render (§2).
 
-use crate::common::{yaml_docs, Dir, GOLDEN_FACTS};
+use crate::common::{net, yaml_docs, Dir, GOLDEN_FACTS};
 
 fn project() -> Dir {
     let d = Dir::project("cozystack");
@@ -116,7 +116,7 @@ fn addresses_are_checked_where_they_enter() {
         "-e",
         "https://10.0.0.1:50000",
         "-n",
-        "127.9.3.20",
+        &net::addr(),
     ])
     .fails_with("it holds a scheme or a path");
     p.write(

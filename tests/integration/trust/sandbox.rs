@@ -2,7 +2,7 @@
 //! preset logic, generous ones for playbooks (`--max-ops`), Tera renders watched, Ctrl-C stopping
 //! a playbook with 130, project paths confined through symbolic links, `parallel()` on a bounded
 //! pool, typed option maps (an unknown key is an error, `reset` never defaults to everything) and
-//! a missing map property being an error. Simulated nodes use 127.9.2.0/24 only.
+//! a missing map property being an error. Simulated nodes use addresses from `common::net`.
 
 mod ctrl_c;
 
@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::sim::{template_node, Nodes};
-use crate::common::{Dir, Out, Run};
+use crate::common::{net, Dir, Out, Run};
 
 /// Runs a command that must end on its own well within `secs` (a hang fails the test).
 fn within(secs: u64, mut r: Run) -> Out {
@@ -375,7 +375,7 @@ fn missing_map_properties_are_errors() {
 
 #[test]
 fn apply_options_are_typed() {
-    let ip = "127.9.2.1";
+    let ip = &net::addr();
     let nodes = Nodes::start(&[ip], |_| {});
     let d = Dir::project("generic");
     d.write(
@@ -448,9 +448,9 @@ fn labels(nodes: &Nodes, ip: &str) -> Option<(Vec<String>, i32, bool)> {
 
 #[test]
 fn reset_never_defaults_to_everything() {
-    let (a, b) = ("127.9.2.11", "127.9.2.12");
-    let nodes = Nodes::start(&[a, b], |_| {});
-    for (ip, call) in [(a, "n.reset(#{})"), (b, "n.reset()")] {
+    let [a, b] = net::addrs();
+    let nodes = Nodes::start(&[&a, &b], |_| {});
+    for (ip, call) in [(a.as_str(), "n.reset(#{})"), (b.as_str(), "n.reset()")] {
         let d = configured(&nodes, ip);
         d.write(
             "typo.rhai",

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::Dir;
+use crate::common::{net, Dir};
 
 /// Starts talm, waits for `ready` on its stdout (or stderr when `on_stderr`), sends SIGINT and
 /// waits for the exit; returns (exit code, stderr, time from SIGINT to exit).
@@ -153,7 +153,7 @@ fn ctrl_c_outside_a_running_script_still_ends_talm() {
     // A command that installs no handler keeps its own Ctrl-C behaviour.
     let (code, err, took) = interrupt(
         &d,
-        &["sim", "--node", "127.9.2.40"],
+        &["sim", "--node", &net::addr()],
         "serving until interrupted",
         true,
     );
