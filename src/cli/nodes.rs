@@ -83,8 +83,11 @@ pub struct LogsArgs {
     /// The service (`kernel` for the kernel log)
     pub service: String,
     /// Only the last N lines
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub tail: Option<i64>,
+    /// Keep printing new lines until Ctrl-C (talosctl's -f; -f is talm's --file)
+    #[arg(short = 'F', long)]
+    pub follow: bool,
     /// A Kubernetes container (namespace k8s.io) instead of a Talos service
     #[arg(short = 'k', long)]
     pub kubernetes: bool,
@@ -95,9 +98,12 @@ pub struct LogsArgs {
 
 #[derive(Debug, Args, Serialize)]
 pub struct DmesgArgs {
-    /// Only the last N lines
-    #[arg(long, value_name = "N")]
+    /// Only new messages (as talosctl's --tail, with --follow); --tail N: the last N lines
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0")]
     pub tail: Option<i64>,
+    /// Keep printing new kernel messages until Ctrl-C (talosctl's -f; -f is talm's --file)
+    #[arg(short = 'F', long)]
+    pub follow: bool,
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,
@@ -128,6 +134,9 @@ pub struct GetArgs {
     /// Output format: table, yaml, json or jsonpath=EXPR (e.g. -o jsonpath='{.spec.mtu}')
     #[arg(short = 'o', long, default_value = "table", value_parser = GetOutput::parse)]
     pub output: GetOutput,
+    /// Print what exists, then every change as it happens, until Ctrl-C
+    #[arg(short = 'w', long)]
+    pub watch: bool,
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,

@@ -36,7 +36,7 @@ pub struct Node {
 impl Node {
     /// Runs `f` on the node's connection (opened on first use); a failure drops the connection
     /// so the next call dials again (the node may have rebooted).
-    fn with<T>(&self, f: impl FnOnce(&Client) -> Result<T>) -> Result<T> {
+    pub(super) fn with<T>(&self, f: impl FnOnce(&Client) -> Result<T>) -> Result<T> {
         let c = self.client()?;
         let r = f(&c);
         if r.is_err() {
@@ -45,7 +45,7 @@ impl Node {
         r
     }
 
-    fn client(&self) -> Result<Client> {
+    pub(super) fn client(&self) -> Result<Client> {
         let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = guard.as_ref() {
             return Ok(c.clone());
@@ -594,5 +594,6 @@ pub fn register(engine: &mut Engine, session: &Session) {
                 resources::format(node, &items, &resources::Output::parse(output)?, &def)
             })
         });
+    super::api_stream::add_to_talos(&mut m);
     engine.register_static_module("talos", m.into());
 }

@@ -9,6 +9,7 @@ mod api_preset;
 mod api_project;
 mod api_render;
 mod api_secrets;
+mod api_stream;
 pub mod api_talos;
 mod api_yaml;
 mod node_opts;
@@ -37,6 +38,7 @@ pub fn engine(limits: &Limits, session: &Session) -> Engine {
     api_preset::register(&mut engine);
     api_render::register(&mut engine);
     api_secrets::register(&mut engine, session);
+    api_stream::register(&mut engine);
     api_talos::register(&mut engine, session);
     api_yaml::register(&mut engine);
     engine

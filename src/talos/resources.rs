@@ -329,7 +329,7 @@ pub fn format(
 }
 
 /// JSON indented with 4 spaces, as talosctl prints it.
-fn json_4(v: &serde_json::Value) -> anyhow::Result<String> {
+pub fn json_4(v: &serde_json::Value) -> anyhow::Result<String> {
     use serde::Serialize;
     let mut buf = Vec::new();
     let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");

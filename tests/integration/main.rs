@@ -14,6 +14,7 @@ mod config_patch;
 mod config_schema;
 mod day2;
 mod drift;
+mod follow;
 mod gen_config;
 mod guide;
 mod init_create;

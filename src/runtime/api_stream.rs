@@ -1,0 +1,491 @@
+//! Streams that run until they end or Ctrl-C: following logs and the kernel log, and watching
+//! resources. `n.follow(...)` and `n.watch(...)` hand each line or event to a script closure
+//! that may stop them; `talos::follow_logs` and `talos::watch_print` print several nodes'
+//! streams at once, as `talm logs -F`, `dmesg -F` and `get -w` do.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use rhai::{Array, Dynamic, Engine, FnPtr, FuncRegistration, Map, NativeCallContext};
+use tokio::sync::mpsc;
+
+use super::api_talos::Node;
+use super::native;
+use super::opts::options;
+use crate::proto::cosi::resource as cosi;
+use crate::proto::machine;
+use crate::sandbox::interrupt;
+use crate::talos::client::Client;
+use crate::talos::jsonpath::Template;
+use crate::talos::resources::{self, Definition, Output};
+use crate::talos::streams::DataStream;
+
+options! {
+    /// `n.follow(service, #{...}, f)` and `talos::follow_logs(nodes, service, #{...})`.
+    pub struct FollowOpts for "n.follow" {
+        /// Lines of history first (-1 = all, 0 = only new lines).
+        tail: Option<i64>,
+        /// A Kubernetes container (`namespace/pod:container`) instead of a Talos service.
+        kubernetes: bool,
+        /// Keep following (default true); false ends at the current end of the log.
+        follow: Option<bool>,
+    }
+}
+
+options! {
+    /// `talos::watch_print(nodes, kind, #{...})`.
+    pub struct WatchOpts for "talos::watch_print" {
+        id: Option<String>,
+        namespace: Option<String>,
+        /// table, yaml, json or jsonpath=EXPR.
+        output: Option<String>,
+    }
+}
+
+/// How often a wait looks at Ctrl-C.
+const TICK: Duration = Duration::from_millis(100);
+
+/// Opens a node's log (or, for `kernel`, its kernel log) as a stream.
+async fn open_log(c: &Client, service: &str, o: &FollowOpts) -> Result<DataStream> {
+    let follow = o.follow.unwrap_or(true);
+    let tail = o.tail.unwrap_or(-1);
+    if service == "kernel" && !o.kubernetes {
+        // The kernel log has no line count: history all, or (tail 0) only new records.
+        return c
+            .dmesg_stream(machine::DmesgRequest {
+                follow,
+                tail: tail == 0,
+            })
+            .await;
+    }
+    let driver = if o.kubernetes {
+        crate::proto::common::ContainerDriver::Cri
+    } else {
+        crate::proto::common::ContainerDriver::Containerd
+    };
+    c.logs_stream(machine::LogsRequest {
+        namespace: if o.kubernetes { "k8s.io" } else { "system" }.into(),
+        id: service.into(),
+        driver: driver as i32,
+        follow,
+        tail_lines: tail.clamp(-1, i64::from(i32::MAX)) as i32,
+    })
+    .await
+}
+
+/// Splits chunks into whole lines (a chunk may end mid-line).
+#[derive(Default)]
+struct Lines(Vec<u8>);
+
+impl Lines {
+    fn push(&mut self, chunk: &[u8]) -> Vec<String> {
+        self.0.extend_from_slice(chunk);
+        let mut out = Vec::new();
+        while let Some(i) = self.0.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.0.drain(..=i).collect();
+            out.push(String::from_utf8_lossy(&line[..i]).into_owned());
+        }
+        out
+    }
+
+    fn rest(&mut self) -> Option<String> {
+        (!self.0.is_empty())
+            .then(|| String::from_utf8_lossy(&std::mem::take(&mut self.0)).into_owned())
+    }
+}
+
+/// What a stream task reports.
+enum Got {
+    Line(String, String),
+    Failed(anyhow::Error),
+    Done,
+}
+
+/// Runs `each` on every line of every node's stream until all end, `each` says stop, or Ctrl-C.
+fn pump(
+    nodes: &[Node],
+    service: &str,
+    o: &FollowOpts,
+    mut each: impl FnMut(&str, &str) -> Result<bool>,
+) -> Result<()> {
+    interrupt::install();
+    let _running = interrupt::running();
+    let clients: Vec<(String, Client)> = nodes
+        .iter()
+        .map(|n| Ok((n.name.clone(), n.client()?)))
+        .collect::<Result<_>>()?;
+    crate::talos::block_on(async {
+        let (tx, mut rx) = mpsc::channel::<Got>(256);
+        let mut tasks = Vec::new();
+        for (name, c) in clients {
+            let tx = tx.clone();
+            let (service, o) = (service.to_string(), o.clone());
+            tasks.push(tokio::spawn(async move {
+                // The kernel log has no line count: its last N lines come from the history,
+                // then only new records follow.
+                let kernel_tail = (service == "kernel" && !o.kubernetes && o.follow != Some(false))
+                    .then_some(o.tail.unwrap_or(-1))
+                    .filter(|t| *t > 0);
+                let o = match kernel_tail {
+                    Some(n) => {
+                        let history = FollowOpts {
+                            follow: Some(false),
+                            ..o.clone()
+                        };
+                        let mut lines = Vec::new();
+                        match open_log(&c, &service, &history).await {
+                            Ok(mut h) => {
+                                let mut split = Lines::default();
+                                while let Ok(Some(chunk)) = h.next().await {
+                                    lines.extend(split.push(&chunk));
+                                }
+                                lines.extend(split.rest());
+                            }
+                            Err(e) => return tx.send(Got::Failed(e)).await.map_err(|_| ()),
+                        }
+                        let skip = lines.len().saturating_sub(n as usize);
+                        for l in lines.into_iter().skip(skip) {
+                            tx.send(Got::Line(name.clone(), l)).await.map_err(|_| ())?;
+                        }
+                        FollowOpts { tail: Some(0), ..o }
+                    }
+                    None => o,
+                };
+                let mut s = match open_log(&c, &service, &o).await {
+                    Ok(s) => s,
+                    Err(e) => return tx.send(Got::Failed(e)).await.map_err(|_| ()),
+                };
+                let mut lines = Lines::default();
+                loop {
+                    match s.next().await {
+                        Ok(Some(chunk)) => {
+                            for l in lines.push(&chunk) {
+                                tx.send(Got::Line(name.clone(), l)).await.map_err(|_| ())?;
+                            }
+                        }
+                        Ok(None) => {
+                            if let Some(l) = lines.rest() {
+                                tx.send(Got::Line(name.clone(), l)).await.map_err(|_| ())?;
+                            }
+                            return tx.send(Got::Done).await.map_err(|_| ());
+                        }
+                        Err(e) => return tx.send(Got::Failed(e)).await.map_err(|_| ()),
+                    }
+                }
+            }));
+        }
+        drop(tx);
+        let mut live = tasks.len();
+        let mut failure = None;
+        let outcome = loop {
+            if live == 0 {
+                break Ok(());
+            }
+            if interrupt::pending() {
+                interrupt::clear();
+                break Ok(());
+            }
+            match tokio::time::timeout(TICK, rx.recv()).await {
+                Err(_) => continue,
+                Ok(None) => break Ok(()),
+                Ok(Some(Got::Line(node, line))) => match each(&node, &line) {
+                    Ok(true) => {}
+                    Ok(false) => break Ok(()),
+                    Err(e) => break Err(e),
+                },
+                Ok(Some(Got::Done)) => live -= 1,
+                Ok(Some(Got::Failed(e))) => {
+                    // The other nodes go on; the first failure is the command's.
+                    eprintln!("ERROR: {e}");
+                    failure.get_or_insert(e);
+                    live -= 1;
+                }
+            }
+        };
+        for t in tasks {
+            t.abort();
+        }
+        outcome?;
+        failure.map_or(Ok(()), Err)
+    })
+}
+
+fn event_name(t: i32) -> &'static str {
+    match cosi::EventType::try_from(t) {
+        Ok(cosi::EventType::Created) => "created",
+        Ok(cosi::EventType::Updated) => "updated",
+        Ok(cosi::EventType::Destroyed) => "destroyed",
+        Ok(cosi::EventType::Bootstrapped) => "bootstrapped",
+        Ok(cosi::EventType::Errored) => "errored",
+        _ => "noop",
+    }
+}
+
+/// Watches `kind` (one resource with `id`) on a node, handing each event to `each` until it
+/// returns false, the node ends the watch, or Ctrl-C.
+fn watch_events(
+    n: &Node,
+    kind: &str,
+    id: Option<&str>,
+    namespace: Option<&str>,
+    mut each: impl FnMut(&Definition, &str, &cosi::Event) -> Result<bool>,
+) -> Result<()> {
+    interrupt::install();
+    let _running = interrupt::running();
+    let c = n.client()?;
+    crate::talos::block_on(async {
+        let def = resources::resolve(&c, kind).await?;
+        let ns = namespace
+            .filter(|s| !s.is_empty())
+            .unwrap_or(&def.namespace)
+            .to_string();
+        let options = cosi::WatchOptions {
+            bootstrap_contents: id.is_none(),
+            ..Default::default()
+        };
+        let mut w = c.watch(&ns, &def.ty, id, options).await?;
+        loop {
+            if interrupt::pending() {
+                interrupt::clear();
+                return Ok(());
+            }
+            let e = match tokio::time::timeout(TICK, w.next()).await {
+                Err(_) => continue,
+                Ok(r) => r?,
+            };
+            let Some(e) = e else { return Ok(()) };
+            let name = event_name(e.event_type);
+            if name == "errored" {
+                anyhow::bail!(
+                    "error watching resource: {}",
+                    e.error.clone().unwrap_or_default()
+                );
+            }
+            if !each(&def, name, &e)? {
+                return Ok(());
+            }
+        }
+    })
+}
+
+fn event_map(name: &str, e: &cosi::Event) -> Result<Map> {
+    let mut m = Map::new();
+    m.insert("event".into(), name.into());
+    let res = |r: &Option<cosi::Resource>| -> Result<Dynamic> {
+        Ok(match r {
+            Some(r) => rhai::serde::to_dynamic(resources::to_value(r))?,
+            None => Dynamic::UNIT,
+        })
+    };
+    m.insert("resource".into(), res(&e.resource)?);
+    m.insert("old".into(), res(&e.old)?);
+    Ok(m)
+}
+
+/// Whether a closure's answer means "go on" (anything but `false`).
+fn goes_on(v: Dynamic) -> bool {
+    v.as_bool().unwrap_or(true)
+}
+
+/// Prints `get -w` output for one node's events: rows are held until the watch has sent what
+/// exists (BOOTSTRAPPED), then printed as they come.
+struct WatchPrinter {
+    output: Output,
+    header_done: bool,
+    held: Vec<Vec<String>>,
+    flowing: bool,
+    first_doc: bool,
+}
+
+impl WatchPrinter {
+    fn event(&mut self, node: &str, def: &Definition, name: &str, e: &cosi::Event) -> Result<()> {
+        if name == "bootstrapped" {
+            self.flowing = true;
+            return self.flush_held(def);
+        }
+        let Some(r) = &e.resource else { return Ok(()) };
+        let v = resources::to_value(r);
+        match &self.output {
+            Output::Table => {
+                let mark = match name {
+                    "created" => "+",
+                    "destroyed" => "-",
+                    _ => " ",
+                };
+                let meta = |k: &str| {
+                    v.get("metadata")
+                        .and_then(|m| m.get(k))
+                        .map(|x| match x {
+                            serde_yaml_ng::Value::String(s) => s.clone(),
+                            serde_yaml_ng::Value::Number(n) => n.to_string(),
+                            _ => String::new(),
+                        })
+                        .unwrap_or_default()
+                };
+                let spec: serde_json::Value =
+                    serde_json::to_value(v.get("spec").cloned().unwrap_or_default())?;
+                let mut row = vec![
+                    node.to_string(),
+                    mark.to_string(),
+                    meta("namespace"),
+                    def.display.clone(),
+                    meta("id"),
+                    meta("version"),
+                ];
+                for c in &def.columns {
+                    row.push(Template::parse(&c.json_path)?.render(&spec));
+                }
+                self.held.push(row);
+                if self.flowing {
+                    self.flush_held(def)?;
+                }
+            }
+            out => {
+                let mut m = serde_yaml_ng::Mapping::new();
+                m.insert("node".into(), node.into());
+                m.insert("event".into(), name.into());
+                if let serde_yaml_ng::Value::Mapping(r) = &v {
+                    for (k, x) in r {
+                        m.insert(k.clone(), x.clone());
+                    }
+                }
+                let doc = serde_yaml_ng::Value::Mapping(m);
+                let text = match out {
+                    Output::Yaml => {
+                        let sep = if self.first_doc { "" } else { "---\n" };
+                        format!("{sep}{}", crate::yaml::to_string(&doc))
+                    }
+                    Output::JsonPath(t) => format!("{}\n", t.render(&serde_json::to_value(&doc)?)),
+                    _ => format!("{}\n", resources::json_4(&serde_json::to_value(&doc)?)?),
+                };
+                self.first_doc = false;
+                crate::output::write(text.as_bytes())?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush_held(&mut self, def: &Definition) -> Result<()> {
+        if !matches!(self.output, Output::Table) {
+            return Ok(());
+        }
+        let mut rows = Vec::new();
+        if !self.header_done {
+            let mut head: Vec<String> = ["NODE", "*", "NAMESPACE", "TYPE", "ID", "VERSION"]
+                .map(str::to_string)
+                .to_vec();
+            head.extend(def.columns.iter().map(|c| c.name.to_uppercase()));
+            rows.push(head);
+            self.header_done = true;
+        }
+        rows.append(&mut self.held);
+        crate::output::write(resources::table(&rows).as_bytes())
+    }
+}
+
+fn nodes_of(items: Array) -> Result<Vec<Node>> {
+    items
+        .into_iter()
+        .map(|d| {
+            d.try_cast::<Node>()
+                .ok_or_else(|| anyhow::anyhow!("expected nodes (from talos::targets)"))
+        })
+        .collect()
+}
+
+/// The node methods.
+pub fn register(engine: &mut Engine) {
+    FuncRegistration::new("follow")
+        .with_comments(["/// Follows a service's log (`kernel`: the kernel log) until `f(line)` returns false or Ctrl-C; `opts`: `tail` (lines of history, -1 all, 0 none), `kubernetes`, `follow` (default true)."])
+        .register_into_engine(engine, |ctx: NativeCallContext, n: &mut Node, service: &str, opts: Map, f: FnPtr| {
+            native(|| {
+                let o = FollowOpts::read(&opts)?;
+                pump(std::slice::from_ref(n), service, &o, |_, line| {
+                    let v: Dynamic = f.call_within_context(&ctx, (line.to_string(),)).map_err(|e| anyhow::anyhow!("{e}"))?;
+                    Ok(goes_on(v))
+                })
+            })
+        });
+    FuncRegistration::new("watch")
+        .with_comments(["/// Watches a kind (talosctl aliases work): what exists first (`created`), then `bootstrapped`, then changes as they happen; `f(#{event, resource, old})` returns false to stop (Ctrl-C stops too)."])
+        .register_into_engine(engine, |ctx: NativeCallContext, n: &mut Node, kind: &str, f: FnPtr| {
+            native(|| {
+                watch_events(n, kind, None, None, |_, name, e| {
+                    let v: Dynamic = f.call_within_context(&ctx, (event_map(name, e)?,)).map_err(|e| anyhow::anyhow!("{e}"))?;
+                    Ok(goes_on(v))
+                })
+            })
+        });
+    FuncRegistration::new("watch")
+        .with_comments(["/// Watches one resource by ID: its current state first (`created`, or `destroyed` when missing), then its changes."])
+        .register_into_engine(engine, |ctx: NativeCallContext, n: &mut Node, kind: &str, id: &str, f: FnPtr| {
+            native(|| {
+                watch_events(n, kind, Some(id), None, |_, name, e| {
+                    let v: Dynamic = f.call_within_context(&ctx, (event_map(name, e)?,)).map_err(|e| anyhow::anyhow!("{e}"))?;
+                    Ok(goes_on(v))
+                })
+            })
+        });
+}
+
+/// The `talos::` functions that print several nodes' streams.
+pub fn add_to_talos(m: &mut rhai::Module) {
+    FuncRegistration::new("follow_logs")
+        .with_comments(["/// Prints the log of `service` of every node as it grows (`talm logs -F`), each line prefixed with its node when there are several, until every stream ends or Ctrl-C. `opts` as `n.follow`."])
+        .set_into_module(m, |nodes: Array, service: &str, opts: Map| {
+            native(|| {
+                let o = FollowOpts::read(&opts)?;
+                let nodes = nodes_of(nodes)?;
+                let prefix = nodes.len() > 1;
+                pump(&nodes, service, &o, |node, line| {
+                    let text = if prefix { format!("{node}: {line}\n") } else { format!("{line}\n") };
+                    crate::output::write(text.as_bytes())?;
+                    Ok(true)
+                })
+            })
+        });
+    FuncRegistration::new("watch_print")
+        .with_comments(["/// Prints `talm get KIND -w` for every node: what exists, then each change as it happens, until Ctrl-C. `opts`: `id`, `namespace`, `output` (table, yaml, json, jsonpath=EXPR)."])
+        .set_into_module(m, |nodes: Array, kind: &str, opts: Map| {
+            native(|| {
+                let o = WatchOpts::read(&opts)?;
+                let output = Output::parse(o.output.as_deref().unwrap_or("table"))?;
+                let nodes = nodes_of(nodes)?;
+                // One node at a time would never reach the second: a watch has no end.
+                let mut handles = Vec::new();
+                for n in nodes {
+                    let (kind, o, output) = (kind.to_string(), o.clone(), output.clone());
+                    handles.push(std::thread::spawn(move || -> Result<()> {
+                        let mut p = WatchPrinter { output, header_done: false, held: Vec::new(), flowing: false, first_doc: true };
+                        let name = n.name.clone();
+                        watch_events(&n, &kind, o.id.as_deref(), o.namespace.as_deref(), |def, ev, e| {
+                            p.event(&name, def, ev, e)?;
+                            Ok(true)
+                        })
+                    }));
+                }
+                let mut first = Ok(());
+                for h in handles {
+                    let r = h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a watch stopped unexpectedly")));
+                    if first.is_ok() {
+                        first = r;
+                    }
+                }
+                first
+            })
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_become_lines() {
+        let mut l = Lines::default();
+        assert_eq!(l.push(b"a\nb"), ["a"]);
+        assert_eq!(l.push(b"c\n\nd"), ["bc", ""]);
+        assert_eq!(l.rest().as_deref(), Some("d"));
+        assert_eq!(l.rest(), None);
+    }
+}

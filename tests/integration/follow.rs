@@ -1,0 +1,192 @@
+//! Streams that run until stopped: `logs -F`, `dmesg -F`, `get -w` through the real binary
+//! (reading a few lines, then stopping the child), and the playbook API `n.follow` / `n.watch`
+//! with a stop condition.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::common::net;
+use crate::common::sim::Nodes;
+use crate::common::Dir;
+
+/// A running `talm` whose stdout lines arrive on a channel.
+struct Streaming {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Streaming {
+    fn start(d: &Dir, args: &[&str]) -> Streaming {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("talm"))
+            .args(args)
+            .current_dir(d.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Streaming { child, lines }
+    }
+
+    /// The next line, within 10 s.
+    fn line(&self) -> String {
+        self.lines
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a line within 10s")
+    }
+
+    /// Lines until one contains `needle`.
+    fn until(&self, needle: &str) -> Vec<String> {
+        let mut seen = Vec::new();
+        loop {
+            let l = self.line();
+            let hit = l.contains(needle);
+            seen.push(l);
+            if hit {
+                return seen;
+            }
+        }
+    }
+}
+
+impl Drop for Streaming {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn logs_follow_streams_new_lines_from_several_nodes() {
+    let [a, b] = net::addrs();
+    let nodes = Nodes::start(&[&a, &b], |_| {});
+    let d = Dir::new();
+    let nodes_flag = format!("{a},{b}");
+    let s = Streaming::start(
+        &d,
+        &[
+            "logs",
+            "machined",
+            "-F",
+            "--tail",
+            "0",
+            "-n",
+            &nodes_flag,
+            "-i",
+        ],
+    );
+    // Nothing old (--tail 0); lines written now arrive, each prefixed with its node.
+    std::thread::sleep(Duration::from_millis(500));
+    nodes.node(&b).journal.talos("first new line");
+    let l = s.line();
+    assert!(
+        l.starts_with(&format!("{b}: ")) && l.ends_with("[talos] first new line"),
+        "{l}"
+    );
+    nodes.node(&a).journal.talos("second new line");
+    let l = s.line();
+    assert!(
+        l.starts_with(&format!("{a}: ")) && l.ends_with("[talos] second new line"),
+        "{l}"
+    );
+}
+
+#[test]
+fn dmesg_follow_prints_history_then_new_records() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = Dir::new();
+    let s = Streaming::start(&d, &["dmesg", "-F", "-n", &ip, "-i"]);
+    let history = s.until("link up");
+    assert!(history[0].contains("Linux version"), "{history:?}");
+    // One node: no prefix.
+    assert!(history[0].starts_with("kern: "), "{history:?}");
+    nodes.node(&ip).journal.talos("kernel sees this");
+    let l = s.until("kernel sees this");
+    assert!(l.last().unwrap().starts_with("user: warning: ["), "{l:?}");
+}
+
+#[test]
+fn get_watch_prints_what_exists_then_changes() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = Dir::new();
+    let s = Streaming::start(&d, &["get", "links", "-w", "-n", &ip, "-i"]);
+    let head = s.line();
+    assert_eq!(
+        head.split_whitespace().collect::<Vec<_>>(),
+        ["NODE", "*", "NAMESPACE", "TYPE", "ID", "VERSION"]
+    );
+    let rows = [s.line(), s.line()];
+    for (row, id) in rows.iter().zip(["eth0", "lo"]) {
+        assert_eq!(
+            row.split_whitespace().collect::<Vec<_>>(),
+            [ip.as_str(), "+", "network", "LinkStatus", id, "1"],
+            "{row}"
+        );
+    }
+    // A change shows as an update row (a blank mark) as it happens.
+    nodes.node(&ip).set_label(
+        "network",
+        "LinkStatuses.net.talos.dev",
+        "eth0",
+        "x",
+        Some("y"),
+    );
+    let row = s.line();
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>(),
+        [ip.as_str(), "network", "LinkStatus", "eth0", "2"],
+        "{row}"
+    );
+    assert!(row.starts_with(&format!("{ip}       network")), "{row}");
+}
+
+#[test]
+fn playbooks_follow_and_watch_with_a_stop_condition() {
+    let ip = net::addr();
+    let _nodes = Nodes::start(&[&ip], |_| {});
+    let d = Dir::new();
+    d.write(
+        "streams.rhai",
+        &format!(
+            r#"
+let n = node("{ip}", #{{ insecure: true }});
+let seen = [];
+n.watch("links", |e| {{
+    seen.push(e.event + " " + if e.resource.metadata.id == "" {{ "-" }} else {{ e.resource.metadata.id }});
+    e.event != "bootstrapped"
+}});
+out(seen.reduce(|s, x| s + x + "\n", "") );
+let lines = 0;
+n.follow("kernel", #{{ tail: -1 }}, |line| {{
+    lines += 1;
+    out(line + "\n");
+    lines < 2
+}});
+n.watch("links", "nosuch", |e| {{ out("single: " + e.event + "\n"); false }});
+"#
+        ),
+    );
+    let o = d.talm(["run", "streams.rhai"]).ok();
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert_eq!(
+        lines[..3],
+        ["created eth0", "created lo", "bootstrapped -"],
+        "{}",
+        o.stdout
+    );
+    assert!(lines[3].contains("Linux version"), "{}", o.stdout);
+    assert_eq!(lines[5], "single: destroyed", "{}", o.stdout);
+    assert_eq!(lines.len(), 6, "{}", o.stdout);
+}
