@@ -14,6 +14,7 @@ fn compile_protos() -> Result<(), Box<dyn std::error::Error>> {
     let files = [
         "proto/common/common.proto",
         "proto/machine/machine.proto",
+        "proto/machine/events.proto",
         "proto/v1alpha1/resource.proto",
         "proto/v1alpha1/state.proto",
         "proto/v1alpha1/meta.proto",

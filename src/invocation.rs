@@ -246,6 +246,7 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
             with(&d, json!({ "service": "kernel", "kubernetes": false }))?,
             &d.node,
         )?,
+        Command::Events(e) => node_command("events", args_of(&e)?, &e.node)?,
         Command::Services(n) => node_command("services", args_of(&n)?, &n)?,
         Command::Bootstrap(n) => node_command("bootstrap", args_of(&n)?, &n)?,
         Command::Discover(n) => node_command("discover", args_of(&n)?, &n)?,

@@ -44,6 +44,7 @@ fn commands_map_to_scripts() {
         (&["reset"], "reset"),
         (&["logs", "kubelet"], "logs"),
         (&["dmesg"], "logs"),
+        (&["events", "--tail", "-1"], "events"),
         (&["services"], "services"),
         (&["bootstrap"], "bootstrap"),
         (&["discover"], "discover"),

@@ -13,7 +13,9 @@ use clap::{Parser, Subcommand};
 pub use common::{
     Connection, Endpoints, NodeArgs, ProjectFlags, RenderArgs, ScriptLimitArgs, ValueArgs,
 };
-pub use nodes::{DmesgArgs, GetArgs, LogsArgs, RebootArgs, ResetArgs, UpgradeArgs, VersionArgs};
+pub use nodes::{
+    DmesgArgs, EventsArgs, GetArgs, LogsArgs, RebootArgs, ResetArgs, UpgradeArgs, VersionArgs,
+};
 pub use project::{
     ApplyArgs, GenCommand, GenConfigArgs, InitArgs, KubeconfigArgs, TalosconfigArgs, TemplateArgs,
 };
@@ -65,6 +67,8 @@ pub enum Command {
     Logs(LogsArgs),
     /// Print the kernel log of nodes
     Dmesg(DmesgArgs),
+    /// Stream the events of nodes (sequences, services, machine status) until Ctrl-C
+    Events(EventsArgs),
     /// List the services of nodes and their state
     Services(NodeArgs),
     /// Find Talos API endpoints on a network (TCP connect + TLS probe, no nmap)

@@ -141,3 +141,27 @@ pub struct GetArgs {
     #[serde(flatten)]
     pub node: NodeArgs,
 }
+
+#[derive(Debug, Args, Serialize)]
+pub struct EventsArgs {
+    /// Show this many past events first (-1: all the node keeps)
+    #[arg(
+        long,
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        value_name = "N"
+    )]
+    pub tail: i64,
+    /// Show the events after this event ID
+    #[arg(long, value_name = "ID")]
+    pub since: Option<String>,
+    /// Show the events of this long ago until now (e.g. 5m)
+    #[arg(long, value_name = "DURATION", value_parser = GoDuration::parse)]
+    pub duration: Option<GoDuration>,
+    /// Only the events of this actor (the ID reboot, reset or upgrade print)
+    #[arg(long, value_name = "ID")]
+    pub actor_id: Option<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub node: NodeArgs,
+}

@@ -1,7 +1,8 @@
 //! Streams that run until they end or Ctrl-C: following logs and the kernel log, and watching
 //! resources. `n.follow(...)` and `n.watch(...)` hand each line or event to a script closure
-//! that may stop them; `talos::follow_logs` and `talos::watch_print` print several nodes'
-//! streams at once, as `talm logs -F`, `dmesg -F` and `get -w` do.
+//! that may stop them (`n.events(...)` likewise for the event stream); `talos::follow_logs`,
+//! `talos::watch_print` and `talos::events_print` print several nodes' streams at once, as
+//! `talm logs -F`, `dmesg -F`, `get -w` and `events` do.
 
 use std::time::Duration;
 
@@ -40,6 +41,107 @@ options! {
         /// table, yaml, json or jsonpath=EXPR.
         output: Option<String>,
     }
+}
+
+options! {
+    /// `n.events(#{...}, f)` and `talos::events_print(nodes, #{...})`.
+    pub struct EventsOpts for "n.events" {
+        /// Past events first: N (-1 = all kept), default none.
+        tail: Option<i64>,
+        /// Events after this event ID.
+        since: Option<String>,
+        /// Events of the last seconds (or Go duration text).
+        duration: Option<Duration>,
+        /// Only the events of this actor (an ID from reboot, reset, upgrade).
+        actor_id: Option<String>,
+    }
+}
+
+impl EventsOpts {
+    fn request(&self) -> machine::EventsRequest {
+        machine::EventsRequest {
+            tail_events: self.tail.unwrap_or(0).clamp(-1, i64::from(i32::MAX)) as i32,
+            tail_id: self.since.clone().unwrap_or_default(),
+            tail_seconds: self
+                .duration
+                .map_or(0, |d| d.as_secs().min(i32::MAX as u64) as i32),
+            with_actor_id: self.actor_id.clone().unwrap_or_default(),
+        }
+    }
+}
+
+/// Runs `each` on every shown event of every node until all streams end, `each` says stop,
+/// or Ctrl-C.
+fn event_pump(
+    nodes: &[Node],
+    o: &EventsOpts,
+    mut each: impl FnMut(&str, &crate::talos::events::Shown) -> Result<bool>,
+) -> Result<()> {
+    interrupt::install();
+    let _running = interrupt::running();
+    let clients: Vec<(String, Client)> = nodes
+        .iter()
+        .map(|n| Ok((n.name.clone(), n.client()?)))
+        .collect::<Result<_>>()?;
+    let req = o.request();
+    crate::talos::block_on(async {
+        let (tx, mut rx) = mpsc::channel(256);
+        let mut tasks = Vec::new();
+        for (name, c) in clients {
+            let (tx, req) = (tx.clone(), req.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut s = match c.events(req).await {
+                    Ok(s) => s,
+                    Err(e) => return tx.send(Err(e)).await.map_err(|_| ()),
+                };
+                loop {
+                    match s.next().await {
+                        Ok(Some(e)) => {
+                            if let Some(shown) = crate::talos::events::show(&e) {
+                                tx.send(Ok(Some((name.clone(), shown))))
+                                    .await
+                                    .map_err(|_| ())?;
+                            }
+                        }
+                        Ok(None) => return tx.send(Ok(None)).await.map_err(|_| ()),
+                        Err(e) => return tx.send(Err(e)).await.map_err(|_| ()),
+                    }
+                }
+            }));
+        }
+        drop(tx);
+        let mut live = tasks.len();
+        let mut failure = None;
+        let outcome = loop {
+            if live == 0 {
+                break Ok(());
+            }
+            if interrupt::pending() {
+                interrupt::clear();
+                break Ok(());
+            }
+            match tokio::time::timeout(TICK, rx.recv()).await {
+                Err(_) => continue,
+                Ok(None) => break Ok(()),
+                Ok(Some(Ok(Some((node, shown))))) => match each(&node, &shown) {
+                    Ok(true) => {}
+                    Ok(false) => break Ok(()),
+                    Err(e) => break Err(e),
+                },
+                Ok(Some(Ok(None))) => live -= 1,
+                Ok(Some(Err(e))) => {
+                    eprintln!("ERROR: {e}");
+                    failure.get_or_insert(e);
+                    live -= 1;
+                }
+            }
+        };
+        for t in tasks {
+            t.abort();
+        }
+        outcome?;
+        failure.map_or(Ok(()), Err)
+    })
 }
 
 /// How often a wait looks at Ctrl-C.
@@ -406,6 +508,18 @@ pub fn register(engine: &mut Engine) {
                 })
             })
         });
+    FuncRegistration::new("events")
+        .with_comments(["/// The node's events as they happen: `f(#{node, id, event, actor_id, source, message})` returns false to stop (Ctrl-C stops too). `opts`: `tail` (past events first; -1 all), `since` (an event ID), `duration` (the last seconds or `5m`), `actor_id`."])
+        .register_into_engine(engine, |ctx: NativeCallContext, n: &mut Node, opts: Map, f: FnPtr| {
+            native(|| {
+                let o = EventsOpts::read(&opts)?;
+                event_pump(std::slice::from_ref(n), &o, |_, shown| {
+                    let m = rhai::serde::to_dynamic(shown)?;
+                    let v: Dynamic = f.call_within_context(&ctx, (m,)).map_err(|e| anyhow::anyhow!("{e}"))?;
+                    Ok(goes_on(v))
+                })
+            })
+        });
     FuncRegistration::new("watch")
         .with_comments(["/// Watches a kind (talosctl aliases work): what exists first (`created`), then `bootstrapped`, then changes as they happen; `f(#{event, resource, old})` returns false to stop (Ctrl-C stops too)."])
         .register_into_engine(engine, |ctx: NativeCallContext, n: &mut Node, kind: &str, f: FnPtr| {
@@ -430,6 +544,25 @@ pub fn register(engine: &mut Engine) {
 
 /// The `talos::` functions that print several nodes' streams.
 pub fn add_to_talos(m: &mut rhai::Module) {
+    FuncRegistration::new("events_print")
+        .with_comments(["/// Prints `talm events` for every node: NODE ID EVENT / ACTOR SOURCE MESSAGE, two lines per event, as events happen, until Ctrl-C. `opts` as `n.events`."])
+        .set_into_module(m, |nodes: Array, opts: Map| {
+            native(|| {
+                let o = EventsOpts::read(&opts)?;
+                let nodes = nodes_of(nodes)?;
+                let mut header = true;
+                event_pump(&nodes, &o, |node, shown| {
+                    let mut rows = Vec::new();
+                    if header {
+                        rows.push(["NODE", "ID", "EVENT", "ACTOR", "SOURCE", "MESSAGE"].map(str::to_string).to_vec());
+                        header = false;
+                    }
+                    rows.extend(crate::talos::events::rows(shown, node));
+                    crate::output::write(resources::table(&rows).as_bytes())?;
+                    Ok(true)
+                })
+            })
+        });
     FuncRegistration::new("follow_logs")
         .with_comments(["/// Prints the log of `service` of every node as it grows (`talm logs -F`), each line prefixed with its node when there are several, until every stream ends or Ctrl-C. `opts` as `n.follow`."])
         .set_into_module(m, |nodes: Array, service: &str, opts: Map| {

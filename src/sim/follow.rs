@@ -31,7 +31,7 @@ enum Source {
     Kernel { from_end: bool },
 }
 
-fn may_read(roles: &[String]) -> Result<(), Status> {
+pub(super) fn may_read(roles: &[String]) -> Result<(), Status> {
     if roles
         .iter()
         .any(|r| r == "os:admin" || r == "os:operator" || r == "os:reader")

@@ -6,6 +6,8 @@ pub mod apply;
 pub mod certs;
 pub mod clientconfig;
 pub mod cosi;
+pub mod event_stream;
+pub mod events;
 pub mod facts;
 pub mod faults;
 pub mod follow;

@@ -55,6 +55,13 @@ pub(super) fn denied() -> Status {
     Status::permission_denied("not authorized")
 }
 
+/// The machine-id part of a node's event IDs, from its address and port.
+fn machine_id(spec: &NodeSpec) -> [u8; 3] {
+    use sha2::Digest;
+    let h = sha2::Sha256::digest(format!("{}:{}", spec.addr, spec.port));
+    [h[0], h[1], h[2]]
+}
+
 /// A random UUID v4 (actor IDs).
 fn uuid() -> String {
     let mut b = crate::secrets::pki::random_bytes::<16>();
@@ -110,6 +117,8 @@ pub struct Node {
     store: Store,
     /// Service logs and the kernel ring.
     pub journal: Journal,
+    /// The event stream (MachineService.Events).
+    pub events: super::events::Events,
     faults: Mutex<Faults>,
     /// Cancelled to "power off" the current boot (listener closed, connections cut).
     boot: Mutex<CancellationToken>,
@@ -126,12 +135,15 @@ impl Node {
         let state = State::new(&spec.version, &format!("sim-{}-{}", spec.addr, spec.port));
         let journal = Journal::default();
         journal.boot(&state.version, state.boots);
+        let events = super::events::Events::default();
+        events.boot(machine_id(&spec), &services(&state), state.in_maintenance());
         Node {
             faults: Mutex::new(spec.faults.clone()),
             state: Mutex::new(state),
             changed: tokio::sync::watch::channel(0).0,
             store: Store::default(),
             journal,
+            events,
             boot: Mutex::new(stop.child_token()),
             up: tokio::sync::watch::channel(0).0,
             listen_failure: Mutex::new(None),
@@ -202,11 +214,18 @@ impl Node {
 
     /// What a boot does to the node's memory: the logs start over.
     pub(super) fn booted(&self) {
-        let (version, boots) = {
+        let (version, boots, services, maintenance) = {
             let st = self.state();
-            (st.version.clone(), st.boots)
+            let svcs: Vec<(&'static str, &'static str)> = services(&st);
+            (st.version.clone(), st.boots, svcs, st.in_maintenance())
         };
         self.journal.boot(&version, boots);
+        self.events.boot(self.machine_id(), &services, maintenance);
+    }
+
+    /// The 3 bytes this node puts into its event IDs.
+    pub fn machine_id(&self) -> [u8; 3] {
+        machine_id(&self.spec)
     }
 
     pub fn faults(&self) -> Faults {
@@ -343,6 +362,13 @@ impl Node {
         self.journal.talos("bootstrap request received");
         st.etcd_bootstrapped = true;
         drop(st);
+        self.events.service(
+            self.machine_id(),
+            "etcd",
+            "Running",
+            "Health check successful",
+            "",
+        );
         self.journal
             .service("etcd", "etcd: bootstrapping a new cluster (simulated)");
         Ok(machine::Bootstrap { metadata: None })
@@ -405,11 +431,14 @@ impl Node {
             req.stage, req.force
         ));
         self.journal.talos(&format!("validating {image:?}"));
+        let actor_id = uuid();
+        self.events
+            .sequence(self.machine_id(), "upgrade", true, &actor_id);
         self.reboot_soon();
         Ok(machine::Upgrade {
             metadata: None,
             ack: "Upgrade request received".into(),
-            actor_id: uuid(),
+            actor_id,
         })
     }
 
@@ -421,6 +450,8 @@ impl Node {
         let actor_id = uuid();
         self.journal
             .talos(&format!("reboot via API received. actor id: {actor_id}"));
+        self.events
+            .sequence(self.machine_id(), "reboot", true, &actor_id);
         self.reboot_soon();
         Ok(machine::Reboot {
             metadata: None,
@@ -473,6 +504,8 @@ impl Node {
         let actor_id = uuid();
         self.journal
             .talos(&format!("reset request received. actorID: {actor_id}"));
+        self.events
+            .sequence(self.machine_id(), "reset", true, &actor_id);
         self.reboot_soon();
         Ok(machine::Reset {
             metadata: None,

@@ -311,6 +311,15 @@ impl machine::machine_service_server::MachineService for Svc {
         super::follow::dmesg(self, req).await
     }
 
+    type EventsStream = Stream_<machine::Event>;
+
+    async fn events(
+        &self,
+        req: Request<machine::EventsRequest>,
+    ) -> Result<Response<Self::EventsStream>, Status> {
+        super::event_stream::events(self, req).await
+    }
+
     async fn hostname(
         &self,
         req: Request<()>,

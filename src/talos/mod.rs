@@ -9,6 +9,7 @@ pub mod diagnose;
 pub mod discovery;
 pub mod duration;
 pub mod errors;
+pub mod events;
 pub mod jsonpath;
 pub mod resources;
 pub mod scan;

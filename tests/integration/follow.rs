@@ -190,3 +190,77 @@ n.watch("links", "nosuch", |e| {{ out("single: " + e.event + "\n"); false }});
     assert_eq!(lines[5], "single: destroyed", "{}", o.stdout);
     assert_eq!(lines.len(), 6, "{}", o.stdout);
 }
+
+#[test]
+fn events_show_history_then_new_events_two_lines_each() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = Dir::new();
+    let s = Streaming::start(&d, &["events", "--tail", "-1", "-n", &ip, "-i"]);
+    let head = s.line();
+    assert_eq!(
+        head.split_whitespace().collect::<Vec<_>>(),
+        ["NODE", "ID", "EVENT", "ACTOR", "SOURCE", "MESSAGE"]
+    );
+    let first = s.line();
+    let cells: Vec<&str> = first.split_whitespace().collect();
+    assert_eq!(cells[0], ip, "{first}");
+    assert_eq!(cells[1].len(), 20, "an xid: {first}");
+    assert_eq!(cells[2], "talos/runtime/machine.SequenceEvent");
+    // The second line sits under the first: no actor (the node's own boot), source, action.
+    let second = s.line();
+    assert_eq!(
+        second.split_whitespace().collect::<Vec<_>>(),
+        ["boot", "START"]
+    );
+    assert_eq!(
+        second.find("boot"),
+        first.find(cells[1]),
+        "{first}\n{second}"
+    );
+    let rest = s.until("unmet conditions");
+    assert!(
+        rest.iter()
+            .any(|l| l.contains("apid") && l.contains("RUNNING: Health check successful")),
+        "{rest:?}"
+    );
+    // A new event arrives as it happens, with the actor that caused it.
+    nodes
+        .node(&ip)
+        .events
+        .sequence([0; 3], "reboot", true, "actor-1");
+    let l = s.line();
+    assert!(l.ends_with("talos/runtime/machine.SequenceEvent"), "{l}");
+    assert_eq!(
+        s.line().split_whitespace().collect::<Vec<_>>(),
+        ["actor-1", "reboot", "START"]
+    );
+}
+
+#[test]
+fn playbooks_read_events_and_filter_by_actor() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    nodes
+        .node(&ip)
+        .events
+        .sequence([0; 3], "reboot", true, "actor-7");
+    let d = Dir::new();
+    d.write(
+        "events.rhai",
+        &format!(
+            r#"
+let n = node("{ip}", #{{ insecure: true }});
+let seen = [];
+n.events(#{{ tail: -1 }}, |e| {{ seen.push(e.source + " " + e.message); e.source != "MAINTENANCE" }});
+out(seen[0] + "|" + seen[seen.len() - 1] + "\n");
+n.events(#{{ tail: -1, actor_id: "actor-7" }}, |e| {{ out(e.actor_id + " " + e.source + " " + e.message + "\n"); false }});
+"#
+        ),
+    );
+    let o = d.talm(["run", "events.rhai"]).ok();
+    assert_eq!(
+        o.stdout,
+        "boot START|MAINTENANCE ready: false, unmet conditions: [config]\nactor-7 reboot START\n"
+    );
+}
