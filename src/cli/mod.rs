@@ -13,7 +13,9 @@ use clap::{Parser, Subcommand};
 pub use common::{
     Connection, Endpoints, NodeArgs, ProjectFlags, RenderArgs, ScriptLimitArgs, ValueArgs,
 };
-pub use nodes::{DmesgArgs, GetArgs, LogsArgs, RebootArgs, ResetArgs, UpgradeArgs, VersionArgs};
+pub use nodes::{
+    DmesgArgs, GetArgs, LogsArgs, RebootArgs, ResetArgs, SupportArgs, UpgradeArgs, VersionArgs,
+};
 pub use project::{
     ApplyArgs, GenCommand, GenConfigArgs, InitArgs, KubeconfigArgs, TalosconfigArgs, TemplateArgs,
 };
@@ -67,6 +69,8 @@ pub enum Command {
     Dmesg(DmesgArgs),
     /// List the services of nodes and their state
     Services(NodeArgs),
+    /// Dump debug information about nodes into a zip: logs, dmesg, resources, config without secrets
+    Support(SupportArgs),
     /// Find Talos API endpoints on a network (TCP connect + TLS probe, no nmap)
     Scan(ScanArgs),
     /// Run a Rhai playbook: talm run FILE.rhai [ARGS...]

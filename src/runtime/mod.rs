@@ -9,6 +9,7 @@ mod api_preset;
 mod api_project;
 mod api_render;
 mod api_secrets;
+mod api_support;
 pub mod api_talos;
 mod api_yaml;
 mod node_opts;
@@ -38,6 +39,8 @@ pub fn engine(limits: &Limits, session: &Session) -> Engine {
     api_render::register(&mut engine);
     api_secrets::register(&mut engine, session);
     api_talos::register(&mut engine, session);
+    // After talos: its node methods use the `Node` type name registered there.
+    api_support::register(&mut engine, session);
     api_yaml::register(&mut engine);
     engine
 }

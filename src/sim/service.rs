@@ -299,6 +299,9 @@ impl Svc {
     }
 }
 
+/// Log buffers machined keeps besides the services' own (read by `talosctl support`).
+const MACHINED_LOGS: [&str; 2] = ["controller-runtime", "dns-resolve-cache"];
+
 fn to_proto(r: &Res, created: &prost_types::Timestamp) -> cosi::Resource {
     cosi::Resource {
         metadata: Some(cosi::Metadata {
@@ -411,7 +414,8 @@ impl machine::machine_service_server::MachineService for Svc {
             let svc = body.id.clone();
             let known = super::node::services(&n.state())
                 .iter()
-                .any(|(id, _)| *id == svc);
+                .any(|(id, _)| *id == svc)
+                || MACHINED_LOGS.contains(&svc.as_str());
             if !known {
                 return Err(Status::not_found(format!("log {svc:?} was not registered")));
             }
