@@ -4,7 +4,7 @@
 //! `parallel` calls never multiply threads without bound and a pool that cannot grow still
 //! finishes. An item's error becomes its result (`is_error(r)`, `r.message`) unless
 //! `fail_fast` is asked for; Ctrl-C and a script limit stop the whole call. On a terminal each
-//! item gets a progress line on stderr.
+//! item gets a progress line on stderr, unless the call is `quiet` (a script showing its own).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;

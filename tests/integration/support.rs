@@ -286,6 +286,19 @@ fn existing_bundle_is_kept_unless_the_user_says_y() {
         .filter(|n| n.starts_with(".talm-txn") || n.ends_with(".tmp"))
         .collect();
     assert!(names.is_empty(), "{names:?}");
+    // On a terminal: a bar per node, finished, and the last line on a line of its own.
+    let (ok, screen) = d.talm_in_tty("support -f nodes/cp.yaml -O tty.zip -w 2", "");
+    assert!(ok, "{screen}");
+    assert!(
+        screen.contains("[====================] 100% 127.24.0.3: collect "),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("\nSupport bundle is written to tty.zip"),
+        "{screen}"
+    );
+    assert!(!screen.contains("collected"), "bars, not lines: {screen}");
+    assert_eq!(d.mode("tty.zip"), 0o600);
     // Somewhere that is a folder: refused by name.
     std::fs::create_dir(d.join("bundles")).unwrap();
     d.talm(["support", "-f", "nodes/cp.yaml", "-O", "bundles"])
