@@ -153,11 +153,17 @@ fn settings(spec: Option<&SessionSpec>, root: Option<&Path>) -> Result<Settings>
         (None, Some(r)) => r.join(Chart::load(r)?.talosconfig()),
         (None, None) => root::absolute(Path::new("talosconfig"))?,
     };
+    let outputs = spec
+        .outputs
+        .iter()
+        .map(|o| root::absolute(Path::new(o)))
+        .collect::<Result<_>>()?;
     Ok(Settings {
         root: root.map(Path::to_path_buf),
         talosconfig,
         context: spec.context.clone(),
         timeout: spec.timeout,
+        outputs,
     })
 }
 

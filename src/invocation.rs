@@ -95,6 +95,8 @@ pub struct SessionSpec {
     pub talosconfig: Option<String>,
     pub context: String,
     pub timeout: Option<Duration>,
+    /// Files the command writes outside any project, as the command line names them.
+    pub outputs: Vec<String>,
 }
 
 impl SessionSpec {
@@ -110,6 +112,7 @@ impl SessionSpec {
             talosconfig: c.talosconfig.clone(),
             context: c.context.clone().unwrap_or_default(),
             timeout,
+            outputs: Vec::new(),
         })
     }
 }
@@ -149,6 +152,37 @@ fn node_command(
         },
         session: Some(SessionSpec::of(&node.conn)?),
     })
+}
+
+/// This client's side of a version report, with the platform named as Go names it; talm is no
+/// Go program, so it has no Go version, and no build SHA is stamped.
+fn client() -> Value {
+    let os = match std::env::consts::OS {
+        "macos" => "darwin",
+        other => other,
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        other => other,
+    };
+    json!({
+        "tag": crate::version::current(),
+        "sha": "undefined",
+        "built": "",
+        "go_version": "",
+        "os": os,
+        "arch": arch,
+    })
+}
+
+/// `inv` allowed to write the file `output` the command line names.
+fn writing(mut inv: Invocation, output: &str) -> Invocation {
+    if let Some(s) = &mut inv.session {
+        s.outputs.push(output.to_string());
+    }
+    inv
 }
 
 /// Decides what the command line runs; reads nothing from disk.
@@ -248,6 +282,10 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
         )?,
         Command::Events(e) => node_command("events", args_of(&e)?, &e.node)?,
         Command::Services(n) => node_command("services", args_of(&n)?, &n)?,
+        Command::Support(s) => writing(
+            node_command("support", with(&s, json!({ "client": client() }))?, &s.node)?,
+            &s.output,
+        ),
         Command::Bootstrap(n) => node_command("bootstrap", args_of(&n)?, &n)?,
         Command::Discover(n) => node_command("discover", args_of(&n)?, &n)?,
         Command::Scan(s) => {

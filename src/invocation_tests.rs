@@ -49,6 +49,7 @@ fn commands_map_to_scripts() {
         (&["bootstrap"], "bootstrap"),
         (&["discover"], "discover"),
         (&["scan", "10.0.0.0/24"], "scan"),
+        (&["support", "-n", "10.0.0.1"], "support"),
     ];
     for (argv, want) in table {
         assert_eq!(script_of(argv).0, *want, "{argv:?}");
@@ -148,6 +149,7 @@ fn projects_and_sessions() {
             talosconfig: None,
             context: "c".into(),
             timeout: Some(Duration::from_secs(5)),
+            outputs: vec![],
         })
     );
     let i = inv(&["template", "--root", "p", "-t", "t.yaml", "--offline"]).unwrap();
@@ -212,5 +214,38 @@ fn other_actions() {
     assert_eq!(
         inv(&["help", "api"]).unwrap().action,
         Action::Help(vec!["api".into()])
+    );
+}
+
+#[test]
+fn support_may_write_only_its_output() {
+    let i = inv(&["support", "-n", "10.0.0.1"]).unwrap();
+    assert_eq!(i.session.unwrap().outputs, ["support.zip"]);
+    let i = inv(&[
+        "support",
+        "-n",
+        "10.0.0.1",
+        "-O",
+        "out/b.zip",
+        "-w",
+        "4",
+        "-v",
+    ])
+    .unwrap();
+    assert_eq!(i.session.unwrap().outputs, ["out/b.zip"]);
+    let (_, a) = script_of(&["support", "-n", "10.0.0.1", "--num-workers", "3"]);
+    assert_eq!(a["output"], "support.zip");
+    assert_eq!(a["num_workers"], 3);
+    assert_eq!(a["verbose"], false);
+    assert_eq!(a["client"]["tag"], crate::version::current());
+    assert_eq!(a["client"]["sha"], "undefined");
+    assert!(inv(&["support", "-w", "0"]).is_err());
+    assert_eq!(
+        inv(&["version", "-n", "10.0.0.1"])
+            .unwrap()
+            .session
+            .unwrap()
+            .outputs,
+        Vec::<String>::new()
     );
 }

@@ -20,6 +20,7 @@ pub mod sim;
 pub mod talos;
 pub mod version;
 pub mod yaml;
+pub mod zip;
 
 use std::ffi::OsString;
 

@@ -14,7 +14,8 @@ pub use common::{
     Connection, Endpoints, NodeArgs, ProjectFlags, RenderArgs, ScriptLimitArgs, ValueArgs,
 };
 pub use nodes::{
-    DmesgArgs, EventsArgs, GetArgs, LogsArgs, RebootArgs, ResetArgs, UpgradeArgs, VersionArgs,
+    DmesgArgs, EventsArgs, GetArgs, LogsArgs, RebootArgs, ResetArgs, SupportArgs, UpgradeArgs,
+    VersionArgs,
 };
 pub use project::{
     ApplyArgs, GenCommand, GenConfigArgs, InitArgs, KubeconfigArgs, TalosconfigArgs, TemplateArgs,
@@ -71,6 +72,8 @@ pub enum Command {
     Events(EventsArgs),
     /// List the services of nodes and their state
     Services(NodeArgs),
+    /// Dump debug information about nodes into a zip: logs, dmesg, resources, config without secrets
+    Support(SupportArgs),
     /// Find Talos API endpoints on a network (TCP connect + TLS probe, no nmap)
     Scan(ScanArgs),
     /// Run a Rhai playbook: talm run FILE.rhai [ARGS...]

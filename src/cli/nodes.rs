@@ -165,3 +165,19 @@ pub struct EventsArgs {
     #[serde(flatten)]
     pub node: NodeArgs,
 }
+
+#[derive(Debug, Args, Serialize)]
+pub struct SupportArgs {
+    /// Output file to write the support archive to (an existing one is replaced only when you answer y)
+    #[arg(short = 'O', long, default_value = "support.zip", value_name = "FILE")]
+    pub output: String,
+    /// Number of workers per node
+    #[arg(short = 'w', long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
+    pub num_workers: u32,
+    /// Verbose output: a line per collected file instead of progress bars
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub node: NodeArgs,
+}

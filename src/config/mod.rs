@@ -1,5 +1,5 @@
 //! Talos machine config documents: base generation per version contract, schema-derived field
-//! knowledge, the Talos encoder and the config patcher.
+//! knowledge, the Talos encoder, the config patcher and secret redaction.
 
 pub mod assemble;
 pub mod declared;
@@ -11,4 +11,5 @@ mod jsonpatch;
 mod merge;
 pub mod nodebody;
 pub mod patch;
+pub mod redact;
 pub mod schema;

@@ -128,5 +128,10 @@ pub fn register(engine: &mut Engine) {
                 Ok(crate::config::drift::redact(text_, &all))
             })
         });
+    FuncRegistration::new("redact_secrets")
+        .with_comments(["/// A machine config (`text`, any number of documents) with its secret fields — tokens, CA keys, encryption secrets, registry credentials, WireGuard and VIP keys, disk passphrases — replaced by `replacement`, as Talos's `RedactSecrets` does; comments and layout kept where possible."])
+        .set_into_module(&mut m, |text_: &str, replacement: &str| {
+            native(|| crate::config::redact::redact_secrets(text_, replacement))
+        });
     engine.register_static_module("config", m.into());
 }

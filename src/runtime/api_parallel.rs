@@ -4,7 +4,7 @@
 //! `parallel` calls never multiply threads without bound and a pool that cannot grow still
 //! finishes. An item's error becomes its result (`is_error(r)`, `r.message`) unless
 //! `fail_fast` is asked for; Ctrl-C and a script limit stop the whole call. On a terminal each
-//! item gets a progress line on stderr.
+//! item gets a progress line on stderr, unless the call is `quiet` (a script showing its own).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -27,12 +27,14 @@ const WORKER_STACK: usize = 16 << 20;
 static LIVE_WORKERS: AtomicUsize = AtomicUsize::new(0);
 
 super::opts::options! {
-    /// `parallel(items, f, #{limit, fail_fast})`.
+    /// `parallel(items, f, #{limit, fail_fast, quiet})`.
     pub struct ParallelOpts for "parallel" {
         /// Items at once (1 or more; at most 32).
         limit: Option<i64>,
         /// Stop at the first failing item and raise its error.
         fail_fast: bool,
+        /// No progress lines on the terminal (the script shows its own).
+        quiet: bool,
     }
 }
 
@@ -65,9 +67,9 @@ fn label(item: &Dynamic) -> String {
     item.to_string()
 }
 
-fn bars(count: usize) -> Option<MultiProgress> {
+fn bars(count: usize, quiet: bool) -> Option<MultiProgress> {
     use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() || count == 0 {
+    if quiet || !std::io::stderr().is_terminal() || count == 0 {
         return None;
     }
     Some(MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
@@ -159,6 +161,7 @@ fn run(
     f: &FnPtr,
     limit: Option<i64>,
     fail_fast: bool,
+    quiet: bool,
 ) -> Result<Array, Box<EvalAltResult>> {
     let n = items.len();
     let at_once = match limit {
@@ -173,7 +176,7 @@ fn run(
         }
         Some(l) => (l as usize).min(MAX_AT_ONCE).min(n.max(1)),
     };
-    let multi = bars(n);
+    let multi = bars(n, quiet);
     let style = ProgressStyle::with_template("{spinner} {prefix}: {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_spinner());
     let work = Work {
@@ -244,18 +247,18 @@ pub fn register(engine: &mut Engine) {
     FuncRegistration::new("parallel")
         .with_comments(["/// Calls `f(item)` for every item, `limit` at a time (1 or more; at most 32 run at once), and returns the results in input order; a failing item's result is an error value (`is_error(r)`, `r.message`). Ctrl-C or a script limit in any item stops the call."])
         .register_into_engine(engine, |ctx: NativeCallContext, items: Array, f: FnPtr, limit: i64| {
-            run(&ctx, items, &f, Some(limit), false)
+            run(&ctx, items, &f, Some(limit), false, false)
         });
     FuncRegistration::new("parallel")
         .with_comments(["/// `parallel(items, f)` with no limit: up to 32 items at once."])
         .register_into_engine(engine, |ctx: NativeCallContext, items: Array, f: FnPtr| {
-            run(&ctx, items, &f, None, false)
+            run(&ctx, items, &f, None, false, false)
         });
     FuncRegistration::new("parallel")
-        .with_comments(["/// `parallel(items, f, #{limit, fail_fast})`: with `fail_fast` the first error stops the rest and is raised."])
+        .with_comments(["/// `parallel(items, f, #{limit, fail_fast, quiet})`: with `fail_fast` the first error stops the rest and is raised; `quiet` draws no progress lines."])
         .register_into_engine(engine, |ctx: NativeCallContext, items: Array, f: FnPtr, opts: Map| {
             let o = ParallelOpts::read(&opts).map_err(crate::sandbox::to_rhai)?;
-            run(&ctx, items, &f, o.limit, o.fail_fast)
+            run(&ctx, items, &f, o.limit, o.fail_fast, o.quiet)
         });
     FuncRegistration::new("is_error")
         .with_comments(["/// Whether a `parallel` result is an item's error."])

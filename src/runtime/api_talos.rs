@@ -413,6 +413,31 @@ fn scan(cidr: &str, o: &ScanOpts) -> Result<Array> {
         .collect())
 }
 
+fn service_map(s: machine::ServiceInfo) -> Dynamic {
+    let mut m = Map::new();
+    let health = s.health.unwrap_or_default();
+    let events: Array = s
+        .events
+        .unwrap_or_default()
+        .events
+        .into_iter()
+        .map(|e| {
+            let mut ev = Map::new();
+            ev.insert("ago".into(), duration::since(e.ts.as_ref()).into());
+            ev.insert("state".into(), e.state.into());
+            ev.insert("msg".into(), e.msg.into());
+            Dynamic::from(ev)
+        })
+        .collect();
+    m.insert("id".into(), s.id.into());
+    m.insert("state".into(), s.state.into());
+    m.insert("healthy".into(), health.healthy.into());
+    m.insert("unknown".into(), health.unknown.into());
+    m.insert("message".into(), health.last_message.into());
+    m.insert("events".into(), events.into());
+    Dynamic::from(m)
+}
+
 /// The admin kubeconfig the node issues, as text.
 pub fn kubeconfig_text(n: &Node) -> Result<String> {
     let bytes = n.with(|c| block_on(c.kubeconfig()))?;
@@ -516,22 +541,11 @@ pub fn register(engine: &mut Engine, session: &Session) {
             native(|| logs(n, service, &LogsOpts::read(&opts)?))
         });
     FuncRegistration::new("services")
-        .with_comments(["/// The node's services: #{id, state, healthy, message} each."])
+        .with_comments(["/// The node's services: #{id, state, healthy, unknown (no health check result), message, events} each; `events` oldest first, #{state, msg, ago} (`ago` as Go prints the time since, e.g. `19m27s`)."])
         .register_into_engine(engine, |n: &mut Node| {
             native(|| {
                 let list = n.with(|c| block_on(c.services()))?;
-                Ok(list
-                    .into_iter()
-                    .map(|s| {
-                        let mut m = Map::new();
-                        let health = s.health.unwrap_or_default();
-                        m.insert("id".into(), s.id.into());
-                        m.insert("state".into(), s.state.into());
-                        m.insert("healthy".into(), health.healthy.into());
-                        m.insert("message".into(), health.last_message.into());
-                        Dynamic::from(m)
-                    })
-                    .collect::<Array>())
+                Ok(list.into_iter().map(service_map).collect::<Array>())
             })
         });
     FuncRegistration::new("reset")

@@ -10,6 +10,7 @@ mod api_project;
 mod api_render;
 mod api_secrets;
 mod api_stream;
+mod api_support;
 pub mod api_talos;
 mod api_yaml;
 mod node_opts;
@@ -40,6 +41,8 @@ pub fn engine(limits: &Limits, session: &Session) -> Engine {
     api_secrets::register(&mut engine, session);
     api_stream::register(&mut engine);
     api_talos::register(&mut engine, session);
+    // After talos: its node methods use the `Node` type name registered there.
+    api_support::register(&mut engine, session);
     api_yaml::register(&mut engine);
     engine
 }

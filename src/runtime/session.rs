@@ -1,5 +1,5 @@
-//! The state one engine's natives work in: the project root, and the talosconfig, context and
-//! call deadline nodes are reached with. Every engine gets its own session (a playbook's
+//! The state one engine's natives work in: the project root, the talosconfig, context and
+//! call deadline nodes are reached with, and the output files the command line named. Every engine gets its own session (a playbook's
 //! `talm([...])` runs its command in a fresh one); `use_project` changes only its own.
 
 use std::path::PathBuf;
@@ -21,6 +21,9 @@ pub struct Settings {
     pub context: String,
     /// `--call-timeout`, else the default deadline.
     pub timeout: Option<Duration>,
+    /// Files the command line names as outputs (absolute): where natives like `archive::zip`
+    /// may write outside the project.
+    pub outputs: Vec<PathBuf>,
 }
 
 /// One engine's session, shared by the natives registered on it (and the `parallel()`

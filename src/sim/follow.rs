@@ -21,6 +21,9 @@ type Tx = mpsc::Sender<Result<common::Data, Status>>;
 /// A target of the call: its name when routed one-to-many, and the node (or why not).
 type Target = (Option<String>, Result<Arc<Node>, Status>);
 
+/// Log buffers machined keeps besides the services' own (read by `talosctl support`).
+const MACHINED_LOGS: [&str; 2] = ["controller-runtime", "dns-resolve-cache"];
+
 /// Largest chunk machined sends of a log buffer.
 const CHUNK: usize = 1024;
 
@@ -46,6 +49,7 @@ pub(super) fn may_read(roles: &[String]) -> Result<(), Status> {
 fn log_source(node: &Node, req: &machine::LogsRequest) -> Result<Source, Status> {
     if req.namespace == "system" || req.id == "kubelet" {
         let known = req.id == "kernel"
+            || MACHINED_LOGS.contains(&req.id.as_str())
             || super::node::services(&node.state())
                 .iter()
                 .any(|(id, _)| *id == req.id);

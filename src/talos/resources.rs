@@ -228,6 +228,63 @@ fn meta_text(r: &Value, key: &str) -> String {
         .unwrap_or_default()
 }
 
+/// A scalar as Go's yaml.v3 writes an untagged node: plain unless YAML syntax forbids it
+/// (numbers and dates stay plain), nothing at all when empty.
+fn untagged(s: &str) -> String {
+    if s.is_empty() || crate::yaml::plain_syntax_ok(s) && !s.contains('\n') {
+        s.to_string()
+    } else {
+        crate::yaml::double_quoted(s)
+    }
+}
+
+fn untagged_line(indent: &str, key: &str, value: &str) -> String {
+    match untagged(value) {
+        v if v.is_empty() => format!("{indent}{}:\n", untagged(key)),
+        v => format!("{indent}{}: {v}\n", untagged(key)),
+    }
+}
+
+/// Resources as `talosctl support` writes them to `resources/<definition>.yaml`: a YAML
+/// document `{metadata, spec}` each in yaml.v3's layout, `---` between; with `redact` every
+/// spec is `<REDACTED>` (the sensitive types). "" when there are none.
+pub fn bundle_documents(items: &[cosi::Resource], redact: bool) -> String {
+    let mut docs = Vec::new();
+    for res in items {
+        let v = to_value(res);
+        let mut out = String::from("metadata:\n");
+        if let Some(md) = v.get("metadata").and_then(Value::as_mapping) {
+            for (k, x) in md {
+                let key = k.as_str().unwrap_or_default();
+                match x {
+                    Value::Mapping(m) => {
+                        out.push_str(&format!("    {key}:\n"));
+                        for (lk, lv) in m {
+                            let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+                            out.push_str(&untagged_line("        ", &text(lk), &text(lv)));
+                        }
+                    }
+                    other => out.push_str(&untagged_line(
+                        "    ",
+                        key,
+                        other.as_str().unwrap_or_default(),
+                    )),
+                }
+            }
+        }
+        let spec = if redact {
+            Value::String("<REDACTED>".into())
+        } else {
+            v.get("spec").cloned().unwrap_or(Value::Null)
+        };
+        let mut m = Mapping::new();
+        m.insert("spec".into(), spec);
+        out.push_str(&crate::yaml::to_string(&Value::Mapping(m)));
+        docs.push(out);
+    }
+    docs.join("---\n")
+}
+
 /// The output formats of `talm get`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Output {
@@ -394,5 +451,48 @@ mod tests {
         let j = format("10.0.0.1", &items[..1], &Output::Json, &def).unwrap();
         assert!(j.starts_with("{\n    \"node\": \"10.0.0.1\",\n    \"metadata\": {\n        \"namespace\": \"network\""), "{j}");
         assert!(Output::parse("wide").is_err());
+    }
+
+    fn res(id: &str, owner: &str, spec: &str) -> cosi::Resource {
+        let ts = prost_types::Timestamp {
+            seconds: 1_700_000_000,
+            nanos: 0,
+        };
+        cosi::Resource {
+            metadata: Some(cosi::Metadata {
+                namespace: "network".into(),
+                r#type: "LinkStatuses.net.talos.dev".into(),
+                id: id.into(),
+                version: "2".into(),
+                owner: owner.into(),
+                phase: "running".into(),
+                created: Some(ts),
+                updated: Some(ts),
+                labels: [("talos.dev/x".to_string(), "".to_string())].into(),
+                ..Default::default()
+            }),
+            spec: Some(cosi::Spec {
+                yaml_spec: spec.into(),
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn bundle_documents_as_yaml_v3_writes_them() {
+        let items = [
+            res(
+                "eth0",
+                "network.LinkStatusController",
+                "mtu: 1500\nkind: \"\"\naliases:\n- a\n",
+            ),
+            res("lo", "", "mtu: 65536\n"),
+        ];
+        assert_eq!(
+            bundle_documents(&items, false),
+            "metadata:\n    namespace: network\n    type: LinkStatuses.net.talos.dev\n    id: eth0\n    version: 2\n    owner: network.LinkStatusController\n    phase: running\n    created: 2023-11-14T22:13:20Z\n    updated: 2023-11-14T22:13:20Z\n    labels:\n        talos.dev/x:\nspec:\n    mtu: 1500\n    kind: \"\"\n    aliases:\n        - a\n---\nmetadata:\n    namespace: network\n    type: LinkStatuses.net.talos.dev\n    id: lo\n    version: 2\n    owner:\n    phase: running\n    created: 2023-11-14T22:13:20Z\n    updated: 2023-11-14T22:13:20Z\n    labels:\n        talos.dev/x:\nspec:\n    mtu: 65536\n"
+        );
+        assert!(bundle_documents(&items[1..], true).ends_with("spec: <REDACTED>\n"));
+        assert_eq!(bundle_documents(&[], true), "");
     }
 }

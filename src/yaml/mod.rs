@@ -207,6 +207,12 @@ pub(crate) fn literal_block(s: &str, indent: usize) -> String {
 /// Whether a string can be written without quotes and still read back as the same string by
 /// YAML 1.1 and 1.2 readers (Go's yaml.v3 among them).
 pub(crate) fn plain_ok(s: &str) -> bool {
+    plain_syntax_ok(s) && !looks_like_non_string(s)
+}
+
+/// Whether a string can be written plain as far as YAML syntax goes (what Go's
+/// yaml.v3 does for an untagged node, even when it would read back as a number or a date).
+pub(crate) fn plain_syntax_ok(s: &str) -> bool {
     let first = s.chars().next().unwrap_or(' ');
     if s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) {
         return false;
@@ -217,10 +223,7 @@ pub(crate) fn plain_ok(s: &str) -> bool {
     if s.contains(": ") || s.contains(" #") || s.ends_with(':') {
         return false;
     }
-    if s.chars().any(unprintable) {
-        return false;
-    }
-    !looks_like_non_string(s)
+    !s.chars().any(unprintable)
 }
 
 /// Characters a YAML reader does not take as they are in a plain or block scalar: controls, the

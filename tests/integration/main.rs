@@ -33,6 +33,7 @@ mod sim_lifecycle;
 mod sim_node;
 mod stdlib_links;
 mod stdlib_net;
+mod support;
 mod talosconfig;
 mod template;
 mod trust;

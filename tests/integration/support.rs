@@ -1,0 +1,387 @@
+//! `talm support` through the real binary against simulated nodes (127.24.x.y): the bundle's
+//! layout and contents as talosctl writes them, no secret in it, 0600, an existing bundle kept
+//! unless the user answers `y`, and what a node refuses listed while the rest is written.
+
+use std::collections::BTreeMap;
+
+use talm::talos::block_on;
+
+use crate::common::sim::{admin, template_node, Nodes};
+use crate::common::{Dir, STABILITY_SECRETS};
+
+/// A generic project with its control plane at `cp` and a worker at `worker`, both configured.
+fn cluster(nodes: &Nodes, cp: &str, worker: &str) -> Dir {
+    let d = Dir::project("generic");
+    d.write("nodes/cp.yaml", &template_node(&d, cp));
+    let w = d
+        .talm([
+            "template",
+            "-e",
+            worker,
+            "--nodes",
+            worker,
+            "-t",
+            "templates/worker.yaml",
+            "-i",
+        ])
+        .ok()
+        .stdout;
+    d.write("nodes/worker.yaml", &w);
+    for (file, addr) in [("nodes/cp.yaml", cp), ("nodes/worker.yaml", worker)] {
+        let boots = nodes.boots(addr);
+        d.talm(["apply", "-f", file, "-i"]).ok();
+        nodes.wait_reboot(addr, boots);
+    }
+    d
+}
+
+fn unzip(d: &Dir, rel: &str) -> Vec<(String, String)> {
+    let bytes = std::fs::read(d.join(rel)).unwrap();
+    talm::zip::read(&bytes)
+        .unwrap()
+        .into_iter()
+        .map(|(n, b)| (n, String::from_utf8(b).unwrap()))
+        .collect()
+}
+
+/// The files talosctl's layout gives `addr`, in its order, asking the node itself what it has:
+/// `resources/` for every type with resources, `service-logs/` for every service; and how many
+/// files were collected (types without resources count, but write no file).
+fn expected_files(nodes: &Nodes, addr: &str) -> (Vec<String>, usize) {
+    let c = nodes.connect(addr, admin()).unwrap();
+    let mut files: Vec<String> = [
+        "dmesg.log",
+        "controller-runtime.log",
+        "dns-resolve-cache.log",
+        "summary",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut empty = 0;
+    for rd in block_on(c.list("meta", "ResourceDefinitions.meta.cosi.dev")).unwrap() {
+        let v = talm::talos::resources::to_value(&rd);
+        let ty = v["spec"]["type"].as_str().unwrap();
+        let ns = v["spec"]["defaultNamespace"].as_str().unwrap();
+        if block_on(c.list(ns, ty)).unwrap().is_empty() {
+            empty += 1;
+        } else {
+            files.push(format!(
+                "resources/{}.yaml",
+                v["metadata"]["id"].as_str().unwrap()
+            ));
+        }
+    }
+    files.push("machineconfig.yaml".into());
+    for s in block_on(c.services()).unwrap() {
+        files.push(format!("service-logs/{}.log", s.id));
+        files.push(format!("service-logs/{}.state", s.id));
+    }
+    let steps = files.len() + empty;
+    (
+        files.into_iter().map(|f| format!("{addr}/{f}")).collect(),
+        steps,
+    )
+}
+
+/// Every secret of the project's bundle (private keys, tokens, encryption secrets).
+fn bundle_secrets() -> Vec<String> {
+    fn walk(v: &serde_yaml_ng::Value, key: &str, out: &mut Vec<String>) {
+        match v {
+            serde_yaml_ng::Value::Mapping(m) => {
+                for (k, x) in m {
+                    walk(x, k.as_str().unwrap_or_default(), out);
+                }
+            }
+            serde_yaml_ng::Value::String(s) if key != "crt" && key != "id" && s.len() >= 16 => {
+                out.push(s.clone())
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(
+        &serde_yaml_ng::from_str(STABILITY_SECRETS).unwrap(),
+        "",
+        &mut out,
+    );
+    assert!(out.len() >= 8, "{out:?}");
+    out
+}
+
+#[test]
+fn bundle_holds_talosctls_layout_without_secrets() {
+    let (cp, worker) = ("127.24.0.1", "127.24.0.2");
+    let nodes = Nodes::start(&[cp, worker], |_| {});
+    let d = cluster(&nodes, cp, worker);
+    // Both nodes through the control plane's API, four files at a time each.
+    let o = d
+        .talm([
+            "support",
+            "-f",
+            "nodes/cp.yaml,nodes/worker.yaml",
+            "-w",
+            "4",
+        ])
+        .ok();
+    let (cp_files, cp_steps) = expected_files(&nodes, cp);
+    let (worker_files, worker_steps) = expected_files(&nodes, worker);
+    // No errors; not on a terminal, a line per node when it is done (in the order they finish).
+    for line in [
+        format!("{cp}: {cp_steps}/{cp_steps} collected\n"),
+        format!("{worker}: {worker_steps}/{worker_steps} collected\n"),
+    ] {
+        assert!(o.stderr.contains(&line), "{line:?} in {}", o.stderr);
+    }
+    assert_eq!(o.stderr.lines().count(), 3, "{}", o.stderr);
+    assert!(o
+        .stderr
+        .ends_with("Support bundle is written to support.zip\n"));
+    assert_eq!(d.mode("support.zip"), 0o600);
+    let entries = unzip(&d, "support.zip");
+    let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [cp_files, worker_files].concat(),
+        "talosctl's files, node by node"
+    );
+    assert!(names.contains(&"127.24.0.1/service-logs/etcd.state"));
+    assert!(
+        !names.contains(&"127.24.0.2/service-logs/etcd.state"),
+        "workers run no etcd"
+    );
+    let files: BTreeMap<&str, &str> = entries
+        .iter()
+        .map(|(n, c)| (n.as_str(), c.as_str()))
+        .collect();
+
+    // The version summary as talosctl writes it: the client's block, then the node's.
+    let v = block_on(nodes.connect(cp, admin()).unwrap().version()).unwrap();
+    let v = v.version.unwrap();
+    let summary = files["127.24.0.1/summary"];
+    assert!(
+        summary.starts_with(&format!(
+            "Client:\n\tTag:         {}\n\tSHA:         undefined\n\tBuilt:       \n\tGo version:  \n\tOS/Arch:     ",
+            talm::version::current()
+        )),
+        "{summary}"
+    );
+    assert!(
+        summary.ends_with(&format!(
+            "\nServer:\n\tTag:         {}\n\tSHA:         {}\n\tBuilt:       {}\n\tGo version:  {}\n\tOS/Arch:     {}/{}\n",
+            v.tag, v.sha, v.built, v.go_version, v.os, v.arch
+        )),
+        "{summary}"
+    );
+    assert_eq!(v.tag, "v1.13.7");
+
+    // Logs are the node's own, byte for byte; states as `talosctl service ID` prints them.
+    let kubelet = d
+        .talm(["logs", "kubelet", "-f", "nodes/worker.yaml"])
+        .ok()
+        .stdout;
+    assert_eq!(files["127.24.0.2/service-logs/kubelet.log"], kubelet);
+    let dmesg = d.talm(["dmesg", "-f", "nodes/cp.yaml"]).ok().stdout;
+    assert_eq!(files["127.24.0.1/dmesg.log"], dmesg);
+    assert!(files["127.24.0.1/controller-runtime.log"].contains("simulated log line 1\n"));
+    assert!(
+        files["127.24.0.1/service-logs/kubelet.state"]
+            .starts_with("ID       kubelet\nSTATE    Running\nHEALTH   OK\n"),
+        "{}",
+        files["127.24.0.1/service-logs/kubelet.state"]
+    );
+
+    // Resources as YAML documents; a sensitive type's spec is redacted.
+    let mc = files["127.24.0.1/resources/machineconfigs.config.talos.dev.yaml"];
+    assert!(
+        mc.starts_with("metadata:\n    namespace: config\n    type: MachineConfigs.config.talos.dev\n    id: v1alpha1\n    version: "),
+        "{mc}"
+    );
+    assert!(mc.ends_with("\nspec: <REDACTED>\n"), "{mc}");
+    let links =
+        crate::common::yaml_docs(files["127.24.0.2/resources/linkstatuses.net.talos.dev.yaml"]);
+    assert!(links.len() >= 2);
+    assert!(links
+        .iter()
+        .all(|l| l["metadata"]["namespace"] == "network" && l["spec"].is_mapping()));
+    assert!(links
+        .iter()
+        .any(|l| l["metadata"]["id"] == "eth0" && l["spec"]["busPath"] == "0000:00:03.0"));
+
+    // The machine config is there with every secret replaced; no secret anywhere in the bundle.
+    let config: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(files["127.24.0.1/machineconfig.yaml"]).unwrap();
+    assert_eq!(config["machine"]["type"], "controlplane");
+    for (path, v) in [
+        ("machine.token", &config["machine"]["token"]),
+        ("machine.ca.key", &config["machine"]["ca"]["key"]),
+        ("cluster.secret", &config["cluster"]["secret"]),
+        ("cluster.token", &config["cluster"]["token"]),
+        ("cluster.ca.key", &config["cluster"]["ca"]["key"]),
+        (
+            "cluster.serviceAccount.key",
+            &config["cluster"]["serviceAccount"]["key"],
+        ),
+    ] {
+        assert_eq!(v, "<REDACTED>", "{path}");
+    }
+    assert!(
+        config["machine"]["ca"]["crt"]
+            .as_str()
+            .is_some_and(|c| c.len() > 100),
+        "certificates stay"
+    );
+    for secret in bundle_secrets() {
+        for (name, content) in &entries {
+            assert!(
+                !content.contains(&secret),
+                "{name} holds a secret of secrets.yaml"
+            );
+        }
+    }
+}
+
+#[test]
+fn existing_bundle_is_kept_unless_the_user_says_y() {
+    let nodes = Nodes::start(&["127.24.0.3"], |_| {});
+    let d = cluster_of_one(&nodes, "127.24.0.3");
+    d.write("support.zip", "an older bundle");
+    for answer in [None, Some("n\n"), Some("yes\n")] {
+        let run = d.talm(["support", "-f", "nodes/cp.yaml"]);
+        let run = match answer {
+            Some(a) => run.stdin(a),
+            None => run,
+        };
+        let o = run.fails_with("Error: operation aborted");
+        assert!(
+            o.stderr
+                .starts_with("support.zip already exists, overwrite? [y/N]: "),
+            "{}",
+            o.stderr
+        );
+        assert_eq!(d.read("support.zip"), "an older bundle", "{answer:?}");
+    }
+    let o = d
+        .talm(["support", "-f", "nodes/cp.yaml", "-v"])
+        .stdin("Y\n")
+        .ok();
+    assert!(
+        o.stderr.contains("127.24.0.3: collect dmesg.log\n"),
+        "verbose: a line per file: {}",
+        o.stderr
+    );
+    assert!(
+        o.stderr
+            .ends_with("Support bundle is written to support.zip\n"),
+        "{}",
+        o.stderr
+    );
+    assert!(unzip(&d, "support.zip")
+        .iter()
+        .any(|(n, _)| n == "127.24.0.3/summary"));
+    assert_eq!(d.mode("support.zip"), 0o600);
+    // No file is left behind beside it.
+    let names: Vec<String> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".talm-txn") || n.ends_with(".tmp"))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+    // On a terminal: a bar per node, finished, and the last line on a line of its own.
+    let (ok, screen) = d.talm_in_tty("support -f nodes/cp.yaml -O tty.zip -w 2", "");
+    assert!(ok, "{screen}");
+    assert!(
+        screen.contains("[====================] 100% 127.24.0.3: collect "),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("\nSupport bundle is written to tty.zip"),
+        "{screen}"
+    );
+    assert!(!screen.contains("collected"), "bars, not lines: {screen}");
+    assert_eq!(d.mode("tty.zip"), 0o600);
+    // Somewhere that is a folder: refused by name.
+    std::fs::create_dir(d.join("bundles")).unwrap();
+    d.talm(["support", "-f", "nodes/cp.yaml", "-O", "bundles"])
+        .stdin("y\n")
+        .fails_with("archive::zip: bundles is a folder");
+}
+
+fn cluster_of_one(nodes: &Nodes, cp: &str) -> Dir {
+    let d = Dir::project("generic");
+    d.write("nodes/cp.yaml", &template_node(&d, cp));
+    let boots = nodes.boots(cp);
+    d.talm(["apply", "-f", "nodes/cp.yaml", "-i"]).ok();
+    nodes.wait_reboot(cp, boots);
+    d
+}
+
+#[test]
+fn refusals_are_listed_and_the_rest_is_written() {
+    let _nodes = Nodes::start(&["127.24.0.4"], |_| {});
+    let d = Dir::new();
+    // A node in maintenance mode answers reads only (its logs too): its config is refused.
+    let o = d
+        .talm(["support", "-n", "127.24.0.4", "-i", "-O", "maint.zip"])
+        .ok();
+    assert!(o.stderr.contains("Processed with errors:\n   SOURCE       ERROR\n   127.24.0.4   resources/machineconfigs.config.talos.dev.yaml: list MachineConfigs.config.talos.dev: not authorized\n   127.24.0.4   machineconfig.yaml: get MachineConfigs.config.talos.dev: not authorized\n"), "{}", o.stderr);
+    assert_eq!(
+        o.stderr
+            .matches("hint: the node is in maintenance mode")
+            .count(),
+        1,
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr
+            .ends_with("Support bundle is written to maint.zip\n"),
+        "{}",
+        o.stderr
+    );
+    let names: Vec<String> = unzip(&d, "maint.zip").into_iter().map(|(n, _)| n).collect();
+    assert!(
+        names.contains(&"127.24.0.4/summary".to_string()),
+        "{names:?}"
+    );
+    assert!(names.contains(&"127.24.0.4/resources/linkstatuses.net.talos.dev.yaml".to_string()));
+    assert!(names.contains(&"127.24.0.4/service-logs/apid.state".to_string()));
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.ends_with("dmesg.log") || n.ends_with("machineconfig.yaml")),
+        "{names:?}"
+    );
+
+    // Nothing at all collected: no bundle, an error.
+    d.talm([
+        "support",
+        "-n",
+        "127.24.0.9",
+        "-e",
+        "127.24.0.9",
+        "-i",
+        "-O",
+        "none.zip",
+    ])
+    .fails_with("Error: nothing could be collected from any node");
+    assert!(!d.exists("none.zip"));
+    d.talm(["support", "-i", "-O", "x.zip"])
+        .fails_with("nodes are not set for the command");
+
+    // What the command is made of is there for playbooks too.
+    let api = d.talm(["help", "api"]).ok().stdout;
+    for name in [
+        "archive::zip",
+        "progress::bars",
+        "step",
+        "finish",
+        "config::redact_secrets",
+    ] {
+        assert!(api.contains(&format!("  {name} ")), "{name} listed");
+    }
+    let m = d.talm(["help", "api", "resources_yaml"]).ok().stdout;
+    assert!(
+        m.starts_with("resources_yaml(_: Node, _: string, _: string, _: bool) -> string\n"),
+        "{m}"
+    );
+}
