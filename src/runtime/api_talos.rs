@@ -58,7 +58,7 @@ pub struct Node {
 impl Node {
     /// Runs `f` on the node's connection (opened on first use); a failure drops the connection
     /// so the next call dials again (the node may have rebooted).
-    fn with<T>(&self, f: impl FnOnce(&Client) -> Result<T>) -> Result<T> {
+    pub(super) fn with<T>(&self, f: impl FnOnce(&Client) -> Result<T>) -> Result<T> {
         let c = self.client()?;
         let r = f(&c);
         if r.is_err() {

@@ -2,6 +2,7 @@
 //! modules (one `api_*` file per family), and running bundled scripts with their `ARGS`.
 
 mod api_config;
+mod api_inspect;
 mod api_log;
 mod api_parallel;
 pub mod api_playbook;
@@ -28,6 +29,7 @@ pub use crate::sandbox::{from_rhai, native, to_rhai, Limits, ScriptError};
 pub fn engine(limits: &Limits) -> Engine {
     let mut engine = crate::sandbox::engine(limits);
     api_config::register(&mut engine);
+    api_inspect::register(&mut engine);
     api_log::register(&mut engine);
     api_parallel::register(&mut engine);
     api_playbook::register(&mut engine);

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod facts;
 pub mod faults;
 pub mod hardware;
+pub mod inspect;
 pub mod kubeconfig;
 pub mod node;
 pub mod server;

@@ -3,14 +3,18 @@
 
 pub mod address;
 pub mod archive;
+pub mod cgroups;
 pub mod client;
 pub mod creds;
 pub mod diagnose;
 pub mod discovery;
 pub mod duration;
 pub mod errors;
+pub mod extract;
+pub mod humanize;
 pub mod resources;
 pub mod scan;
+pub mod tabwriter;
 pub mod verify;
 pub mod wire;
 
