@@ -79,7 +79,9 @@ fn data_out(value: Dynamic, format: &str) -> anyhow::Result<String> {
 }
 
 pub fn register(engine: &mut Engine) {
-    engine.register_fn("to_string", |e: &mut ScriptError| e.0.message.clone());
+    FuncRegistration::new("to_string")
+        .with_comments(["/// The message of an error caught with `try { ... } catch (e) { ... }` (also `${e}` and `e.message`)."])
+        .register_into_engine(engine, |e: &mut ScriptError| e.0.message.clone());
     engine.register_fn("to_debug", |e: &mut ScriptError| e.0.message.clone());
     engine.register_get("message", |e: &mut ScriptError| e.0.message.clone());
     FuncRegistration::new("table")

@@ -448,6 +448,7 @@ fn proc_(fs: &mut Fs, w: &World, load: &Workload) {
             format!("0::{}\n", p.cgroup),
             0o444,
         );
+        fs.dir(&format!("{dir}/attr"), 0o555);
         fs.kernel(
             &format!("{dir}/attr/current"),
             format!("{}\0", p.label),
