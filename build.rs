@@ -15,6 +15,8 @@ fn compile_protos() -> Result<(), Box<dyn std::error::Error>> {
         "proto/common/common.proto",
         "proto/machine/machine.proto",
         "proto/machine/events.proto",
+        "proto/machine/image.proto",
+        "proto/time/time.proto",
         "proto/v1alpha1/resource.proto",
         "proto/v1alpha1/state.proto",
         "proto/v1alpha1/meta.proto",

@@ -10,6 +10,11 @@ pub mod machine {
     tonic::include_proto!("machine");
 }
 
+/// The `time` package: TimeService.
+pub mod time {
+    tonic::include_proto!("time");
+}
+
 /// COSI: resources and the `cosi.resource.State` service.
 pub mod cosi {
     pub mod resource {

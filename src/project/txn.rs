@@ -17,8 +17,9 @@ pub const STAGING_PREFIX: &str = ".talm-txn-";
 const JOURNAL: &str = "journal";
 /// The file a live transaction holds locked.
 const OWNER: &str = "owner.lock";
-/// The name a staging folder has while its owner sets it up.
-const FRESH_PREFIX: &str = ".talm-new-";
+/// How old a staging folder without its lock file must be to count as a killed run's: a run
+/// still going makes the lock file microseconds after the folder.
+const UNLOCKED_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// Every staging folder holds this `.gitignore`, so nothing staged can be committed to git.
 const IGNORE_ALL: &str =
     "# talm's staging folder for an all-or-nothing write; never commit it\n*\n";
@@ -120,20 +121,14 @@ impl Txn {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        let name = format!("{}-{nonce}", std::process::id());
-        // Made and locked under a name recovery does not look at, then renamed: a staging
-        // folder other runs can see always has its owner's lock held.
-        let fresh = dir.join(format!("{FRESH_PREFIX}{name}"));
-        let staging = dir.join(format!("{STAGING_PREFIX}{name}"));
-        fs::create_dir(&fresh).with_context(|| format!("creating {}", fresh.display()))?;
-        set_mode(&fresh, 0o700)?;
-        let owner = fs::File::create(fresh.join(OWNER))
-            .with_context(|| format!("creating {}", fresh.display()))?;
+        let staging = dir.join(format!("{STAGING_PREFIX}{}-{nonce}", std::process::id()));
+        fs::create_dir(&staging).with_context(|| format!("creating {}", staging.display()))?;
+        set_mode(&staging, 0o700)?;
+        let owner = fs::File::create(staging.join(OWNER))
+            .with_context(|| format!("creating {}", staging.display()))?;
         owner
             .try_lock()
-            .map_err(|e| anyhow::anyhow!("locking {}: {e}", fresh.display()))?;
-        fs::rename(&fresh, &staging)
-            .with_context(|| format!("renaming {} to {}", fresh.display(), staging.display()))?;
+            .map_err(|e| anyhow::anyhow!("locking {}: {e}", staging.display()))?;
         write_new(
             &staging.join(".gitignore"),
             IGNORE_ALL.as_bytes(),
@@ -289,10 +284,36 @@ fn remove_empty_parents(stop: &Path, path: &Path) {
 fn claim(staging: &Path) -> Option<fs::File> {
     match fs::File::open(staging.join(OWNER)) {
         Ok(f) => f.try_lock().ok().map(|_| f),
-        // No lock file: a run killed between making the folder and its lock. (A run of another
-        // process in its first microseconds would lose its folder and fail cleanly: nothing
-        // outside the folder has changed by then.)
-        Err(_) => fs::File::open(staging).ok(),
+        // No lock file: a run killed between making the folder and its lock — unless its
+        // process is alive and the folder young: a run in its first microseconds.
+        Err(_) => {
+            let age = fs::metadata(staging)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .unwrap_or_default();
+            let dead = !owner_alive(staging);
+            (dead || age >= UNLOCKED_GRACE)
+                .then(|| fs::File::open(staging).ok())
+                .flatten()
+        }
+    }
+}
+
+/// Whether the process a staging folder is named after (`.talm-txn-<pid>-<nonce>`) still runs.
+fn owner_alive(staging: &Path) -> bool {
+    let name = staging
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let pid = name
+        .strip_prefix(STAGING_PREFIX)
+        .and_then(|rest| rest.split('-').next())
+        .and_then(|p| p.parse::<u32>().ok());
+    match pid {
+        Some(pid) => Path::new(&format!("/proc/{pid}")).exists(),
+        // Not one of ours by name: treat as alive, so only its age decides.
+        None => true,
     }
 }
 
@@ -429,6 +450,23 @@ mod tests {
         assert_eq!(r.completed, ["init"]);
         assert_eq!(listing(d.path()), ["first", "keep"]);
         assert_eq!(fs::read_to_string(d.path().join("keep")).unwrap(), "second");
+    }
+
+    #[test]
+    fn a_folder_without_its_lock_is_only_taken_from_a_dead_process() {
+        let d = tempfile::tempdir().unwrap();
+        // A live process (this one) that has made its folder but not yet its lock file.
+        let young = d
+            .path()
+            .join(format!("{STAGING_PREFIX}{}-young", std::process::id()));
+        fs::create_dir(&young).unwrap();
+        assert_eq!(recover(d.path()).unwrap().discarded, 0);
+        assert!(young.exists());
+        // A dead process's: no pid runs as high as u32::MAX.
+        let dead = d.path().join(format!("{STAGING_PREFIX}{}-dead", u32::MAX));
+        fs::create_dir(&dead).unwrap();
+        assert_eq!(recover(d.path()).unwrap().discarded, 1);
+        assert!(!dead.exists() && young.exists());
     }
 
     #[test]

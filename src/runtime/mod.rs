@@ -2,6 +2,7 @@
 //! modules (one `api_*` file per family), and running bundled scripts with their `ARGS`.
 
 mod api_config;
+mod api_inspect;
 mod api_log;
 mod api_parallel;
 pub mod api_playbook;
@@ -32,6 +33,7 @@ pub use session::{Session, Settings};
 pub fn engine(limits: &Limits, session: &Session) -> Engine {
     let mut engine = crate::sandbox::engine(limits);
     api_config::register(&mut engine);
+    api_inspect::register(&mut engine);
     api_log::register(&mut engine);
     api_parallel::register(&mut engine);
     api_playbook::register(&mut engine, session);

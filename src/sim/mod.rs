@@ -12,6 +12,7 @@ pub mod facts;
 pub mod faults;
 pub mod follow;
 pub mod hardware;
+pub mod inspect;
 pub mod journal;
 pub mod kubeconfig;
 pub mod limit;

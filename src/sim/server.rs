@@ -21,7 +21,9 @@ use super::certs;
 use super::node::Node;
 use super::service::{Registry, Svc};
 use crate::proto::cosi::resource::state_server::StateServer;
+use crate::proto::machine::image_service_server::ImageServiceServer;
 use crate::proto::machine::machine_service_server::MachineServiceServer;
+use crate::proto::time::time_service_server::TimeServiceServer;
 
 /// Who is on the other end of a connection.
 #[derive(Clone, Debug)]
@@ -181,6 +183,8 @@ async fn serve_boot(
                 .max_decoding_message_size(usize::MAX)
                 .max_encoding_message_size(max),
         )
+        .add_service(TimeServiceServer::new(svc.clone()))
+        .add_service(ImageServiceServer::new(svc.clone()))
         .add_service(
             StateServer::new(svc)
                 .max_decoding_message_size(usize::MAX)

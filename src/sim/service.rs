@@ -55,6 +55,8 @@ routed!(
     common::Data
 );
 
+mod inspect;
+
 /// Go's text of a gRPC error, as apid puts it in `metadata.error`.
 pub(super) fn error_meta(host: &str, st: &Status) -> common::Metadata {
     common::Metadata {
@@ -280,6 +282,74 @@ impl machine::machine_service_server::MachineService for Svc {
     type DmesgStream = Stream_<common::Data>;
     type KubeconfigStream = Stream_<common::Data>;
     type LogsStream = Stream_<common::Data>;
+    type CopyStream = Stream_<common::Data>;
+    type DiskUsageStream = Stream_<machine::DiskUsageInfo>;
+    type ListStream = Stream_<machine::FileInfo>;
+    type ReadStream = Stream_<common::Data>;
+
+    async fn containers(
+        &self,
+        req: Request<machine::ContainersRequest>,
+    ) -> Result<Response<machine::ContainersResponse>, Status> {
+        self.inspect_containers(req).await
+    }
+
+    async fn copy(
+        &self,
+        req: Request<machine::CopyRequest>,
+    ) -> Result<Response<Self::CopyStream>, Status> {
+        self.inspect_copy(req).await
+    }
+
+    async fn disk_usage(
+        &self,
+        req: Request<machine::DiskUsageRequest>,
+    ) -> Result<Response<Self::DiskUsageStream>, Status> {
+        self.inspect_disk_usage(req).await
+    }
+
+    async fn list(
+        &self,
+        req: Request<machine::ListRequest>,
+    ) -> Result<Response<Self::ListStream>, Status> {
+        self.inspect_list(req).await
+    }
+
+    async fn memory(&self, req: Request<()>) -> Result<Response<machine::MemoryResponse>, Status> {
+        self.inspect_memory(req).await
+    }
+
+    async fn mounts(&self, req: Request<()>) -> Result<Response<machine::MountsResponse>, Status> {
+        self.inspect_mounts(req).await
+    }
+
+    async fn netstat(
+        &self,
+        req: Request<machine::NetstatRequest>,
+    ) -> Result<Response<machine::NetstatResponse>, Status> {
+        self.inspect_netstat(req).await
+    }
+
+    async fn processes(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<machine::ProcessesResponse>, Status> {
+        self.inspect_processes(req).await
+    }
+
+    async fn read(
+        &self,
+        req: Request<machine::ReadRequest>,
+    ) -> Result<Response<Self::ReadStream>, Status> {
+        self.inspect_read(req).await
+    }
+
+    async fn stats(
+        &self,
+        req: Request<machine::StatsRequest>,
+    ) -> Result<Response<machine::StatsResponse>, Status> {
+        self.inspect_stats(req).await
+    }
 
     async fn apply_configuration(
         &self,
@@ -370,29 +440,7 @@ impl machine::machine_service_server::MachineService for Svc {
         &self,
         req: Request<()>,
     ) -> Result<Response<machine::ServiceListResponse>, Status> {
-        let messages = self
-            .unary(&req, "ServiceList", |n, _| {
-                let services = super::node::services(&n.state())
-                    .into_iter()
-                    .map(|(id, state)| machine::ServiceInfo {
-                        id: id.into(),
-                        state: state.into(),
-                        events: Some(machine::ServiceEvents::default()),
-                        health: Some(machine::ServiceHealth {
-                            unknown: false,
-                            healthy: state == "Running",
-                            last_message: String::new(),
-                            last_change: None,
-                        }),
-                    })
-                    .collect();
-                Ok(machine::ServiceList {
-                    metadata: None,
-                    services,
-                })
-            })
-            .await?;
-        Ok(Response::new(machine::ServiceListResponse { messages }))
+        self.inspect_service_list(req).await
     }
 
     async fn upgrade(

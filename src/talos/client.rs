@@ -60,6 +60,8 @@ pub fn host(endpoint: &str) -> String {
 
 pub use super::verify::MAINTENANCE_CN;
 
+mod inspect;
+
 /// The client certificate and key as rustls signs with them.
 fn certified(id: &Identity) -> Result<Arc<CertifiedKey>> {
     let unusable = |e: String| {

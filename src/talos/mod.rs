@@ -3,6 +3,7 @@
 
 pub mod address;
 pub mod archive;
+pub mod cgroups;
 pub mod client;
 pub mod creds;
 pub mod diagnose;
@@ -10,10 +11,13 @@ pub mod discovery;
 pub mod duration;
 pub mod errors;
 pub mod events;
+pub mod extract;
+pub mod humanize;
 pub mod jsonpath;
 pub mod resources;
 pub mod scan;
 pub mod streams;
+pub mod tabwriter;
 pub mod verify;
 pub mod wire;
 

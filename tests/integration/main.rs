@@ -20,6 +20,7 @@ mod guide;
 mod init_create;
 mod init_crypt;
 mod init_update;
+mod inspect;
 mod node_commands;
 mod node_faults;
 mod playbooks;

@@ -1,0 +1,212 @@
+//! A node's files: `read`, `list`, `usage`, `copy` (a tar.gz, or unpacked) and `cgroups`.
+
+use std::io::Read;
+
+use super::{cluster, play, words};
+
+#[test]
+fn files_are_read_listed_measured_and_copied() {
+    let (cp, worker) = ("127.22.1.1", "127.22.1.2");
+    let (nodes, d) = cluster(cp, worker);
+    let hostname = nodes.node(cp).hostname().hostname;
+
+    let out = play(&d, "read", &[cp], "path: \"/etc/hostname\"")
+        .ok()
+        .stdout;
+    assert_eq!(out, format!("{hostname}\n"));
+    let os = play(&d, "read", &[cp], "path: \"/etc/os-release\"")
+        .ok()
+        .stdout;
+    assert!(
+        os.contains("VERSION_ID=1.13.7\n"),
+        "a link is followed: {os}"
+    );
+    let proc_ = play(&d, "read", &[cp], "path: \"/proc/1/cmdline\"")
+        .ok()
+        .stdout;
+    assert_eq!(proc_, "/sbin/init\0");
+    play(&d, "read", &[cp], "path: \"/etc/nope\"")
+        .fails_with("rpc error: code = NotFound desc = stat /etc/nope: no such file or directory");
+    play(&d, "read", &[cp], "path: \"/etc\"").fails_with("path must be a regular file");
+    play(&d, "read", &[cp, worker], "path: \"/etc/hostname\"")
+        .fails_with("command \"read\" is not supported with multiple nodes");
+
+    let list = |extra: &str| play(&d, "list", &[cp], &format!("{extra}, output: \"\""));
+    let out = list(
+        "path: \"/etc/cri\", long: false, recurse: false, depth: 1, humanize: false, type: []",
+    )
+    .ok()
+    .stdout;
+    assert_eq!(
+        out,
+        "NODE         NAME\n127.22.1.1   .\n127.22.1.1   conf.d\n127.22.1.1   containerd.toml\n"
+    );
+    let out = list(
+        "path: \"/etc/cri\", long: false, recurse: true, depth: 1, humanize: false, type: [\"f\"]",
+    )
+    .ok()
+    .stdout;
+    assert_eq!(
+        out,
+        "NODE         NAME\n127.22.1.1   conf.d/cri.toml\n127.22.1.1   containerd.toml\n"
+    );
+    let out =
+        list("path: \"/etc\", long: true, recurse: false, depth: 1, humanize: true, type: [\"l\"]")
+            .ok()
+            .stdout;
+    let rows = words(&out);
+    assert_eq!(
+        rows[0],
+        ["NODE", "MODE", "UID", "GID", "SIZE(B)", "LASTMOD", "LABEL", "NAME"]
+    );
+    let os = rows.iter().find(|r| r.contains(&"os-release")).unwrap();
+    assert_eq!(os[1], "Lrwxrwxrwx");
+    assert_eq!(
+        &os[os.len() - 3..],
+        ["os-release", "->", "../usr/lib/os-release"]
+    );
+    assert!(os.contains(&"system_u:object_r:etc_t:s0"), "{out}");
+    list("path: \"/\", long: false, recurse: true, depth: 3, humanize: false, type: []")
+        .fails_with("only one of flags --recurse and --depth can be specified at the same time");
+    list("path: \"/\", long: false, recurse: false, depth: 1, humanize: false, type: [\"fx\"]")
+        .fails_with("invalid file type: x");
+    list("path: \"/nope\", long: false, recurse: false, depth: 1, humanize: false, type: []")
+        .fails_with("lstat /nope: no such file or directory");
+
+    // Usage: folders after their contents, the path itself last, one level by default.
+    let out = play(
+        &d,
+        "usage",
+        &[cp],
+        "paths: [\"/etc/cri\"], depth: 1, all: true, threshold: 0, humanize: false, output: \"\"",
+    )
+    .ok()
+    .stdout;
+    let rows = words(&out);
+    assert_eq!(rows[0], ["NODE", "SIZE", "NAME"]);
+    let names: Vec<&str> = rows[1..].iter().map(|r| r[2]).collect();
+    // Depth 1 shows the children only; machined sends a file before the folder it leaves.
+    assert_eq!(names, ["containerd.toml", "conf.d", "."]);
+    let sizes: Vec<u64> = rows[1..].iter().map(|r| r[1].parse().unwrap()).collect();
+    assert_eq!(sizes[2], sizes[0] + sizes[1]);
+    let out = play(&d, "usage", &[cp], "paths: [\"/nope\", \"/etc/cri\"], depth: 0, all: false, threshold: 0, humanize: false, output: \"\"").fails_with("1 error occurred:\n lstat /nope: no such file or directory");
+    assert!(
+        out.stdout.ends_with("127.22.1.1   174    .\n"),
+        "{}",
+        out.stdout
+    );
+
+    // Copy: a .tar.gz on stdout, or unpacked into a folder that must not hold the files yet.
+    play(
+        &d,
+        "copy",
+        &[cp],
+        "source: \"/etc/cri\", destination: \"-\"",
+    )
+    .ok();
+    // The archive's bytes, unchanged (the builder's output is text).
+    let raw = std::process::Command::new(env!("CARGO_BIN_EXE_talm"))
+        .current_dir(d.path())
+        .args(["run", "copy.rhai"])
+        .output()
+        .unwrap();
+    assert!(raw.status.success());
+    let bytes = raw.stdout;
+    let mut names = vec![];
+    let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(bytes.as_slice()));
+    for e in ar.entries().unwrap() {
+        let mut e = e.unwrap();
+        let name = e.path().unwrap().display().to_string();
+        if name == "containerd.toml" {
+            let mut s = String::new();
+            e.read_to_string(&mut s).unwrap();
+            assert!(s.starts_with("version = 3\n"), "{s}");
+        }
+        names.push(name);
+    }
+    assert_eq!(names, ["conf.d/", "conf.d/cri.toml", "containerd.toml"]);
+    play(&d, "copy", &[cp], "source: \"/etc\", destination: \"out\"").ok();
+    assert_eq!(d.read("out/hostname"), format!("{hostname}\n"));
+    assert_eq!(
+        std::fs::read_link(d.join("out/os-release"))
+            .unwrap()
+            .display()
+            .to_string(),
+        "../usr/lib/os-release"
+    );
+    play(&d, "copy", &[cp], "source: \"/etc\", destination: \"out\"").fails_with("error creating");
+    d.write("file", "x");
+    play(&d, "copy", &[cp], "source: \"/etc\", destination: \"file\"")
+        .fails_with("local path \"file\" should be a directory");
+    play(
+        &d,
+        "copy",
+        &[cp, worker],
+        "source: \"/etc\", destination: \"-\"",
+    )
+    .fails_with("command \"copy\" is not supported with multiple nodes");
+
+    // Cgroups: the tree with pods, containers and processes named.
+    let out = play(
+        &d,
+        "cgroups",
+        &[cp],
+        "preset: \"process\", schema_file: \"\", skip_cri_resolve: false, output: \"\"",
+    )
+    .ok()
+    .stdout;
+    let l: Vec<&str> = out.lines().collect();
+    assert!(
+        l[0].starts_with("NAME")
+            && l[0].ends_with("PidsCurrent   PidsPeak   PidsMax    Procs     Threads   Processes"),
+        "{out}"
+    );
+    assert!(l[1].starts_with(". "), "{out}");
+    assert!(out.contains("├──init ") && out.contains("[init]"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("──apid ") && l.ends_with("[apid]")),
+        "{out}"
+    );
+    assert!(
+        out.contains("└──system ") && out.contains("    ├──apid "),
+        "the last child's children are indented with spaces: {out}"
+    );
+    assert!(
+        out.contains("kube-system/kube-apiserver-")
+            && out.contains("sandbox ")
+            && out.contains("[pause]"),
+        "{out}"
+    );
+    let raw = play(
+        &d,
+        "cgroups",
+        &[cp],
+        "preset: \"memory\", schema_file: \"\", skip_cri_resolve: true, output: \"\"",
+    )
+    .ok()
+    .stdout;
+    assert!(
+        raw.contains("├──pod"),
+        "pods keep their cgroup names: {raw}"
+    );
+    assert!(
+        raw.lines()
+            .any(|l| l.contains("apid ") && l.contains("128 MiB")),
+        "apid's memory.max: {raw}"
+    );
+    play(
+        &d,
+        "cgroups",
+        &[cp],
+        "preset: \"disk\", schema_file: \"\", skip_cri_resolve: false, output: \"\"",
+    )
+    .fails_with("invalid preset name: disk (valid [cpu cpuset io memory process psi swap])");
+    play(
+        &d,
+        "cgroups",
+        &[cp],
+        "preset: \"\", schema_file: \"\", skip_cri_resolve: false, output: \"\"",
+    )
+    .fails_with("either schema file or preset must be specified");
+}
