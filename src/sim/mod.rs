@@ -9,6 +9,7 @@ pub mod facts;
 pub mod faults;
 pub mod hardware;
 pub mod kubeconfig;
+pub mod load;
 pub mod node;
 pub mod server;
 pub mod service;

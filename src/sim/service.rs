@@ -55,6 +55,14 @@ routed!(
     machine::ServiceList,
     common::Data
 );
+// --- begin: node statistics (talm dashboard) ---
+routed!(
+    machine::SystemStat,
+    machine::CpUsInfo,
+    machine::LoadAvg,
+    machine::Memory
+);
+// --- end: node statistics ---
 
 /// Go's text of a gRPC error, as apid puts it in `metadata.error`.
 fn error_meta(host: &str, st: &Status) -> common::Metadata {
@@ -506,6 +514,45 @@ impl machine::machine_service_server::MachineService for Svc {
             "method GenerateClientConfiguration not implemented",
         ))
     }
+
+    // --- begin: node statistics (talm dashboard) ---
+    async fn system_stat(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<machine::SystemStatResponse>, Status> {
+        let messages = self
+            .unary(&req, "SystemStat", |n, _| Ok(super::load::system_stat(n)))
+            .await?;
+        Ok(Response::new(machine::SystemStatResponse { messages }))
+    }
+
+    async fn cpu_info(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<machine::CpuInfoResponse>, Status> {
+        let messages = self
+            .unary(&req, "CPUInfo", |n, _| Ok(super::load::cpu_info(n)))
+            .await?;
+        Ok(Response::new(machine::CpuInfoResponse { messages }))
+    }
+
+    async fn load_avg(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<machine::LoadAvgResponse>, Status> {
+        let messages = self
+            .unary(&req, "LoadAvg", |n, _| Ok(super::load::load_avg(n)))
+            .await?;
+        Ok(Response::new(machine::LoadAvgResponse { messages }))
+    }
+
+    async fn memory(&self, req: Request<()>) -> Result<Response<machine::MemoryResponse>, Status> {
+        let messages = self
+            .unary(&req, "Memory", |n, _| Ok(super::load::memory(n)))
+            .await?;
+        Ok(Response::new(machine::MemoryResponse { messages }))
+    }
+    // --- end: node statistics ---
 }
 
 #[tonic::async_trait]

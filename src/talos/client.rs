@@ -207,7 +207,7 @@ impl Client {
         diagnose::status(site, &facts, st)
     }
 
-    fn machine(&self) -> machine::machine_service_client::MachineServiceClient<Checked> {
+    pub(super) fn machine(&self) -> machine::machine_service_client::MachineServiceClient<Checked> {
         machine::machine_service_client::MachineServiceClient::new(self.channel.clone())
             .max_decoding_message_size(MAX_MESSAGE)
             .max_encoding_message_size(MAX_MESSAGE)
@@ -220,7 +220,7 @@ impl Client {
 
     /// A request with the node targeting talosctl uses: `nodes` for machine calls (one-to-many
     /// proxying), `node` for COSI calls. Maintenance connections send none.
-    fn request<T>(&self, msg: T, many: bool) -> Request<T> {
+    pub(super) fn request<T>(&self, msg: T, many: bool) -> Request<T> {
         let mut r = Request::new(msg);
         r.set_timeout(self.timeout);
         if let (false, Some(t)) = (self.insecure, &self.target) {
@@ -233,7 +233,7 @@ impl Client {
     }
 
     /// Runs one call under the deadline and turns failures into node-named errors.
-    async fn call<T>(
+    pub(super) async fn call<T>(
         &self,
         call: &str,
         service: &'static str,
@@ -261,7 +261,7 @@ impl Client {
     }
 
     /// The first message of a one-to-many reply, after its in-band error check.
-    fn first<M>(
+    pub(super) fn first<M>(
         &self,
         call: &str,
         msgs: Vec<M>,

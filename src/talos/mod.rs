@@ -11,6 +11,7 @@ pub mod duration;
 pub mod errors;
 pub mod resources;
 pub mod scan;
+pub mod stats;
 pub mod verify;
 pub mod wire;
 
