@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod dashboard;
 pub mod demo;
 pub mod dispatch;
 pub mod embedded;

@@ -16,6 +16,7 @@ pub mod inspect;
 pub mod journal;
 pub mod kubeconfig;
 pub mod limit;
+pub mod load;
 pub mod node;
 pub mod protospec;
 pub mod query;

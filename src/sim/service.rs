@@ -54,6 +54,9 @@ routed!(
     machine::GenerateClientConfiguration,
     common::Data
 );
+// --- begin: node statistics (talm dashboard) ---
+routed!(machine::SystemStat, machine::CpUsInfo, machine::LoadAvg);
+// --- end: node statistics ---
 
 mod inspect;
 
@@ -478,4 +481,37 @@ impl machine::machine_service_server::MachineService for Svc {
             machine::GenerateClientConfigurationResponse { messages },
         ))
     }
+
+    // --- begin: node statistics (talm dashboard) ---
+    async fn system_stat(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<machine::SystemStatResponse>, Status> {
+        let messages = self
+            .unary(&req, "SystemStat", |n, _| Ok(super::load::system_stat(n)))
+            .await?;
+        Ok(Response::new(machine::SystemStatResponse { messages }))
+    }
+
+    async fn cpu_info(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<machine::CpuInfoResponse>, Status> {
+        let messages = self
+            .unary(&req, "CPUInfo", |n, _| Ok(super::load::cpu_info(n)))
+            .await?;
+        Ok(Response::new(machine::CpuInfoResponse { messages }))
+    }
+
+    async fn load_avg(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<machine::LoadAvgResponse>, Status> {
+        let messages = self
+            .unary(&req, "LoadAvg", |n, _| Ok(super::load::load_avg(n)))
+            .await?;
+        Ok(Response::new(machine::LoadAvgResponse { messages }))
+    }
+    // Memory: served by the inspection calls (one picture of the node).
+    // --- end: node statistics ---
 }

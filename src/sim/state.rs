@@ -173,10 +173,13 @@ pub struct State {
     pub node_id: String,
     /// When the node was created (Unix seconds): resources' timestamps.
     pub started: i64,
+    /// When the current boot began (Unix seconds): uptime and the CPU counters start here.
+    pub booted: i64,
 }
 
 impl State {
     pub fn new(version: &str, node_id: &str) -> State {
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
         State {
             config: None,
             staged: None,
@@ -191,7 +194,8 @@ impl State {
             last_reset: None,
             boots: 1,
             node_id: node_id.to_string(),
-            started: time::OffsetDateTime::now_utc().unix_timestamp(),
+            started: now,
+            booted: now,
         }
     }
 
@@ -231,6 +235,7 @@ impl State {
     /// upgrade's version starts running.
     pub fn boot(&mut self) {
         self.boots += 1;
+        self.booted = time::OffsetDateTime::now_utc().unix_timestamp();
         self.rebooting = false;
         self.try_rollback = None;
         if self.reset_pending {

@@ -235,7 +235,7 @@ impl Client {
 
     /// A request with the node targeting talosctl uses: `nodes` for machine calls (one-to-many
     /// proxying), `node` for COSI calls. Maintenance connections send none.
-    fn request<T>(&self, msg: T, many: bool) -> Request<T> {
+    pub(super) fn request<T>(&self, msg: T, many: bool) -> Request<T> {
         let mut r = self.stream_request(msg, many);
         r.set_timeout(self.timeout);
         r
@@ -282,7 +282,7 @@ impl Client {
     }
 
     /// The first message of a one-to-many reply, after its in-band error check.
-    fn first<M>(
+    pub(super) fn first<M>(
         &self,
         call: &str,
         msgs: Vec<M>,

@@ -12,6 +12,7 @@ mod apply;
 mod config_generate;
 mod config_patch;
 mod config_schema;
+mod dashboard;
 mod day2;
 mod drift;
 mod follow;
