@@ -9,6 +9,7 @@ use anyhow::Result;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::cli::inspect::ImageCommand;
 use crate::cli::{Cli, Command, Connection, GenCommand, ProjectFlags};
 use crate::error::hinted;
 
@@ -281,7 +282,27 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
             &d.node,
         )?,
         Command::Events(e) => node_command("events", args_of(&e)?, &e.node)?,
-        Command::Services(n) => node_command("services", args_of(&n)?, &n)?,
+        Command::Service(a) => node_command("service", args_of(&a)?, &a.node)?,
+        Command::Containers(a) => node_command("containers", args_of(&a)?, &a.node)?,
+        Command::Stats(a) => node_command("stats", args_of(&a)?, &a.node)?,
+        Command::Processes(a) => node_command("processes", args_of(&a)?, &a.node)?,
+        Command::Memory(a) => node_command("memory", args_of(&a)?, &a.node)?,
+        Command::Mounts(a) => node_command("mounts", args_of(&a)?, &a.node)?,
+        Command::Netstat(a) => node_command("netstat", args_of(&a)?, &a.node)?,
+        Command::Read(a) => node_command("read", args_of(&a)?, &a.node)?,
+        Command::List(a) => node_command("list", args_of(&a)?, &a.node)?,
+        Command::Copy(a) => node_command("copy", args_of(&a)?, &a.node)?,
+        Command::Usage(a) => node_command("usage", args_of(&a)?, &a.node)?,
+        Command::Time(a) => node_command("time", args_of(&a)?, &a.node)?,
+        Command::Cgroups(a) => node_command("cgroups", args_of(&a)?, &a.node)?,
+        Command::Image(ImageCommand::List(a)) => node_command("image_list", args_of(&a)?, &a.node)?,
+        Command::Dashboard(a) => {
+            a.update_interval.nonzero(
+                "--update-interval",
+                "the screens would never wait; give e.g. 1s or 3s",
+            )?;
+            node_command("dashboard", args_of(&a)?, &a.node)?
+        }
         Command::Support(s) => writing(
             node_command("support", with(&s, json!({ "client": client() }))?, &s.node)?,
             &s.output,

@@ -3,6 +3,7 @@
 //! connection flags, project commands `--root`, and the simulator neither.
 
 mod common;
+pub mod inspect;
 mod nodes;
 mod project;
 mod tools;
@@ -70,8 +71,47 @@ pub enum Command {
     Dmesg(DmesgArgs),
     /// Stream the events of nodes (sequences, services, machine status) until Ctrl-C
     Events(EventsArgs),
-    /// List the services of nodes and their state
-    Services(NodeArgs),
+    /// List the services of nodes, or one service's state and events
+    #[command(alias = "services")]
+    Service(inspect::ServiceArgs),
+    /// List the containers of nodes (Talos's own, or Kubernetes' with -k)
+    #[command(alias = "c")]
+    Containers(inspect::ContainersArgs),
+    /// CPU and memory of the containers of nodes
+    Stats(inspect::ContainersArgs),
+    /// List the processes of nodes
+    #[command(aliases = ["p", "ps"])]
+    Processes(inspect::ProcessesArgs),
+    /// Memory of nodes, as free does
+    #[command(aliases = ["m", "free"])]
+    Memory(inspect::MemoryArgs),
+    /// List the mounts of nodes
+    Mounts(inspect::DataArgs),
+    /// Sockets of nodes, as netstat does
+    #[command(alias = "ss")]
+    Netstat(inspect::NetstatArgs),
+    /// Print a file of a node
+    #[command(alias = "cat")]
+    Read(inspect::ReadArgs),
+    /// List a folder of a node
+    #[command(alias = "ls")]
+    List(inspect::ListArgs),
+    /// Copy a file or folder from a node (a tar.gz on stdout with `-`)
+    #[command(alias = "cp")]
+    Copy(inspect::CopyArgs),
+    /// Disk usage of folders of a node, as du does
+    #[command(alias = "du")]
+    Usage(inspect::UsageArgs),
+    /// The time of nodes against their NTP server
+    Time(inspect::TimeArgs),
+    /// The cgroups of a node with their usage
+    #[command(alias = "cg")]
+    Cgroups(inspect::CgroupsArgs),
+    /// Images in the containerd of nodes
+    #[command(subcommand, visible_alias = "images")]
+    Image(inspect::ImageCommand),
+    /// A live terminal view of nodes: summary, services, logs (q quits)
+    Dashboard(inspect::DashboardArgs),
     /// Dump debug information about nodes into a zip: logs, dmesg, resources, config without secrets
     Support(SupportArgs),
     /// Find Talos API endpoints on a network (TCP connect + TLS probe, no nmap)

@@ -44,7 +44,7 @@ impl Default for Options {
 }
 
 /// The refusal when stdin is not a terminal, as the Go talm words it.
-fn check_terminal(stdin_is_tty: bool) -> Result<()> {
+pub fn check_terminal(stdin_is_tty: bool) -> Result<()> {
     if stdin_is_tty {
         return Ok(());
     }

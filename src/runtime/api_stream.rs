@@ -542,8 +542,34 @@ pub fn register(engine: &mut Engine) {
         });
 }
 
+options! {
+    /// `talos::dashboard(nodes, #{...})`.
+    pub struct DashboardOpts for "talos::dashboard" {
+        /// How often the screens refresh (default 3s).
+        interval: Option<Duration>,
+    }
+}
+
 /// The `talos::` functions that print several nodes' streams.
 pub fn add_to_talos(m: &mut rhai::Module) {
+    FuncRegistration::new("dashboard")
+        .with_comments(["/// The terminal dashboard over `nodes` until `q` (refused when stdin is not a terminal). `opts`: `interval`."])
+        .set_into_module(m, |nodes: Array, opts: Map| {
+            native(|| {
+                let o = DashboardOpts::read(&opts)?;
+                use std::io::IsTerminal;
+                crate::dashboard::check_terminal(std::io::stdin().is_terminal())?;
+                let clients = nodes_of(nodes)?
+                    .into_iter()
+                    .map(|n| Ok((n.name.clone(), n.client()?)))
+                    .collect::<Result<Vec<_>>>()?;
+                let mut d = crate::dashboard::Options::default();
+                if let Some(i) = o.interval {
+                    d.interval = i;
+                }
+                crate::dashboard::run(clients, d).map(|_| ())
+            })
+        });
     FuncRegistration::new("events_print")
         .with_comments(["/// Prints `talm events` for every node: NODE ID EVENT / ACTOR SOURCE MESSAGE, two lines per event, as events happen, until Ctrl-C. `opts` as `n.events`."])
         .set_into_module(m, |nodes: Array, opts: Map| {

@@ -45,5 +45,6 @@ pub fn words(s: &str) -> Vec<Vec<&str>> {
 }
 
 mod access;
+mod cli;
 mod files;
 mod tables;
