@@ -188,7 +188,15 @@ fn definition(d: &Def) -> Res {
             ("defaultNamespace", s(d.namespace)),
             ("aliases", seq(aliases)),
             ("allAliases", seq(all)),
-            ("printColumns", Value::Sequence(vec![])),
+            (
+                "printColumns",
+                Value::Sequence(
+                    super::columns::of(d.ty)
+                        .iter()
+                        .map(|(name, path)| map(vec![("name", s(*name)), ("jsonPath", s(*path))]))
+                        .collect(),
+                ),
+            ),
             ("sensitivity", s(if d.sensitive { "sensitive" } else { "" })),
         ]),
         version: 1,

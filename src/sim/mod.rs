@@ -5,6 +5,7 @@
 pub mod apply;
 pub mod certs;
 pub mod clientconfig;
+pub mod columns;
 pub mod cosi;
 pub mod event_stream;
 pub mod events;

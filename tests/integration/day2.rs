@@ -156,7 +156,7 @@ fn logs_dmesg_and_services() {
     assert!(
         services
             .lines()
-            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+            .any(|l| l.split_whitespace().take(4).collect::<Vec<_>>()
                 == [ip.as_str(), "etcd", "Preparing", "?"]),
         "{services}"
     );
@@ -165,7 +165,7 @@ fn logs_dmesg_and_services() {
     assert!(
         services
             .lines()
-            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+            .any(|l| l.split_whitespace().take(4).collect::<Vec<_>>()
                 == [ip.as_str(), "etcd", "Running", "OK"]),
         "{services}"
     );

@@ -124,13 +124,13 @@ fn get_watch_prints_what_exists_then_changes() {
     let s = Streaming::start(&d, &["get", "links", "-w", "-n", &ip, "-i"]);
     let head = s.line();
     assert_eq!(
-        head.split_whitespace().collect::<Vec<_>>(),
-        ["NODE", "*", "NAMESPACE", "TYPE", "ID", "VERSION"]
+        head.split_whitespace().take(7).collect::<Vec<_>>(),
+        ["NODE", "*", "NAMESPACE", "TYPE", "ID", "VERSION", "ALIAS"]
     );
     let rows = [s.line(), s.line()];
     for (row, id) in rows.iter().zip(["eth0", "lo"]) {
         assert_eq!(
-            row.split_whitespace().collect::<Vec<_>>(),
+            row.split_whitespace().take(6).collect::<Vec<_>>(),
             [ip.as_str(), "+", "network", "LinkStatus", id, "1"],
             "{row}"
         );
@@ -145,8 +145,8 @@ fn get_watch_prints_what_exists_then_changes() {
     );
     let row = s.line();
     assert_eq!(
-        row.split_whitespace().collect::<Vec<_>>(),
-        [ip.as_str(), "network", "LinkStatus", "eth0", "2"],
+        row.split_whitespace().take(6).collect::<Vec<_>>(),
+        [ip.as_str(), "network", "LinkStatus", "eth0", "2", "ether"],
         "{row}"
     );
     assert!(row.starts_with(&format!("{ip}       network")), "{row}");

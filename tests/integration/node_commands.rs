@@ -151,9 +151,36 @@ fn version_and_get_in_both_modes() {
     assert_eq!(d.talm(["version", "--client"]).ok().stdout, client);
     let t = d.talm(["get", "links", "-n", &ip, "-i"]).ok().stdout;
     assert!(t.starts_with("NODE "), "{t}");
+    // The definition's print columns, as talosctl shows them.
+    assert_eq!(
+        t.lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        [
+            "NODE",
+            "NAMESPACE",
+            "TYPE",
+            "ID",
+            "VERSION",
+            "ALIAS",
+            "TYPE",
+            "KIND",
+            "HW",
+            "ADDR",
+            "OPER",
+            "STATE",
+            "LINK",
+            "STATE"
+        ]
+    );
     assert!(
-        t.lines().any(|l| l.split_whitespace().collect::<Vec<_>>()
-            == [ip.as_str(), "network", "LinkStatus", "eth0", "1"]),
+        t.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()[..]
+                == [ip.as_str(), "network", "LinkStatus", "eth0", "1", "ether"][..]
+                || l.split_whitespace().take(6).collect::<Vec<_>>()
+                    == [ip.as_str(), "network", "LinkStatus", "eth0", "1", "ether"]),
         "{t}"
     );
     let y = d
