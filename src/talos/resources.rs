@@ -395,32 +395,9 @@ pub fn json_4(v: &serde_json::Value) -> anyhow::Result<String> {
     Ok(String::from_utf8(buf)?)
 }
 
-/// Rows aligned as Go's tabwriter with padding 3 aligns them (trailing blanks trimmed).
+/// Rows as talosctl's tables print them (Go's tabwriter, padding 3).
 pub fn table(rows: &[Vec<String>]) -> String {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..cols)
-        .map(|i| {
-            rows.iter()
-                .filter_map(|r| r.get(i))
-                .map(|c| c.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let mut line = String::new();
-        for (i, c) in row.iter().enumerate() {
-            line.push_str(c);
-            if i + 1 < row.len() {
-                let pad = widths[i] - c.chars().count() + 3;
-                line.push_str(&" ".repeat(pad));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
+    super::tabwriter::table(rows)
 }
 
 #[cfg(test)]
@@ -446,7 +423,7 @@ mod tests {
             t,
             "NODE       NAMESPACE   TYPE         ID     VERSION   TYPE       OPER STATE\n\
              10.0.0.1   network     LinkStatus   eth0   3         ether      up\n\
-             10.0.0.1   network     LinkStatus   lo     1         loopback\n"
+             10.0.0.1   network     LinkStatus   lo     1         loopback   \n"
         );
         let j = format("10.0.0.1", &items[..1], &Output::Json, &def).unwrap();
         assert!(j.starts_with("{\n    \"node\": \"10.0.0.1\",\n    \"metadata\": {\n        \"namespace\": \"network\""), "{j}");
