@@ -85,62 +85,32 @@ fn event_pump(
         .collect::<Result<_>>()?;
     let req = o.request();
     crate::talos::block_on(async {
-        let (tx, mut rx) = mpsc::channel(256);
+        let (tx, rx) = mpsc::channel::<Got<crate::talos::events::Shown>>(256);
         let mut tasks = Vec::new();
         for (name, c) in clients {
             let (tx, req) = (tx.clone(), req.clone());
             tasks.push(tokio::spawn(async move {
                 let mut s = match c.events(req).await {
                     Ok(s) => s,
-                    Err(e) => return tx.send(Err(e)).await.map_err(|_| ()),
+                    Err(e) => return tx.send(Got::Failed(e)).await.map_err(|_| ()),
                 };
                 loop {
                     match s.next().await {
                         Ok(Some(e)) => {
                             if let Some(shown) = crate::talos::events::show(&e) {
-                                tx.send(Ok(Some((name.clone(), shown))))
+                                tx.send(Got::Item(name.clone(), shown))
                                     .await
                                     .map_err(|_| ())?;
                             }
                         }
-                        Ok(None) => return tx.send(Ok(None)).await.map_err(|_| ()),
-                        Err(e) => return tx.send(Err(e)).await.map_err(|_| ()),
+                        Ok(None) => return tx.send(Got::Done).await.map_err(|_| ()),
+                        Err(e) => return tx.send(Got::Failed(e)).await.map_err(|_| ()),
                     }
                 }
             }));
         }
         drop(tx);
-        let mut live = tasks.len();
-        let mut failure = None;
-        let outcome = loop {
-            if live == 0 {
-                break Ok(());
-            }
-            if interrupt::pending() {
-                interrupt::clear();
-                break Ok(());
-            }
-            match tokio::time::timeout(TICK, rx.recv()).await {
-                Err(_) => continue,
-                Ok(None) => break Ok(()),
-                Ok(Some(Ok(Some((node, shown))))) => match each(&node, &shown) {
-                    Ok(true) => {}
-                    Ok(false) => break Ok(()),
-                    Err(e) => break Err(e),
-                },
-                Ok(Some(Ok(None))) => live -= 1,
-                Ok(Some(Err(e))) => {
-                    eprintln!("ERROR: {e}");
-                    failure.get_or_insert(e);
-                    live -= 1;
-                }
-            }
-        };
-        for t in tasks {
-            t.abort();
-        }
-        outcome?;
-        failure.map_or(Ok(()), Err)
+        drain(rx, tasks, &mut each).await
     })
 }
 
@@ -196,11 +166,52 @@ impl Lines {
     }
 }
 
-/// What a stream task reports.
-enum Got {
-    Line(String, String),
+/// What a per-node stream task reports: an item (a line, an event) of a node, its failure, or
+/// its end.
+enum Got<T> {
+    Item(String, T),
     Failed(anyhow::Error),
     Done,
+}
+
+/// Hands what the per-node tasks send to `each` until every task is done, `each` says stop,
+/// or Ctrl-C; the first node failure is the result (the other nodes go on meanwhile).
+async fn drain<T>(
+    mut rx: mpsc::Receiver<Got<T>>,
+    tasks: Vec<tokio::task::JoinHandle<Result<(), ()>>>,
+    mut each: impl FnMut(&str, &T) -> Result<bool>,
+) -> Result<()> {
+    let mut live = tasks.len();
+    let mut failure = None;
+    let outcome = loop {
+        if live == 0 {
+            break Ok(());
+        }
+        if interrupt::pending() {
+            interrupt::clear();
+            break Ok(());
+        }
+        match tokio::time::timeout(TICK, rx.recv()).await {
+            Err(_) => continue,
+            Ok(None) => break Ok(()),
+            Ok(Some(Got::Item(node, item))) => match each(&node, &item) {
+                Ok(true) => {}
+                Ok(false) => break Ok(()),
+                Err(e) => break Err(e),
+            },
+            Ok(Some(Got::Done)) => live -= 1,
+            Ok(Some(Got::Failed(e))) => {
+                eprintln!("ERROR: {e}");
+                failure.get_or_insert(e);
+                live -= 1;
+            }
+        }
+    };
+    for t in tasks {
+        t.abort();
+    }
+    outcome?;
+    failure.map_or(Ok(()), Err)
 }
 
 /// Runs `each` on every line of every node's stream until all end, `each` says stop, or Ctrl-C.
@@ -217,7 +228,7 @@ fn pump(
         .map(|n| Ok((n.name.clone(), n.client()?)))
         .collect::<Result<_>>()?;
     crate::talos::block_on(async {
-        let (tx, mut rx) = mpsc::channel::<Got>(256);
+        let (tx, rx) = mpsc::channel::<Got<String>>(256);
         let mut tasks = Vec::new();
         for (name, c) in clients {
             let tx = tx.clone();
@@ -247,7 +258,7 @@ fn pump(
                         }
                         let skip = lines.len().saturating_sub(n as usize);
                         for l in lines.into_iter().skip(skip) {
-                            tx.send(Got::Line(name.clone(), l)).await.map_err(|_| ())?;
+                            tx.send(Got::Item(name.clone(), l)).await.map_err(|_| ())?;
                         }
                         FollowOpts { tail: Some(0), ..o }
                     }
@@ -262,12 +273,12 @@ fn pump(
                     match s.next().await {
                         Ok(Some(chunk)) => {
                             for l in lines.push(&chunk) {
-                                tx.send(Got::Line(name.clone(), l)).await.map_err(|_| ())?;
+                                tx.send(Got::Item(name.clone(), l)).await.map_err(|_| ())?;
                             }
                         }
                         Ok(None) => {
                             if let Some(l) = lines.rest() {
-                                tx.send(Got::Line(name.clone(), l)).await.map_err(|_| ())?;
+                                tx.send(Got::Item(name.clone(), l)).await.map_err(|_| ())?;
                             }
                             return tx.send(Got::Done).await.map_err(|_| ());
                         }
@@ -277,38 +288,7 @@ fn pump(
             }));
         }
         drop(tx);
-        let mut live = tasks.len();
-        let mut failure = None;
-        let outcome = loop {
-            if live == 0 {
-                break Ok(());
-            }
-            if interrupt::pending() {
-                interrupt::clear();
-                break Ok(());
-            }
-            match tokio::time::timeout(TICK, rx.recv()).await {
-                Err(_) => continue,
-                Ok(None) => break Ok(()),
-                Ok(Some(Got::Line(node, line))) => match each(&node, &line) {
-                    Ok(true) => {}
-                    Ok(false) => break Ok(()),
-                    Err(e) => break Err(e),
-                },
-                Ok(Some(Got::Done)) => live -= 1,
-                Ok(Some(Got::Failed(e))) => {
-                    // The other nodes go on; the first failure is the command's.
-                    eprintln!("ERROR: {e}");
-                    failure.get_or_insert(e);
-                    live -= 1;
-                }
-            }
-        };
-        for t in tasks {
-            t.abort();
-        }
-        outcome?;
-        failure.map_or(Ok(()), Err)
+        drain(rx, tasks, |node, line: &String| each(node, line)).await
     })
 }
 
