@@ -209,6 +209,7 @@ impl Fs {
                 mtime,
             },
         );
+        // The entry was inserted under this key two lines above.
         self.entries.get_mut(&path).expect("just inserted")
     }
 

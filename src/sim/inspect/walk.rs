@@ -10,11 +10,11 @@ use crate::proto::machine::{
     list_request, DiskUsageInfo, DiskUsageRequest, FileInfo, ListRequest, Xattr,
 };
 
-/// One walked entry: its path, its path relative to the root, and the entry (or the error).
+/// One walked entry: its path, its path relative to the root, and the entry.
 pub struct Item<'a> {
     pub full: String,
     pub rel: String,
-    pub entry: Option<&'a Entry>,
+    pub entry: &'a Entry,
     pub error: Option<String>,
 }
 
@@ -89,7 +89,7 @@ pub fn walk<'a>(
         out.push(Item {
             full: path.clone(),
             rel,
-            entry: Some(entry),
+            entry,
             error: None,
         });
         let at_max = max_depth >= 0 && path != root && count(&path) - count(&root) >= max_depth;
@@ -125,7 +125,7 @@ pub fn list(fs: &Fs, req: &ListRequest) -> Result<Vec<FileInfo>, PathError> {
     Ok(items
         .into_iter()
         .map(|it| {
-            let e = it.entry.expect("walked entries exist");
+            let e = it.entry;
             let xattrs = if req.report_xattrs {
                 vec![Xattr {
                     name: "security.selinux".into(),
@@ -222,7 +222,7 @@ pub fn disk_usage(fs: &Fs, req: &DiskUsageRequest) -> Vec<DiskUsageInfo> {
         let mut depth = 0i64;
         let mut prefix = path.clone();
         for it in items {
-            let e = it.entry.expect("walked entries exist");
+            let e = it.entry;
             let cur = count(&it.full) - root_depth;
             let size = if it.full == "/proc/kcore" {
                 0
@@ -273,7 +273,7 @@ pub fn copy(fs: &Fs, root: &str) -> (Vec<u8>, Option<String>) {
         Err(e) => problems.push(e.to_string()),
         Ok(items) => {
             for it in items {
-                let e = it.entry.expect("walked entries exist");
+                let e = it.entry;
                 if let Err(why) = add(&mut tar, &it, e) {
                     problems.push(format!("skipping {:?}: {why}", it.full));
                 }
