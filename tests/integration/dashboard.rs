@@ -14,25 +14,30 @@ use talm::proto::machine;
 use talm::talos::client::Client;
 use talm::talos::creds::Auth;
 
+use crate::common::net;
 use crate::common::sim::{admin, config, opts, Nodes};
 
 fn sample(c: &Client) -> talm::dashboard::model::Sample {
     talm::talos::block_on(source::sample(c, true))
 }
 
-fn named(host: &str) -> impl Fn(&mut talm::sim::NodeSpec) + '_ {
+/// Names each node `<host>-<i>` by its place in `addrs`, counting from 1.
+fn named<'a>(host: &'a str, addrs: &'a [String]) -> impl Fn(&mut talm::sim::NodeSpec) + 'a {
     move |spec| {
-        spec.hardware.hostname = format!(
-            "{host}-{}",
-            spec.addr.to_string().rsplit('.').next().unwrap_or("")
-        )
+        let addr = spec.addr.to_string();
+        let i = addrs
+            .iter()
+            .position(|a| *a == addr)
+            .expect("a node of the list");
+        spec.hardware.hostname = format!("{host}-{}", i + 1);
     }
 }
 
 #[test]
 fn source_reads_a_maintenance_node() {
-    let h = Nodes::start(&["127.23.0.1"], named("dash"));
-    let c = h.connect("127.23.0.1", Auth::Insecure).unwrap();
+    let addrs = net::addrs::<1>();
+    let h = Nodes::start(&addrs, named("dash", &addrs));
+    let c = h.connect(&addrs[0], Auth::Insecure).unwrap();
     let first = sample(&c);
     assert_eq!(first.error, None);
     assert_eq!(first.hostname.as_deref(), Some("dash-1"));
@@ -65,7 +70,7 @@ fn source_reads_a_maintenance_node() {
     assert_eq!(second.boot_time, Some(boot));
     let (a, b) = (first.cpu.unwrap(), second.cpu.unwrap());
     assert!(b.busy > a.busy && b.idle > a.idle, "{a:?} → {b:?}");
-    let mut state = State::new(["127.23.0.1".to_string()]);
+    let mut state = State::new(addrs);
     for s in [first, second] {
         state.apply(Update::Sample { node: 0, sample: s });
     }
@@ -75,41 +80,35 @@ fn source_reads_a_maintenance_node() {
 
 #[test]
 fn stats_route_through_an_endpoint_to_a_control_plane() {
-    let h = Nodes::start(&["127.23.0.2", "127.23.0.3"], named("cp"));
-    h.install_control_plane("127.23.0.2");
-    h.install_control_plane("127.23.0.3");
-    let via = talm::talos::block_on(Client::connect(
-        "127.23.0.2",
-        Some("127.23.0.3"),
-        &opts(admin()),
-    ))
-    .unwrap();
+    let addrs = net::addrs::<2>();
+    let [a, b] = &addrs;
+    let h = Nodes::start(&addrs, named("cp", &addrs));
+    h.install_control_plane(a);
+    h.install_control_plane(b);
+    let via = talm::talos::block_on(Client::connect(a, Some(b.as_str()), &opts(admin()))).unwrap();
     talm::talos::block_on(via.bootstrap(machine::BootstrapRequest::default())).unwrap();
     // Every stats reply names the node it came from (apid's one-to-many rewrite).
     let stat = talm::talos::block_on(via.system_stat()).unwrap();
-    assert_eq!(stat.metadata.unwrap().hostname, "127.23.0.3");
+    assert_eq!(&stat.metadata.unwrap().hostname, b);
     assert_eq!(stat.cpu.len(), 4);
     let load = talm::talos::block_on(via.load_avg()).unwrap();
-    assert_eq!(load.metadata.unwrap().hostname, "127.23.0.3");
+    assert_eq!(&load.metadata.unwrap().hostname, b);
     let mem = talm::talos::block_on(via.memory()).unwrap();
     assert!(mem.memavailable > mem.memfree && mem.memfree < mem.memtotal);
     let s = sample(&via);
-    assert_eq!(s.hostname.as_deref(), Some("cp-3"));
+    assert_eq!(s.hostname.as_deref(), Some("cp-2"));
     let services = s.services.unwrap();
     let etcd = services.iter().find(|s| s.id == "etcd").unwrap();
     assert_eq!((etcd.state.as_str(), etcd.health), ("Running", Health::Ok));
     assert!(services.iter().any(|s| s.id == "kubelet"));
 
     // A node that is down: every call fails and the sample says why, naming the node.
-    let gone = talm::talos::block_on(Client::connect(
-        "127.23.0.2",
-        Some("127.23.0.99"),
-        &opts(admin()),
-    ))
-    .unwrap();
+    let nobody = net::addr();
+    let gone =
+        talm::talos::block_on(Client::connect(a, Some(nobody.as_str()), &opts(admin()))).unwrap();
     let s = sample(&gone);
     let err = s.error.unwrap();
-    assert!(err.contains("127.23.0.99"), "{err}");
+    assert!(err.contains(&nobody), "{err}");
     assert!(s.hostname.is_none() && s.services.is_none());
 }
 
@@ -273,12 +272,14 @@ impl Tty {
 
 #[test]
 fn dashboard_in_a_terminal_switches_node_and_screen_and_quits() {
-    let _h = Nodes::start(&["127.23.0.4", "127.23.0.5"], named("dash"));
-    let mut tty = Tty::spawn("dashboard -n 127.23.0.4,127.23.0.5 -i");
-    let screen = tty.wait_for(&["dash-4 (v1.13.7): uptime ", "[Summary]", "machined"]);
+    let addrs = net::addrs::<2>();
+    let [a, b] = &addrs;
+    let _h = Nodes::start(&addrs, named("dash", &addrs));
+    let mut tty = Tty::spawn(&format!("dashboard -n {a},{b} -i"));
+    let screen = tty.wait_for(&["dash-1 (v1.13.7): uptime ", "[Summary]", "machined"]);
     let footer = &screen[ROWS - 1];
     assert!(
-        footer.starts_with("[127.23.0.4 | 127.23.0.5] --- [Summary] --- [F2: Logs]──"),
+        footer.starts_with(&format!("[{a} | {b}] --- [Summary] --- [F2: Logs]──")),
         "{footer}"
     );
     assert!(
@@ -288,12 +289,12 @@ fn dashboard_in_a_terminal_switches_node_and_screen_and_quits() {
     );
 
     tty.keys("\u{1b}[C"); // → : the next node
-    tty.wait_for(&["dash-5 (v1.13.7): uptime "]);
+    tty.wait_for(&["dash-2 (v1.13.7): uptime "]);
     tty.keys("\u{1b}OQ"); // F2: the logs of the highlighted service
-    tty.wait_for(&["apid logs: dash-5", "[F1: Summary] --- [Logs]"]);
+    tty.wait_for(&["apid logs: dash-2", "[F1: Summary] --- [Logs]"]);
     tty.wait_until("the node's answer", |s| !s.contains("waiting for the node"));
     tty.keys("h"); // back to the first node, still on the logs screen
-    tty.wait_for(&["apid logs: dash-4"]);
+    tty.wait_for(&["apid logs: dash-1"]);
     tty.keys("\u{1b}OP"); // F1
     tty.wait_for(&["[Summary] --- [F2: Logs]", "SERVICE"]);
 
@@ -313,26 +314,25 @@ fn dashboard_in_a_terminal_switches_node_and_screen_and_quits() {
 #[test]
 #[ignore = "writes docs/dashboard.svg; run by hand"]
 fn picture() {
-    let h = Nodes::start(&["127.23.0.10", "127.23.0.11"], |spec| {
-        spec.hardware.hostname = if spec.addr.to_string().ends_with(".10") {
+    let addrs = net::addrs::<2>();
+    let [cp, worker] = &addrs;
+    let h = Nodes::start(&addrs, |spec| {
+        spec.hardware.hostname = if spec.addr.to_string() == *cp {
             "cp-1".into()
         } else {
             "worker-1".into()
         };
     });
-    h.install_control_plane("127.23.0.10");
-    h.install(
-        "127.23.0.11",
-        &config(MachineType::Worker, Some("/dev/nvme0n1")),
-    );
-    let clients: Vec<Client> = ["127.23.0.10", "127.23.0.11"]
+    h.install_control_plane(cp);
+    h.install(worker, &config(MachineType::Worker, Some("/dev/nvme0n1")));
+    let clients: Vec<Client> = addrs
         .iter()
         .map(|a| h.connect(a, admin()).unwrap())
         .collect();
     talm::talos::block_on(clients[0].bootstrap(machine::BootstrapRequest::default())).unwrap();
     // Let the nodes run a while so uptime, load and memory look like a machine at work.
     std::thread::sleep(Duration::from_secs(20));
-    let mut state = State::new(["127.23.0.10".to_string(), "127.23.0.11".to_string()]);
+    let mut state = State::new(addrs.clone());
     for round in 0..2 {
         if round > 0 {
             std::thread::sleep(Duration::from_secs(3));

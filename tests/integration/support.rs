@@ -1,4 +1,4 @@
-//! `talm support` through the real binary against simulated nodes (127.24.x.y): the bundle's
+//! `talm support` through the real binary against simulated nodes: the bundle's
 //! layout and contents as talosctl writes them, no secret in it, 0600, an existing bundle kept
 //! unless the user answers `y`, and what a node refuses listed while the rest is written.
 
@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use talm::talos::block_on;
 
 use crate::common::sim::{admin, template_node, Nodes};
-use crate::common::{Dir, STABILITY_SECRETS};
+use crate::common::{column, net, Dir, STABILITY_SECRETS};
 
 /// A generic project with its control plane at `cp` and a worker at `worker`, both configured.
 fn cluster(nodes: &Nodes, cp: &str, worker: &str) -> Dir {
@@ -110,7 +110,8 @@ fn bundle_secrets() -> Vec<String> {
 
 #[test]
 fn bundle_holds_talosctls_layout_without_secrets() {
-    let (cp, worker) = ("127.24.0.1", "127.24.0.2");
+    let [cp, worker] = net::addrs();
+    let (cp, worker) = (cp.as_str(), worker.as_str());
     let nodes = Nodes::start(&[cp, worker], |_| {});
     let d = cluster(&nodes, cp, worker);
     // Both nodes through the control plane's API, four files at a time each.
@@ -144,20 +145,22 @@ fn bundle_holds_talosctls_layout_without_secrets() {
         [cp_files, worker_files].concat(),
         "talosctl's files, node by node"
     );
-    assert!(names.contains(&"127.24.0.1/service-logs/etcd.state"));
+    assert!(names.contains(&format!("{cp}/service-logs/etcd.state").as_str()));
     assert!(
-        !names.contains(&"127.24.0.2/service-logs/etcd.state"),
+        !names.contains(&format!("{worker}/service-logs/etcd.state").as_str()),
         "workers run no etcd"
     );
     let files: BTreeMap<&str, &str> = entries
         .iter()
         .map(|(n, c)| (n.as_str(), c.as_str()))
         .collect();
+    // A file of the bundle: `node`'s `rel`.
+    let file = |node: &str, rel: &str| files[format!("{node}/{rel}").as_str()];
 
     // The version summary as talosctl writes it: the client's block, then the node's.
     let v = block_on(nodes.connect(cp, admin()).unwrap().version()).unwrap();
     let v = v.version.unwrap();
-    let summary = files["127.24.0.1/summary"];
+    let summary = file(cp, "summary");
     assert!(
         summary.starts_with(&format!(
             "Client:\n\tTag:         {}\n\tSHA:         undefined\n\tBuilt:       \n\tGo version:  \n\tOS/Arch:     ",
@@ -179,26 +182,25 @@ fn bundle_holds_talosctls_layout_without_secrets() {
         .talm(["logs", "kubelet", "-f", "nodes/worker.yaml"])
         .ok()
         .stdout;
-    assert_eq!(files["127.24.0.2/service-logs/kubelet.log"], kubelet);
+    assert_eq!(file(worker, "service-logs/kubelet.log"), kubelet);
     let dmesg = d.talm(["dmesg", "-f", "nodes/cp.yaml"]).ok().stdout;
-    assert_eq!(files["127.24.0.1/dmesg.log"], dmesg);
-    assert!(files["127.24.0.1/controller-runtime.log"].contains("simulated log line 1\n"));
+    assert_eq!(file(cp, "dmesg.log"), dmesg);
+    assert!(file(cp, "controller-runtime.log").contains("simulated log line 1\n"));
     assert!(
-        files["127.24.0.1/service-logs/kubelet.state"]
+        file(cp, "service-logs/kubelet.state")
             .starts_with("ID       kubelet\nSTATE    Running\nHEALTH   OK\n"),
         "{}",
-        files["127.24.0.1/service-logs/kubelet.state"]
+        file(cp, "service-logs/kubelet.state")
     );
 
     // Resources as YAML documents; a sensitive type's spec is redacted.
-    let mc = files["127.24.0.1/resources/machineconfigs.config.talos.dev.yaml"];
+    let mc = file(cp, "resources/machineconfigs.config.talos.dev.yaml");
     assert!(
         mc.starts_with("metadata:\n    namespace: config\n    type: MachineConfigs.config.talos.dev\n    id: v1alpha1\n    version: "),
         "{mc}"
     );
     assert!(mc.ends_with("\nspec: <REDACTED>\n"), "{mc}");
-    let links =
-        crate::common::yaml_docs(files["127.24.0.2/resources/linkstatuses.net.talos.dev.yaml"]);
+    let links = crate::common::yaml_docs(file(worker, "resources/linkstatuses.net.talos.dev.yaml"));
     assert!(links.len() >= 2);
     assert!(links
         .iter()
@@ -209,7 +211,7 @@ fn bundle_holds_talosctls_layout_without_secrets() {
 
     // The machine config is there with every secret replaced; no secret anywhere in the bundle.
     let config: serde_yaml_ng::Value =
-        serde_yaml_ng::from_str(files["127.24.0.1/machineconfig.yaml"]).unwrap();
+        serde_yaml_ng::from_str(file(cp, "machineconfig.yaml")).unwrap();
     assert_eq!(config["machine"]["type"], "controlplane");
     for (path, v) in [
         ("machine.token", &config["machine"]["token"]),
@@ -242,8 +244,9 @@ fn bundle_holds_talosctls_layout_without_secrets() {
 
 #[test]
 fn existing_bundle_is_kept_unless_the_user_says_y() {
-    let nodes = Nodes::start(&["127.24.0.3"], |_| {});
-    let d = cluster_of_one(&nodes, "127.24.0.3");
+    let cp = net::addr();
+    let nodes = Nodes::start(&[&cp], |_| {});
+    let d = cluster_of_one(&nodes, &cp);
     d.write("support.zip", "an older bundle");
     for answer in [None, Some("n\n"), Some("yes\n")] {
         let run = d.talm(["support", "-f", "nodes/cp.yaml"]);
@@ -265,7 +268,7 @@ fn existing_bundle_is_kept_unless_the_user_says_y() {
         .stdin("Y\n")
         .ok();
     assert!(
-        o.stderr.contains("127.24.0.3: collect dmesg.log\n"),
+        o.stderr.contains(&format!("{cp}: collect dmesg.log\n")),
         "verbose: a line per file: {}",
         o.stderr
     );
@@ -277,7 +280,7 @@ fn existing_bundle_is_kept_unless_the_user_says_y() {
     );
     assert!(unzip(&d, "support.zip")
         .iter()
-        .any(|(n, _)| n == "127.24.0.3/summary"));
+        .any(|(n, _)| *n == format!("{cp}/summary")));
     assert_eq!(d.mode("support.zip"), 0o600);
     // No file is left behind beside it.
     let names: Vec<String> = std::fs::read_dir(d.path())
@@ -290,7 +293,7 @@ fn existing_bundle_is_kept_unless_the_user_says_y() {
     let (ok, screen) = d.talm_in_tty("support -f nodes/cp.yaml -O tty.zip -w 2", "");
     assert!(ok, "{screen}");
     assert!(
-        screen.contains("[====================] 100% 127.24.0.3: collect "),
+        screen.contains(&format!("[====================] 100% {cp}: collect ")),
         "{screen}"
     );
     assert!(
@@ -317,13 +320,23 @@ fn cluster_of_one(nodes: &Nodes, cp: &str) -> Dir {
 
 #[test]
 fn refusals_are_listed_and_the_rest_is_written() {
-    let _nodes = Nodes::start(&["127.24.0.4"], |_| {});
+    let [maint, nobody] = net::addrs();
+    let _nodes = Nodes::start(&[&maint], |_| {});
     let d = Dir::new();
     // A node in maintenance mode answers reads only (its logs too): its config is refused.
     let o = d
-        .talm(["support", "-n", "127.24.0.4", "-i", "-O", "maint.zip"])
+        .talm(["support", "-n", &maint, "-i", "-O", "maint.zip"])
         .ok();
-    assert!(o.stderr.contains("Processed with errors:\n   SOURCE       ERROR\n   127.24.0.4   resources/machineconfigs.config.talos.dev.yaml: list MachineConfigs.config.talos.dev: not authorized\n   127.24.0.4   machineconfig.yaml: get MachineConfigs.config.talos.dev: not authorized\n"), "{}", o.stderr);
+    let source = column(3, &["SOURCE", &maint]);
+    let refused = format!(
+        "Processed with errors:\n   {}ERROR\n   \
+         {}resources/machineconfigs.config.talos.dev.yaml: list MachineConfigs.config.talos.dev: not authorized\n   \
+         {}machineconfig.yaml: get MachineConfigs.config.talos.dev: not authorized\n",
+        source("SOURCE"),
+        source(&maint),
+        source(&maint)
+    );
+    assert!(o.stderr.contains(&refused), "{}", o.stderr);
     assert_eq!(
         o.stderr
             .matches("hint: the node is in maintenance mode")
@@ -339,13 +352,17 @@ fn refusals_are_listed_and_the_rest_is_written() {
         o.stderr
     );
     let names: Vec<String> = unzip(&d, "maint.zip").into_iter().map(|(n, _)| n).collect();
-    assert!(
-        names.contains(&"127.24.0.4/summary".to_string()),
-        "{names:?}"
-    );
-    assert!(names.contains(&"127.24.0.4/resources/linkstatuses.net.talos.dev.yaml".to_string()));
-    assert!(names.contains(&"127.24.0.4/service-logs/apid.state".to_string()));
-    assert!(names.contains(&"127.24.0.4/dmesg.log".to_string()));
+    for rel in [
+        "summary",
+        "resources/linkstatuses.net.talos.dev.yaml",
+        "service-logs/apid.state",
+        "dmesg.log",
+    ] {
+        assert!(
+            names.contains(&format!("{maint}/{rel}")),
+            "{rel}: {names:?}"
+        );
+    }
     assert!(
         !names.iter().any(|n| n.ends_with("machineconfig.yaml")),
         "{names:?}"
@@ -353,14 +370,7 @@ fn refusals_are_listed_and_the_rest_is_written() {
 
     // Nothing at all collected: no bundle, an error.
     d.talm([
-        "support",
-        "-n",
-        "127.24.0.9",
-        "-e",
-        "127.24.0.9",
-        "-i",
-        "-O",
-        "none.zip",
+        "support", "-n", &nobody, "-e", &nobody, "-i", "-O", "none.zip",
     ])
     .fails_with("Error: nothing could be collected from any node");
     assert!(!d.exists("none.zip"));

@@ -20,6 +20,22 @@ pub fn yaml_docs(text: &str) -> Vec<serde_yaml_ng::Value> {
         .collect()
 }
 
+/// One column of a table as talosctl lays it out, for expected text built around addresses from
+/// `net` (whose lengths vary): the returned function pads a cell to the widest of `cells` (the
+/// header among them) plus `gap` spaces — 3 for Go's tabwriter, 2 for columnize. A cell that is
+/// not one of `cells` is a mistake in the test and panics.
+pub fn column(gap: usize, cells: &[&str]) -> impl Fn(&str) -> String {
+    let cells: Vec<String> = cells.iter().map(|c| c.to_string()).collect();
+    let width = cells.iter().map(|c| c.chars().count()).max().unwrap_or(0) + gap;
+    move |cell| {
+        assert!(
+            cells.iter().any(|c| c == cell),
+            "{cell:?} is not a cell of the column {cells:?}"
+        );
+        format!("{cell:<width$}")
+    }
+}
+
 /// Verifies that `cert` was signed by `ca`'s key (Ed25519 or ECDSA P-256).
 pub fn verify_signed_by(
     cert: &x509_parser::certificate::X509Certificate<'_>,

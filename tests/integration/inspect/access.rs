@@ -5,6 +5,7 @@ use talm::proto::machine;
 use talm::talos::client::Client;
 
 use super::{cluster, play, words};
+use crate::common::net;
 use crate::common::sim::{admin, mutual, opts, Nodes};
 
 fn client(endpoint: &str, target: Option<&str>, auth: talm::talos::creds::Auth) -> Client {
@@ -13,7 +14,9 @@ fn client(endpoint: &str, target: Option<&str>, auth: talm::talos::creds::Auth) 
 
 #[test]
 fn roles_maintenance_and_nodes_that_are_down() {
-    let (cp, worker, fresh) = ("127.22.2.1", "127.22.2.2", "127.22.2.3");
+    // A control plane, a worker, a node in maintenance, and one where nothing listens.
+    let [cp, worker, fresh, down] = net::addrs();
+    let (cp, worker, fresh, down) = (cp.as_str(), worker.as_str(), fresh.as_str(), down.as_str());
     let (_nodes, d) = cluster(cp, worker);
     let _maintenance = Nodes::start(&[fresh], |_| {});
 
@@ -79,7 +82,7 @@ fn roles_maintenance_and_nodes_that_are_down() {
     let out = play(
         &d,
         "containers",
-        &[cp, "127.22.2.9"],
+        &[cp, down],
         "kubernetes: false, output: \"\"",
     )
     .ok();
@@ -88,14 +91,9 @@ fn roles_maintenance_and_nodes_that_are_down() {
         "{}",
         out.stdout
     );
-    assert!(out.stderr.starts_with("WARNING: 1 error occurred:\n\t* node 127.22.2.9 (via 127.22.2.1:50000): Containers: rpc error: code = Unavailable desc = connection error:"), "{}", out.stderr);
-    play(
-        &d,
-        "processes",
-        &[cp, "127.22.2.9"],
-        "sort: \"rss\", output: \"\"",
-    )
-    .fails_with("node 127.22.2.9 (via 127.22.2.1:50000): Processes:");
+    assert!(out.stderr.starts_with(&format!("WARNING: 1 error occurred:\n\t* node {down} (via {cp}:50000): Containers: rpc error: code = Unavailable desc = connection error:")), "{}", out.stderr);
+    play(&d, "processes", &[cp, down], "sort: \"rss\", output: \"\"")
+        .fails_with(&format!("node {down} (via {cp}:50000): Processes:"));
     // The node methods from a playbook, with typed options; all of them in `talm help api`.
     d.write("look.rhai", &format!(r#"
 let n = node("{cp}");
@@ -152,17 +150,24 @@ out(`${{ps[0].pid}} ${{files}} ${{du[-1].relative_name}} ${{n.service("apid").he
     }
 
     // A stream's in-band error is listed after the entries of the nodes that answered.
-    let out = play(&d, "list", &[cp, "127.22.2.9"], "path: \"/etc/cri\", long: false, recurse: false, depth: 1, humanize: false, type: [], output: \"\"").run();
+    let out = play(&d, "list", &[cp, down], "path: \"/etc/cri\", long: false, recurse: false, depth: 1, humanize: false, type: [], output: \"\"").run();
     assert_ne!(out.code, 0);
     assert_eq!(words(&out.stdout).len(), 4, "{}", out.stdout);
-    assert!(out.stderr.contains("1 error occurred:\n node 127.22.2.9 (via 127.22.2.1:50000): List: rpc error: code = Unavailable"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "1 error occurred:\n node {down} (via {cp}:50000): List: rpc error: code = Unavailable"
+        )),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
 fn values_move_with_time() {
-    let nodes = Nodes::start(&["127.22.3.1"], |_| {});
-    nodes.install_control_plane("127.22.3.1");
-    let c = nodes.connect("127.22.3.1", admin()).unwrap();
+    let cp = net::addr();
+    let nodes = Nodes::start(&[&cp], |_| {});
+    nodes.install_control_plane(&cp);
+    let c = nodes.connect(&cp, admin()).unwrap();
     talm::talos::block_on(c.bootstrap(machine::BootstrapRequest::default())).unwrap();
     let cpu = || -> f64 {
         talm::talos::block_on(c.processes())

@@ -3,10 +3,14 @@
 use std::io::Read;
 
 use super::{cluster, play, words};
+use crate::common::{column, net};
 
 #[test]
 fn files_are_read_listed_measured_and_copied() {
-    let (cp, worker) = ("127.22.1.1", "127.22.1.2");
+    let [cp, worker] = net::addrs();
+    let (cp, worker) = (cp.as_str(), worker.as_str());
+    // The NODE column of a table of the control plane.
+    let node = column(3, &["NODE", cp]);
     let (nodes, d) = cluster(cp, worker);
     let hostname = nodes.node(cp).hostname().hostname;
 
@@ -39,7 +43,13 @@ fn files_are_read_listed_measured_and_copied() {
     .stdout;
     assert_eq!(
         out,
-        "NODE         NAME\n127.22.1.1   .\n127.22.1.1   conf.d\n127.22.1.1   containerd.toml\n"
+        format!(
+            "{}NAME\n{}.\n{}conf.d\n{}containerd.toml\n",
+            node("NODE"),
+            node(cp),
+            node(cp),
+            node(cp)
+        )
     );
     let out = list(
         "path: \"/etc/cri\", long: false, recurse: true, depth: 1, humanize: false, type: [\"f\"]",
@@ -48,7 +58,12 @@ fn files_are_read_listed_measured_and_copied() {
     .stdout;
     assert_eq!(
         out,
-        "NODE         NAME\n127.22.1.1   conf.d/cri.toml\n127.22.1.1   containerd.toml\n"
+        format!(
+            "{}NAME\n{}conf.d/cri.toml\n{}containerd.toml\n",
+            node("NODE"),
+            node(cp),
+            node(cp)
+        )
     );
     let out =
         list("path: \"/etc\", long: true, recurse: false, depth: 1, humanize: true, type: [\"l\"]")
@@ -91,7 +106,7 @@ fn files_are_read_listed_measured_and_copied() {
     assert_eq!(sizes[2], sizes[0] + sizes[1]);
     let out = play(&d, "usage", &[cp], "paths: [\"/nope\", \"/etc/cri\"], depth: 0, all: false, threshold: 0, humanize: false, output: \"\"").fails_with("1 error occurred:\n lstat /nope: no such file or directory");
     assert!(
-        out.stdout.ends_with("127.22.1.1   174    .\n"),
+        out.stdout.ends_with(&format!("{}174    .\n", node(cp))),
         "{}",
         out.stdout
     );

@@ -2,14 +2,20 @@
 //! plane and a worker.
 
 use super::{cluster, play, words};
+use crate::common::{column, net};
 
 const NETSTAT: &str = "all: false, listening: false, verbose: false, extend: false, programs: false, timers: false, pods: false, tcp: false, udp: false, udplite: false, raw: false, ipv4: false, ipv6: false, pod: \"\", output: \"\"";
 
 #[test]
 fn tables_are_printed_as_talosctl_prints_them() {
-    let (cp, worker) = ("127.22.0.1", "127.22.0.2");
+    let [cp, worker] = net::addrs();
+    let (cp, worker) = (cp.as_str(), worker.as_str());
     let (nodes, d) = cluster(cp, worker);
     let both = [cp, worker];
+    // The NODE column of a table of both nodes, of the worker alone, of the control plane alone.
+    let node = column(3, &["NODE", cp, worker]);
+    let node_w = column(3, &["NODE", worker]);
+    let node_cp = column(3, &["NODE", cp]);
 
     // Containers of Talos's containerd: every column as wide as its widest cell plus three.
     let out = play(&d, "containers", &both, "kubernetes: false, output: \"\"")
@@ -24,22 +30,46 @@ fn tables_are_printed_as_talosctl_prints_them() {
             .unwrap()
             .pid
     };
+    // The PID column is as wide as the node's process IDs make it.
+    let pids = [
+        (cp, "apid"),
+        (cp, "etcd"),
+        (cp, "kubelet"),
+        (cp, "trustd"),
+        (worker, "apid"),
+        (worker, "kubelet"),
+        (worker, "trustd"),
+    ]
+    .map(|(n, id)| pid(n, id).to_string());
+    let pid_cells: Vec<&str> = std::iter::once("PID")
+        .chain(pids.iter().map(String::as_str))
+        .collect();
+    let p = column(3, &pid_cells);
     let expected = format!(
-        "NODE         NAMESPACE   ID        IMAGE                                PID   STATUS\n\
-         127.22.0.1   system      apid                                           {}   RUNNING\n\
-         127.22.0.1   system      etcd      registry.k8s.io/etcd:v3.6.12         {}   RUNNING\n\
-         127.22.0.1   system      kubelet   ghcr.io/siderolabs/kubelet:v1.36.2   {}   RUNNING\n\
-         127.22.0.1   system      trustd                                         {}   RUNNING\n\
-         127.22.0.2   system      apid                                           {}   RUNNING\n\
-         127.22.0.2   system      kubelet   ghcr.io/siderolabs/kubelet:v1.36.2   {}   RUNNING\n\
-         127.22.0.2   system      trustd                                         {}   RUNNING\n",
-        pid(cp, "apid"),
-        pid(cp, "etcd"),
-        pid(cp, "kubelet"),
-        pid(cp, "trustd"),
-        pid(worker, "apid"),
-        pid(worker, "kubelet"),
-        pid(worker, "trustd")
+        "{}NAMESPACE   ID        IMAGE                                {}STATUS\n\
+         {}system      apid                                           {}RUNNING\n\
+         {}system      etcd      registry.k8s.io/etcd:v3.6.12         {}RUNNING\n\
+         {}system      kubelet   ghcr.io/siderolabs/kubelet:v1.36.2   {}RUNNING\n\
+         {}system      trustd                                         {}RUNNING\n\
+         {}system      apid                                           {}RUNNING\n\
+         {}system      kubelet   ghcr.io/siderolabs/kubelet:v1.36.2   {}RUNNING\n\
+         {}system      trustd                                         {}RUNNING\n",
+        node("NODE"),
+        p("PID"),
+        node(cp),
+        p(&pids[0]),
+        node(cp),
+        p(&pids[1]),
+        node(cp),
+        p(&pids[2]),
+        node(cp),
+        p(&pids[3]),
+        node(worker),
+        p(&pids[4]),
+        node(worker),
+        p(&pids[5]),
+        node(worker),
+        p(&pids[6])
     );
     assert_eq!(out, expected);
 
@@ -72,10 +102,10 @@ fn tables_are_printed_as_talosctl_prints_them() {
         "{out}"
     );
     assert!(
-        out.lines()
-            .nth(2)
-            .unwrap()
-            .starts_with("127.22.0.2   k8s.io      └─ kube-system/kube-flannel-"),
+        out.lines().nth(2).unwrap().starts_with(&format!(
+            "{}k8s.io      └─ kube-system/kube-flannel-",
+            node_w(worker)
+        )),
         "{out}"
     );
     assert!(
@@ -105,8 +135,21 @@ fn tables_are_printed_as_talosctl_prints_them() {
         .ok()
         .stdout;
     let first = out.lines().next().unwrap();
+    // The PID column is as wide as the node's highest process ID.
+    let w = talm::sim::inspect::World::of(nodes.node(cp));
+    let highest = talm::sim::inspect::workload::Workload::of(&w)
+        .procs
+        .iter()
+        .map(|p| p.pid)
+        .max()
+        .unwrap()
+        .to_string();
     assert!(
-        first.starts_with("NODE        PID  STATE  THREADS  CPU-TIME  VIRTMEM  RESMEM  LABEL"),
+        first.starts_with(&format!(
+            "{}{}STATE  THREADS  CPU-TIME  VIRTMEM  RESMEM  LABEL",
+            column(2, &["NODE", cp])("NODE"),
+            column(2, &["PID", &highest])("PID")
+        )),
         "{out}"
     );
     assert!(first.ends_with("  COMMAND"), "{out}");
@@ -162,14 +205,23 @@ fn tables_are_printed_as_talosctl_prints_them() {
         .stdout;
     let v: Vec<&str> = verbose.lines().collect();
     assert_eq!(v.len(), 49);
-    assert_eq!((v[0], v[1]), ("NODE: 127.22.0.2", "MemTotal: 4027520 kB"));
+    assert_eq!(
+        (v[0], v[1]),
+        (format!("NODE: {worker}").as_str(), "MemTotal: 4027520 kB")
+    );
     assert_eq!(v[41], "HugePagesTotal: 0");
     assert_eq!(v[45], "Hugepagesize: 2048 kB");
 
     // Mounts: sizes in GB, kernel file systems left out.
     let out = play(&d, "mounts", &[cp], "output: \"\"").ok().stdout;
     let rows = words(&out);
-    assert_eq!(out.lines().next().unwrap(), "NODE         FILESYSTEM       SIZE(GB)   USED(GB)   AVAILABLE(GB)   PERCENT USED   MOUNTED ON");
+    assert_eq!(
+        out.lines().next().unwrap(),
+        format!(
+            "{}FILESYSTEM       SIZE(GB)   USED(GB)   AVAILABLE(GB)   PERCENT USED   MOUNTED ON",
+            node_cp("NODE")
+        )
+    );
     let var = rows.iter().find(|r| r.last() == Some(&"/var")).unwrap();
     assert_eq!(var[1], "/dev/nvme0n1p4");
     assert!(var[5].ends_with('%'), "{out}");
@@ -187,7 +239,13 @@ fn tables_are_printed_as_talosctl_prints_them() {
     .ok()
     .stdout;
     let rows = words(&out);
-    assert_eq!(out.lines().next().unwrap(), "NODE         Proto   Recv-Q   Send-Q   Local Address     Foreign Address   State    PID/Program name");
+    assert_eq!(
+        out.lines().next().unwrap(),
+        format!(
+            "{}Proto   Recv-Q   Send-Q   Local Address     Foreign Address   State    PID/Program name",
+            node_w("NODE")
+        )
+    );
     let apid = rows.iter().find(|r| r[4] == ":::50000").unwrap();
     assert_eq!((apid[1], apid[5], apid[6]), ("tcp6", ":::*", "LISTEN"));
     assert_eq!(apid[7], format!("{}/apid", pid(worker, "apid")));
@@ -233,9 +291,10 @@ fn tables_are_printed_as_talosctl_prints_them() {
     .ok()
     .stdout;
     assert!(
-        out.lines().any(|l| l.starts_with("127.22.0.1   tcp6")
-            && l.contains(":::53 ")
-            && l.contains("kube-system/coredns-")),
+        out.lines()
+            .any(|l| l.starts_with(&format!("{}tcp6", node(cp)))
+                && l.contains(":::53 ")
+                && l.contains("kube-system/coredns-")),
         "{out}"
     );
     let pod = out
@@ -310,7 +369,10 @@ fn tables_are_printed_as_talosctl_prints_them() {
         .ok()
         .stdout;
     assert!(
-        out.starts_with("NODE         SERVICE      STATE     HEALTH   LAST CHANGE   LAST EVENT\n"),
+        out.starts_with(&format!(
+            "{}SERVICE      STATE     HEALTH   LAST CHANGE   LAST EVENT\n",
+            node("NODE")
+        )),
         "{out}"
     );
     let machined = words(&out)
@@ -331,7 +393,7 @@ fn tables_are_printed_as_talosctl_prints_them() {
     assert_eq!(
         &l[..4],
         [
-            "NODE     127.22.0.1",
+            format!("NODE     {cp}").as_str(),
             "ID       etcd",
             "STATE    Running",
             "HEALTH   OK"
