@@ -372,7 +372,7 @@ impl machine::machine_service_server::MachineService for Svc {
         &self,
         req: Request<machine::BootstrapRequest>,
     ) -> Result<Response<machine::BootstrapResponse>, Status> {
-        let body = req.get_ref().clone();
+        let body = *req.get_ref();
         let messages = self
             .unary(&req, "Bootstrap", |n, roles| n.bootstrap(&body, roles))
             .await?;
