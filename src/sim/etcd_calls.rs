@@ -250,6 +250,27 @@ pub fn leave(
     Ok(machine::EtcdLeaveCluster { metadata: None })
 }
 
+/// A graceful reset's `leaveEtcd` step: the member leaves the cluster when etcd allows it (the
+/// last member cannot: its data goes with the wipe).
+pub fn leave_on_reset(n: &Node, graceful: bool, registry: &Registry) {
+    let Ok(m) = local(n) else { return };
+    if !graceful {
+        return;
+    }
+    let live = etcd::alive(registry, &m.cluster);
+    let Ok(mut c) = led(registry, &m.cluster) else {
+        return;
+    };
+    if may_remove(&c, m.id, &live).is_ok() {
+        c.remove(m.id);
+        drop(c);
+        n.journal.service(
+            "etcd",
+            "etcd: left the cluster before the reset (simulated)",
+        );
+    }
+}
+
 pub fn forfeit(
     n: &Node,
     roles: &[String],

@@ -436,7 +436,11 @@ impl machine::machine_service_server::MachineService for Svc {
     ) -> Result<Response<machine::ResetResponse>, Status> {
         let body = req.get_ref().clone();
         let messages = self
-            .unary(&req, "Reset", |n, roles| n.reset(&body, roles))
+            .unary(&req, "Reset", |n, roles| {
+                let r = n.reset(&body, roles)?;
+                super::etcd_calls::leave_on_reset(n, body.graceful, &self.registry);
+                Ok(r)
+            })
             .await?;
         Ok(Response::new(machine::ResetResponse { messages }))
     }

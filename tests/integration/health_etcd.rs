@@ -284,6 +284,29 @@ fn health_and_membership_follow_the_cluster() {
 }
 
 #[test]
+fn a_graceful_reset_leaves_etcd_first() {
+    let [a, b] = net::addrs();
+    let nodes = Nodes::start(&[&a, &b], |_| {});
+    let d = cluster(&nodes, &[&a, &b], None);
+    let o = d.talm(["etcd", "members", "-f", "nodes/cp1.yaml"]).ok();
+    assert_eq!(o.stdout, members_table(&nodes, &a, &[&a, &b]));
+    let boots = nodes.boots(&b);
+    d.talm(["reset", "-f", "nodes/cp2.yaml", "--reboot"]).ok();
+    nodes.wait_reboot(&b, boots);
+    let o = d.talm(["etcd", "members", "-f", "nodes/cp1.yaml"]).ok();
+    assert_eq!(o.stdout, members_table(&nodes, &a, &[&a]));
+    // Configured again, it joins as a new member.
+    let boots = nodes.boots(&b);
+    d.talm(["apply", "-f", "nodes/cp2.yaml", "-i"]).ok();
+    nodes.wait_reboot(&b, boots);
+    until("the reset node joins again", || {
+        nodes.node(&b).state().etcd.is_some()
+    });
+    let o = d.talm(["etcd", "members", "-f", "nodes/cp1.yaml"]).ok();
+    assert_eq!(o.stdout, members_table(&nodes, &a, &[&a, &b]));
+}
+
+#[test]
 fn snapshot_recovery_tables_and_refusals() {
     let [cp, worker, fresh] = net::addrs();
     let nodes = Nodes::start(&[&cp, &worker, &fresh], |_| {});
