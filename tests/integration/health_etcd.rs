@@ -190,6 +190,38 @@ fn health_and_membership_follow_the_cluster() {
     }
     assert_eq!(o.stderr, want);
 
+    // From this client: the same Talos-side checks over each node's API.
+    let cps = format!("{a},{b},{c}");
+    let o = d
+        .talm([
+            "health",
+            "-f",
+            "nodes/cp1.yaml",
+            "--server=false",
+            "--control-plane-nodes",
+            &cps,
+            "--wait-timeout",
+            "10s",
+        ])
+        .ok();
+    assert!(
+        o.stderr.contains("waiting for etcd to be healthy: OK\n"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr
+            .contains("waiting for etcd members to be consistent across nodes: OK\n"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr
+            .contains("waiting for all k8s nodes to report: SKIP\n"),
+        "{}",
+        o.stderr
+    );
+
     // The members as the first control plane's etcd lists them, exactly.
     let order = member_order(&nodes, &a);
     assert_eq!(order.len(), 3, "{order:?}");
@@ -216,6 +248,25 @@ fn health_and_membership_follow_the_cluster() {
     );
     assert!(
         !o.stderr.contains("waiting for apid to be ready"),
+        "{}",
+        o.stderr
+    );
+    let o = d
+        .talm([
+            "health",
+            "-f",
+            "nodes/cp1.yaml",
+            "--server=false",
+            "--control-plane-nodes",
+            &cps,
+            "--wait-timeout",
+            "1s",
+        ])
+        .fails_with("context deadline exceeded");
+    assert!(
+        o.stderr.contains(&format!(
+            "waiting for etcd to be healthy: 1 error occurred:\n\t* node {c}"
+        )),
         "{}",
         o.stderr
     );
