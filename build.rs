@@ -17,6 +17,7 @@ fn compile_protos() -> Result<(), Box<dyn std::error::Error>> {
         "proto/machine/events.proto",
         "proto/machine/image.proto",
         "proto/time/time.proto",
+        "proto/cluster/cluster.proto",
         "proto/v1alpha1/resource.proto",
         "proto/v1alpha1/state.proto",
         "proto/v1alpha1/meta.proto",

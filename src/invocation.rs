@@ -307,7 +307,21 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
             node_command("support", with(&s, json!({ "client": client() }))?, &s.node)?,
             &s.output,
         ),
-        Command::Bootstrap(n) => node_command("bootstrap", args_of(&n)?, &n)?,
+        Command::Bootstrap(b) => match &b.recover_from {
+            Some(file) => writing(node_command("bootstrap", args_of(&b)?, &b.node)?, file),
+            None => node_command("bootstrap", args_of(&b)?, &b.node)?,
+        },
+        Command::Health(h) => node_command("health", args_of(&h)?, &h.node)?,
+        Command::Etcd(e) => {
+            let (action, node, extra) = e.parts();
+            let mut args = with(node, extra)?;
+            args["action"] = json!(action);
+            let inv = node_command("etcd", args, node)?;
+            match &e {
+                crate::cli::cluster::EtcdCommand::Snapshot(s) => writing(inv, &s.path),
+                _ => inv,
+            }
+        }
         Command::Discover(n) => node_command("discover", args_of(&n)?, &n)?,
         Command::Scan(s) => {
             s.timeout.nonzero(

@@ -10,6 +10,11 @@ pub mod machine {
     tonic::include_proto!("machine");
 }
 
+/// The `cluster` package: ClusterService (the server-side health check).
+pub mod cluster {
+    tonic::include_proto!("cluster");
+}
+
 /// The `time` package: TimeService.
 pub mod time {
     tonic::include_proto!("time");

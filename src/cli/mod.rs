@@ -2,6 +2,7 @@
 //! the scripts' `ARGS`). Flags belong to the commands that use them: node commands take the
 //! connection flags, project commands `--root`, and the simulator neither.
 
+pub mod cluster;
 mod common;
 pub mod inspect;
 mod nodes;
@@ -49,8 +50,13 @@ pub enum Command {
     Gen(GenCommand),
     /// Apply node files to their nodes: render, merge the file's body and side-patches, send
     Apply(ApplyArgs),
-    /// Bootstrap etcd on a control-plane node (once per cluster)
-    Bootstrap(NodeArgs),
+    /// Bootstrap etcd on a control-plane node (once per cluster), or recover it from a snapshot
+    Bootstrap(cluster::BootstrapArgs),
+    /// Check the cluster's health (etcd, API, nodes, Kubernetes) as the node sees it
+    Health(cluster::HealthArgs),
+    /// Look at and manage the etcd cluster: members, status, snapshot, leave, alarms...
+    #[command(subcommand)]
+    Etcd(cluster::EtcdCommand),
     /// Fetch the cluster's admin kubeconfig from a control-plane node
     Kubeconfig(KubeconfigArgs),
     /// Upgrade Talos on nodes (image from values.yaml unless --image), then check the version

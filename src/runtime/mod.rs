@@ -2,6 +2,7 @@
 //! modules (one `api_*` file per family), and running bundled scripts with their `ARGS`.
 
 mod api_config;
+mod api_etcd;
 mod api_inspect;
 mod api_log;
 mod api_parallel;
@@ -44,6 +45,7 @@ pub fn engine(limits: &Limits, session: &Session) -> Engine {
     api_stream::register(&mut engine);
     api_talos::register(&mut engine, session);
     // After talos: its node methods use the `Node` type name registered there.
+    api_etcd::register(&mut engine, session);
     api_support::register(&mut engine, session);
     api_yaml::register(&mut engine);
     engine

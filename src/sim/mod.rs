@@ -5,8 +5,11 @@
 pub mod apply;
 pub mod certs;
 pub mod clientconfig;
+pub mod cluster_health;
 pub mod columns;
 pub mod cosi;
+pub mod etcd;
+pub mod etcd_calls;
 pub mod event_stream;
 pub mod events;
 pub mod facts;
@@ -73,6 +76,8 @@ impl Sim {
             .iter()
             .map(|n| tokio::spawn(server::run(Arc::clone(n), Arc::clone(&registry))))
             .collect();
+        let mut tasks: Vec<_> = tasks;
+        tasks.push(tokio::spawn(etcd::keep_joining(registry, stop.clone())));
         let sim = Sim { nodes, stop, tasks };
         for n in &sim.nodes {
             if let Err(e) = sim.wait_up(n, Duration::from_secs(10)).await {

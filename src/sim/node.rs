@@ -128,6 +128,8 @@ pub struct Node {
     pub up: tokio::sync::watch::Sender<u64>,
     /// Why the node could not listen, when it could not.
     listen_failure: Mutex<Option<std::io::Error>>,
+    /// Powered off (`power_off`): the node stays down until `power_on`.
+    pub halted: tokio::sync::watch::Sender<bool>,
 }
 
 impl Node {
@@ -147,6 +149,7 @@ impl Node {
             boot: Mutex::new(stop.child_token()),
             up: tokio::sync::watch::channel(0).0,
             listen_failure: Mutex::new(None),
+            halted: tokio::sync::watch::channel(false).0,
             stop,
             spec,
         }
@@ -260,6 +263,17 @@ impl Node {
         });
     }
 
+    /// Pulls the plug: the node goes down now and stays down until [`Node::power_on`].
+    pub fn power_off(&self) {
+        self.halted.send_replace(true);
+        self.boot.lock().unwrap_or_else(|e| e.into_inner()).cancel();
+    }
+
+    /// Powers a node that was switched off back on: it boots again.
+    pub fn power_on(&self) {
+        self.halted.send_replace(false);
+    }
+
     /// TLS for the current boot: maintenance, or a server certificate issued by the applied
     /// machine CA. A worker's config carries no CA key, so like Talos (trustd) it gets its
     /// certificate signed by a control plane of the same cluster among `peers`.
@@ -345,23 +359,32 @@ impl Node {
         }
     }
 
-    pub fn bootstrap(&self, roles: &[String]) -> Result<machine::Bootstrap, Status> {
+    pub fn bootstrap(
+        &self,
+        req: &machine::BootstrapRequest,
+        roles: &[String],
+    ) -> Result<machine::Bootstrap, Status> {
         if !is_admin(roles) {
             return Err(denied());
         }
-        let mut st = self.state();
+        let st = self.state();
         let cfg = Self::control_plane(&st)?;
         if !cfg.is_control_plane() {
             return Err(Status::unimplemented(
                 "bootstrap is only available on control plane nodes",
             ));
         }
-        if st.etcd_bootstrapped {
+        if st.etcd.is_some() {
             return Err(Status::already_exists("etcd data directory is not empty"));
         }
-        self.journal.talos("bootstrap request received");
-        st.etcd_bootstrapped = true;
         drop(st);
+        self.journal.talos("bootstrap request received");
+        super::etcd_calls::start(self, req.recover_etcd, req.recover_skip_hash_check);
+        Ok(machine::Bootstrap { metadata: None })
+    }
+
+    /// etcd runs on the node (bootstrapped, restored or joined): its service event and log.
+    pub fn etcd_started(&self, line: &str) {
         self.events.service(
             self.machine_id(),
             "etcd",
@@ -369,9 +392,7 @@ impl Node {
             "Health check successful",
             "",
         );
-        self.journal
-            .service("etcd", "etcd: bootstrapping a new cluster (simulated)");
-        Ok(machine::Bootstrap { metadata: None })
+        self.journal.service("etcd", line);
     }
 
     pub fn kubeconfig(&self, roles: &[String]) -> Result<Vec<u8>, Status> {
@@ -532,10 +553,11 @@ pub fn services(st: &State) -> Vec<(&'static str, &'static str)> {
     if cfg.is_control_plane() {
         out.push((
             "etcd",
-            if st.etcd_bootstrapped {
-                "Running"
-            } else {
-                "Preparing"
+            match &st.etcd_down {
+                Some(super::etcd::Down::Left) => "Finished",
+                Some(super::etcd::Down::Failed(_)) => "Failed",
+                None if st.etcd_bootstrapped => "Running",
+                None => "Preparing",
             },
         ));
     }

@@ -20,6 +20,7 @@ use tonic::transport::Server;
 use super::certs;
 use super::node::Node;
 use super::service::{Registry, Svc};
+use crate::proto::cluster::cluster_service_server::ClusterServiceServer;
 use crate::proto::cosi::resource::state_server::StateServer;
 use crate::proto::machine::image_service_server::ImageServiceServer;
 use crate::proto::machine::machine_service_server::MachineServiceServer;
@@ -184,6 +185,7 @@ async fn serve_boot(
                 .max_encoding_message_size(max),
         )
         .add_service(TimeServiceServer::new(svc.clone()))
+        .add_service(ClusterServiceServer::new(svc.clone()))
         .add_service(ImageServiceServer::new(svc.clone()))
         .add_service(
             StateServer::new(svc)
@@ -265,6 +267,12 @@ pub async fn run(node: Arc<Node>, registry: Arc<Registry>) {
         tokio::select! {
             _ = node.stop.cancelled() => break,
             _ = tokio::time::sleep(node.spec.reboot_delay) => {}
+        }
+        // A node that was powered off waits for its power.
+        let mut power = node.halted.subscribe();
+        tokio::select! {
+            _ = node.stop.cancelled() => break,
+            _ = power.wait_for(|off| !*off) => {}
         }
         node.state().boot();
         node.booted();

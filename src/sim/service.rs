@@ -58,6 +58,7 @@ routed!(
 routed!(machine::SystemStat, machine::CpUsInfo, machine::LoadAvg);
 // --- end: node statistics ---
 
+mod etcd;
 mod inspect;
 
 /// Go's text of a gRPC error, as apid puts it in `metadata.error`.
@@ -371,8 +372,9 @@ impl machine::machine_service_server::MachineService for Svc {
         &self,
         req: Request<machine::BootstrapRequest>,
     ) -> Result<Response<machine::BootstrapResponse>, Status> {
+        let body = *req.get_ref();
         let messages = self
-            .unary(&req, "Bootstrap", |n, roles| n.bootstrap(roles))
+            .unary(&req, "Bootstrap", |n, roles| n.bootstrap(&body, roles))
             .await?;
         Ok(Response::new(machine::BootstrapResponse { messages }))
     }
@@ -434,7 +436,11 @@ impl machine::machine_service_server::MachineService for Svc {
     ) -> Result<Response<machine::ResetResponse>, Status> {
         let body = req.get_ref().clone();
         let messages = self
-            .unary(&req, "Reset", |n, roles| n.reset(&body, roles))
+            .unary(&req, "Reset", |n, roles| {
+                let r = n.reset(&body, roles)?;
+                super::etcd_calls::leave_on_reset(n, body.graceful, &self.registry);
+                Ok(r)
+            })
             .await?;
         Ok(Response::new(machine::ResetResponse { messages }))
     }
@@ -514,4 +520,99 @@ impl machine::machine_service_server::MachineService for Svc {
     }
     // Memory: served by the inspection calls (one picture of the node).
     // --- end: node statistics ---
+
+    // --- begin: etcd (service/etcd.rs) ---
+    type EtcdSnapshotStream = Stream_<common::Data>;
+
+    async fn etcd_member_list(
+        &self,
+        req: Request<machine::EtcdMemberListRequest>,
+    ) -> Result<Response<machine::EtcdMemberListResponse>, Status> {
+        self.etcd_members(req).await
+    }
+
+    async fn etcd_remove_member_by_id(
+        &self,
+        req: Request<machine::EtcdRemoveMemberByIdRequest>,
+    ) -> Result<Response<machine::EtcdRemoveMemberByIdResponse>, Status> {
+        self.etcd_remove(req).await
+    }
+
+    async fn etcd_leave_cluster(
+        &self,
+        req: Request<machine::EtcdLeaveClusterRequest>,
+    ) -> Result<Response<machine::EtcdLeaveClusterResponse>, Status> {
+        self.etcd_leave(req).await
+    }
+
+    async fn etcd_forfeit_leadership(
+        &self,
+        req: Request<machine::EtcdForfeitLeadershipRequest>,
+    ) -> Result<Response<machine::EtcdForfeitLeadershipResponse>, Status> {
+        self.etcd_forfeit(req).await
+    }
+
+    async fn etcd_recover(
+        &self,
+        req: Request<tonic::Streaming<common::Data>>,
+    ) -> Result<Response<machine::EtcdRecoverResponse>, Status> {
+        self.etcd_recover_(req).await
+    }
+
+    async fn etcd_snapshot(
+        &self,
+        req: Request<machine::EtcdSnapshotRequest>,
+    ) -> Result<Response<Self::EtcdSnapshotStream>, Status> {
+        self.etcd_snapshot_(req).await
+    }
+
+    async fn etcd_alarm_list(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<machine::EtcdAlarmListResponse>, Status> {
+        self.etcd_alarms(req).await
+    }
+
+    async fn etcd_alarm_disarm(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<machine::EtcdAlarmDisarmResponse>, Status> {
+        self.etcd_disarm(req).await
+    }
+
+    async fn etcd_defragment(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<machine::EtcdDefragmentResponse>, Status> {
+        self.etcd_defrag(req).await
+    }
+
+    async fn etcd_status(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<machine::EtcdStatusResponse>, Status> {
+        self.etcd_status_(req).await
+    }
+
+    async fn etcd_downgrade_validate(
+        &self,
+        req: Request<machine::EtcdDowngradeValidateRequest>,
+    ) -> Result<Response<machine::EtcdDowngradeValidateResponse>, Status> {
+        self.etcd_downgrade_validate_(req).await
+    }
+
+    async fn etcd_downgrade_enable(
+        &self,
+        req: Request<machine::EtcdDowngradeEnableRequest>,
+    ) -> Result<Response<machine::EtcdDowngradeEnableResponse>, Status> {
+        self.etcd_downgrade_enable_(req).await
+    }
+
+    async fn etcd_downgrade_cancel(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<machine::EtcdDowngradeCancelResponse>, Status> {
+        self.etcd_downgrade_cancel_(req).await
+    }
+    // --- end: etcd ---
 }

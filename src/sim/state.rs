@@ -158,6 +158,12 @@ pub struct State {
     /// Talos was installed to this disk.
     pub installed_disk: Option<String>,
     pub etcd_bootstrapped: bool,
+    /// The etcd member the node's data directory holds (`None`: empty).
+    pub etcd: Option<super::etcd::Membership>,
+    /// Why etcd does not run this boot although it could (left, failed).
+    pub etcd_down: Option<super::etcd::Down>,
+    /// An uploaded recovery snapshot (`/var/lib/etcd.snapshot`).
+    pub etcd_recovery: Option<Vec<u8>>,
     /// Running Talos version tag.
     pub version: String,
     /// Version to run after the next boot (an upgrade).
@@ -187,6 +193,9 @@ impl State {
             config_version: 0,
             installed_disk: None,
             etcd_bootstrapped: false,
+            etcd: None,
+            etcd_down: None,
+            etcd_recovery: None,
             version: version.to_string(),
             pending_version: None,
             rebooting: false,
@@ -238,7 +247,10 @@ impl State {
         self.booted = time::OffsetDateTime::now_utc().unix_timestamp();
         self.rebooting = false;
         self.try_rollback = None;
+        self.etcd_down = None;
         if self.reset_pending {
+            self.etcd = None;
+            self.etcd_recovery = None;
             self.reset_pending = false;
             self.set_config(None);
             self.staged = None;

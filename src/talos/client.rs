@@ -60,7 +60,10 @@ pub fn host(endpoint: &str) -> String {
 
 pub use super::verify::MAINTENANCE_CN;
 
+mod etcd;
 mod inspect;
+
+pub use etcd::Downgrade as EtcdDowngrade;
 
 /// The client certificate and key as rustls signs with them.
 fn certified(id: &Identity) -> Result<Arc<CertifiedKey>> {

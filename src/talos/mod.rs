@@ -16,6 +16,7 @@ pub mod humanize;
 pub mod jsonpath;
 pub mod resources;
 pub mod scan;
+pub mod snapshot;
 pub mod stats;
 pub mod streams;
 pub mod tabwriter;

@@ -18,6 +18,7 @@ mod drift;
 mod follow;
 mod gen_config;
 mod guide;
+mod health_etcd;
 mod init_create;
 mod init_crypt;
 mod init_update;

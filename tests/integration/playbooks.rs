@@ -18,10 +18,22 @@ fn run_brings_up_three_nodes_in_parallel() {
         .ok();
     assert!(o.stderr.contains("[6/6] kubeconfig"), "{}", o.stderr);
     for ip in &ips {
-        let st = nodes.node(ip).state();
-        assert!(!st.in_maintenance(), "{ip} configured");
-        assert_eq!(st.etcd_bootstrapped, *ip == ips[0]);
+        assert!(!nodes.node(ip).state().in_maintenance(), "{ip} configured");
     }
+    // etcd was bootstrapped on the first; the other control planes joined it.
+    let start = std::time::Instant::now();
+    while !ips
+        .iter()
+        .all(|ip| nodes.node(ip).state().etcd_bootstrapped)
+    {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "the control planes did not join etcd"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let first = nodes.node(&ips[0]).state().etcd.clone().unwrap();
+    assert_eq!(first.lock().members[0].addr, ips[0]);
     assert!(d
         .read("cluster/kubeconfig")
         .contains(&format!("server: https://{}:6443", ips[0])));

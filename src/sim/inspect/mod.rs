@@ -72,6 +72,8 @@ pub struct World {
     pub config: String,
     /// The service states (`node::services`), the registry every view follows.
     pub services: Vec<(&'static str, &'static str)>,
+    /// Why etcd failed, when its service did.
+    pub etcd_failure: String,
 }
 
 impl World {
@@ -135,6 +137,10 @@ impl World {
             system_disk: st.system_disk().cloned(),
             config,
             services: super::node::services(&st),
+            etcd_failure: match &st.etcd_down {
+                Some(super::etcd::Down::Failed(why)) => why.clone(),
+                _ => String::new(),
+            },
             hw,
         }
     }
@@ -286,6 +292,7 @@ pub mod testing {
             system_disk: (role != Role::Maintenance).then(|| "nvme0n1".to_string()),
             config: String::new(),
             services,
+            etcd_failure: String::new(),
         }
     }
 }

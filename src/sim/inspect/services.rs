@@ -100,6 +100,24 @@ fn info(w: &World, load: &Workload, id: &str, state: &str) -> ServiceInfo {
             state: "Running".into(),
             ts: Some(ts(last)),
         });
+    } else if state == "Failed" || state == "Finished" {
+        // etcd after a failed start (a recovery that did not restore) or after `etcd leave`.
+        last = at + 0.3;
+        events.push(ServiceEvent {
+            msg: "Creating service runner".into(),
+            state: "Preparing".into(),
+            ts: Some(ts(at + 0.05)),
+        });
+        let msg = if state == "Finished" {
+            "Service finished successfully".to_string()
+        } else {
+            format!("Failed to run pre stage: {}", w.etcd_failure)
+        };
+        events.push(ServiceEvent {
+            msg,
+            state: state.into(),
+            ts: Some(ts(last)),
+        });
     } else if id == "etcd" {
         last = at + 0.2;
         events.push(ServiceEvent {
