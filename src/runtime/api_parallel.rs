@@ -326,6 +326,12 @@ pub fn register(engine: &mut Engine, unchecked: &Unchecked) {
     engine.register_get("message", |e: &mut ItemError| e.message.clone());
     engine.register_get("item", |e: &mut ItemError| e.item.clone());
     engine.register_get("is_error", |_: &mut ItemError| true);
+    engine.register_indexer_get(|e: &mut ItemError, key: &str| match key {
+        "message" => Dynamic::from(e.message.clone()),
+        "item" => e.item.clone(),
+        "is_error" => Dynamic::from(true),
+        _ => Dynamic::UNIT,
+    });
     engine.register_fn("to_string", |e: &mut ItemError| e.shown());
     engine.register_fn("to_debug", |e: &mut ItemError| e.shown());
     FuncRegistration::new("parallel")

@@ -1,6 +1,7 @@
 //! The Rhai runtime: the sandbox engine (`crate::sandbox`) plus talm's side-effecting native
 //! modules (one `api_*` file per family), and running bundled scripts with their `ARGS`.
 
+mod api_apply;
 mod api_config;
 mod api_inspect;
 mod api_log;
@@ -48,6 +49,7 @@ fn engine_with(limits: &Limits, session: &Session, unchecked: &api_parallel::Unc
     api_secrets::register(&mut engine, session);
     api_stream::register(&mut engine);
     api_talos::register(&mut engine, session);
+    api_apply::register(&mut engine, session);
     // After talos: its node methods use the `Node` type name registered there.
     api_support::register(&mut engine, session);
     api_yaml::register(&mut engine);

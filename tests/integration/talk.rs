@@ -297,6 +297,30 @@ fn the_documented_bring_up_runs_as_written() {
     }
     assert!(d.read("kubeconfig").contains("clusters:"));
     assert_eq!(d.mode("kubeconfig"), 0o600);
+    // A patch given as a map is made whole too.
+    d.write(
+        "again.rhai",
+        &format!("let n = node(\"{}\");\nlet cfg = render(#{{ template: \"templates/controlplane.yaml\", node: n }});\nlet first = cfg.split(\"\\n---\")[0];\nlet r = n.apply(yaml::parse(first), #{{ dry_run: true }});\nout(type_of(r.mode));\n", ips[1]),
+    );
+    assert_eq!(d.talm(["run", "again.rhai"]).ok().stdout, "string");
+}
+
+#[test]
+fn a_patch_needs_a_project_to_be_made_whole() {
+    let nobody = net::addr();
+    let d = Dir::new();
+    d.write(
+        "p.rhai",
+        &format!("node(\"{nobody}\", #{{ insecure: true }}).apply(\"machine:\\n  type: worker\\n\", #{{}});\n"),
+    );
+    let o = d.talm(["run", "p.rhai"]).fails_with(
+        "n.apply: the config is a patch, and there is no project whose secrets make it a whole config",
+    );
+    assert!(
+        o.stderr.contains("hint: run inside a talm project"),
+        "{}",
+        o.stderr
+    );
 }
 
 #[test]
@@ -345,7 +369,7 @@ fn parallel_errors_must_be_looked_at() {
     // Checked, any copy of it: the script decides what the failure means.
     d.write(
         "checked.rhai",
-        "let r = parallel([1, 2], |x| { if x == 2 { fail(\"bad\") } x });\nlet copy = r[1];\nif is_error(copy) { out(`${r[1].item}: ${r[1].message}`); }\n",
+        "let r = parallel([1, 2], |x| { if x == 2 { fail(\"bad\") } x });\nlet copy = r[1];\nif is_error(copy) { out(`${r[1].item}: ${r[1][\"message\"]}`); }\n",
     );
     assert_eq!(d.talm(["run", "checked.rhai"]).ok().stdout, "2: bad");
     // One checked, one not: only the other is named.
