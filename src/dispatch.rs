@@ -16,6 +16,7 @@ use crate::runtime::{Limits, Session, Settings};
 
 /// Parses the arguments and runs the command; returns the exit code.
 pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
+    let args = crate::cli::carry(args.into_iter().collect(), &Cli::command())?;
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -85,12 +86,10 @@ pub fn run(inv: Invocation) -> Result<i32> {
             let _ = crate::runtime::run_file(&script, script_args(args)?, &limits, &session)?;
         }
         Action::Help(topic) => help(&topic)?,
-        Action::Completion(shell) => {
-            let mut cmd = Cli::command();
-            let mut text = Vec::new();
-            clap_complete::generate(shell, &mut cmd, "talm", &mut text);
-            crate::output::write(&text)?;
-        }
+        Action::Completion {
+            shell,
+            descriptions,
+        } => crate::completion::script(shell, descriptions)?,
         Action::Demo(dir) => return crate::demo::run(dir.as_deref()),
         Action::Sim(opts) => return crate::sim::serve::run(&opts),
         Action::Nothing => {}
@@ -164,6 +163,7 @@ fn settings(spec: Option<&SessionSpec>, root: Option<&Path>) -> Result<Settings>
         context: spec.context.clone(),
         timeout: spec.timeout,
         outputs,
+        skip_verify: spec.skip_verify,
     })
 }
 

@@ -47,7 +47,10 @@ pub enum Action {
         max_ops: Option<u64>,
     },
     Help(Vec<String>),
-    Completion(clap_complete::Shell),
+    Completion {
+        shell: clap_complete::Shell,
+        descriptions: bool,
+    },
     Demo(Option<String>),
     Sim(crate::sim::serve::Options),
     /// Nothing to do (`apply` without files, as the Go talm).
@@ -98,6 +101,8 @@ pub struct SessionSpec {
     pub timeout: Option<Duration>,
     /// Files the command writes outside any project, as the command line names them.
     pub outputs: Vec<String>,
+    /// `--skip-verify`: the node's certificate is not checked; the client's is presented.
+    pub skip_verify: bool,
 }
 
 impl SessionSpec {
@@ -114,6 +119,7 @@ impl SessionSpec {
             context: c.context.clone().unwrap_or_default(),
             timeout,
             outputs: Vec::new(),
+            skip_verify: c.skip_verify,
         })
     }
 }
@@ -371,7 +377,13 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
         }
         Command::Demo { dir } => none(Action::Demo(dir)),
         Command::Help { topic } => none(Action::Help(topic)),
-        Command::Completion { shell } => none(Action::Completion(shell)),
+        Command::Completion {
+            shell,
+            no_descriptions,
+        } => none(Action::Completion {
+            shell,
+            descriptions: !no_descriptions,
+        }),
         Command::Sim(s) => none(Action::Sim(s.options())),
     })
 }

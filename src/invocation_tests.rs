@@ -172,6 +172,7 @@ fn projects_and_sessions() {
             context: "c".into(),
             timeout: Some(Duration::from_secs(5)),
             outputs: vec![],
+            skip_verify: false,
         })
     );
     let i = inv(&["template", "--root", "p", "-t", "t.yaml", "--offline"]).unwrap();

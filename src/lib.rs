@@ -2,6 +2,7 @@
 //! git. The library behind the `talm` binary: CLI → runtime/scripts → project/secrets → Talos.
 
 pub mod cli;
+pub mod completion;
 pub mod config;
 pub mod dashboard;
 pub mod demo;
@@ -28,6 +29,10 @@ use std::ffi::OsString;
 /// Runs the CLI with the given process arguments and returns the process exit code (130 when
 /// Ctrl-C stopped a script).
 pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let args: Vec<OsString> = args.into_iter().collect();
+    if let Some(code) = completion::respond(&args) {
+        return code;
+    }
     match dispatch::dispatch(args) {
         Ok(code) => code,
         // A reader that went away (`talm get ... | head`) is no failure.

@@ -1,6 +1,7 @@
 //! Flag groups several commands share: how to reach nodes, which project, how to render.
 
 use clap::Args;
+use clap_complete::engine::ArgValueCandidates;
 use serde::Serialize;
 
 use super::values::GoDuration;
@@ -20,12 +21,16 @@ pub struct Connection {
         long,
         value_delimiter = ',',
         value_name = "IP",
-        value_parser = crate::talos::address::parse_flag
+        value_parser = crate::talos::address::parse_flag,
+        add = ArgValueCandidates::new(crate::completion::nodes)
     )]
     pub nodes: Vec<String>,
     /// Deadline for connecting to a node and for each call (e.g. 30s, 2m)
     #[arg(long, value_name = "DURATION", env = "TALM_CALL_TIMEOUT", value_parser = GoDuration::parse)]
     pub call_timeout: Option<GoDuration>,
+    /// Skip verifying the node's certificate against the talosconfig CA (the client certificate is still presented)
+    #[arg(long)]
+    pub skip_verify: bool,
 }
 
 /// Which project a command works in.
@@ -43,7 +48,7 @@ pub struct ProjectFlags {
 #[derive(Debug, Args, Clone, Default, Serialize)]
 pub struct Endpoints {
     /// Override the talosconfig endpoints (comma-separated or repeated)
-    #[arg(short = 'e', long, value_delimiter = ',', value_name = "IP", value_parser = crate::talos::address::parse_flag)]
+    #[arg(short = 'e', long, value_delimiter = ',', value_name = "IP", value_parser = crate::talos::address::parse_flag, add = ArgValueCandidates::new(crate::completion::endpoints))]
     pub endpoints: Vec<String>,
 }
 
@@ -60,7 +65,7 @@ pub struct NodeArgs {
     #[serde(flatten)]
     pub endpoints: Endpoints,
     /// Node files whose modelines give nodes and endpoints
-    #[arg(short = 'f', long = "file", value_delimiter = ',', value_name = "PATH")]
+    #[arg(short = 'f', long = "file", value_delimiter = ',', value_name = "PATH", add = ArgValueCandidates::new(crate::completion::node_files))]
     pub files: Vec<String>,
     /// Connect in maintenance mode (no client certificate, server not verified)
     #[arg(short = 'i', long)]

@@ -2,6 +2,7 @@
 //! the scripts' `ARGS`). Flags belong to the commands that use them: node commands take the
 //! connection flags, project commands `--root`, and the simulator neither.
 
+mod carry;
 pub mod cluster;
 mod common;
 pub mod inspect;
@@ -11,6 +12,8 @@ mod tools;
 pub mod values;
 
 use clap::{Parser, Subcommand};
+
+pub use carry::{carry, Before};
 
 pub use common::{
     Connection, Endpoints, NodeArgs, ProjectFlags, RenderArgs, ScriptLimitArgs, ValueArgs,
@@ -33,6 +36,10 @@ pub use tools::{ReplArgs, RunArgs, ScanArgs, SimArgs};
     disable_help_subcommand = true
 )]
 pub struct Cli {
+    /// Connection flags before the subcommand; `carry` moves them behind it before parsing,
+    /// so they are declared here for `talm --help` and completion only.
+    #[command(flatten)]
+    pub before: Before,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -140,10 +147,13 @@ pub enum Command {
     Discover(NodeArgs),
     /// Run simulated Talos nodes on loopback addresses until interrupted
     Sim(SimArgs),
-    /// Print a shell completion script
+    /// Print a shell completion script (dynamic: nodes, endpoints, node files, presets, kinds)
     Completion {
         /// The shell to complete for
         shell: clap_complete::Shell,
+        /// Candidates without their descriptions
+        #[arg(long)]
+        no_descriptions: bool,
     },
     /// A project script: `talm NAME` runs `<project>/scripts/NAME.rhai`
     #[command(external_subcommand)]

@@ -18,7 +18,7 @@ pub struct UpgradeArgs {
     #[serde(flatten)]
     pub endpoints: Endpoints,
     /// Node files whose modelines give nodes and endpoints
-    #[arg(short = 'f', long = "file", value_delimiter = ',', value_name = "PATH")]
+    #[arg(short = 'f', long = "file", value_delimiter = ',', value_name = "PATH", add = clap_complete::engine::ArgValueCandidates::new(crate::completion::node_files))]
     pub files: Vec<String>,
     /// Installer image (default: values.yaml image)
     #[arg(short = 'i', long, value_name = "REF")]
@@ -125,6 +125,7 @@ pub struct VersionArgs {
 #[derive(Debug, Args, Serialize)]
 pub struct GetArgs {
     /// Resource kind: a type, its display name or an alias (links, disks, machineconfig...)
+    #[arg(add = clap_complete::engine::ArgValueCandidates::new(crate::completion::kinds))]
     pub kind: String,
     /// A resource ID (all of the kind when left out)
     pub id: Option<String>,

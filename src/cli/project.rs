@@ -13,7 +13,7 @@ pub struct InitArgs {
     #[serde(flatten)]
     pub project: ProjectFlags,
     /// Preset to create the project from (generic, cozystack, talm)
-    #[arg(short = 'p', long, value_name = "NAME")]
+    #[arg(short = 'p', long, value_name = "NAME", add = clap_complete::engine::ArgValueCandidates::new(crate::completion::presets))]
     pub preset: Option<String>,
     /// Cluster name (a DNS-1123 subdomain)
     #[arg(short = 'N', long, value_name = "NAME")]
@@ -77,7 +77,7 @@ pub struct TemplateArgs {
     )]
     pub templates: Vec<String>,
     /// Node files: each one's modeline drives one render
-    #[arg(short = 'f', long = "file", value_delimiter = ',', value_name = "PATH")]
+    #[arg(short = 'f', long = "file", value_delimiter = ',', value_name = "PATH", add = clap_complete::engine::ArgValueCandidates::new(crate::completion::node_files))]
     pub files: Vec<String>,
     /// Rewrite each -f file with its render (atomically, keeping comments above the modeline)
     #[arg(short = 'I', long)]
@@ -167,7 +167,7 @@ pub struct ApplyArgs {
     #[serde(flatten)]
     pub endpoints: Endpoints,
     /// Node file (the anchor) followed by side-patches merged on top, in order
-    #[arg(short = 'f', long = "file", value_delimiter = ',', value_name = "PATH")]
+    #[arg(short = 'f', long = "file", value_delimiter = ',', value_name = "PATH", add = clap_complete::engine::ArgValueCandidates::new(crate::completion::node_files))]
     pub files: Vec<String>,
     /// Connect in maintenance mode (no client certificate, server not verified)
     #[arg(short = 'i', long)]

@@ -121,9 +121,33 @@ pub fn full(rendered: &str, base: &Base<'_>) -> Result<String> {
     Ok(out)
 }
 
+/// Whether `text` is a whole machine config rather than a patch: its v1alpha1 document (the one
+/// with `machine` or `cluster`) carries the `version` and the `machine.token` every generated
+/// config has and no patch needs.
+pub fn is_whole(text: &str) -> bool {
+    let Ok(parts) = split(text) else {
+        return false;
+    };
+    parts.patches.iter().any(|doc| {
+        serde_yaml_ng::from_str::<Value>(doc).is_ok_and(|v| {
+            v.get("version").is_some() && !text_at(&v, &["machine", "token"]).is_empty()
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_configs_are_told_from_patches() {
+        assert!(!is_whole("machine:\n  type: controlplane\n"));
+        assert!(!is_whole("version: v1alpha1\nmachine:\n  type: worker\n"));
+        assert!(is_whole(
+            "version: v1alpha1\nmachine:\n  type: worker\n  token: abc.def\n---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: a\n"
+        ));
+        assert!(!is_whole("a: [b\n"));
+    }
 
     #[test]
     fn split_keeps_typed_documents_aside() {

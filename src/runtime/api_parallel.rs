@@ -7,7 +7,7 @@
 //! item gets a progress line on stderr, unless the call is `quiet` (a script showing its own).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rhai::{
@@ -52,12 +52,72 @@ fn release(n: usize) {
     LIVE_WORKERS.fetch_sub(n, Ordering::SeqCst);
 }
 
-fn error_value(item: &Dynamic, message: String) -> Dynamic {
-    let mut m = Map::new();
-    m.insert("is_error".into(), true.into());
-    m.insert("message".into(), message.into());
-    m.insert("item".into(), item.clone());
-    m.into()
+/// A failed item's result: `r.message`, `r.item`, `r.is_error` (true). Copies share whether
+/// the script has checked it with `is_error(r)`.
+#[derive(Clone)]
+pub struct ItemError {
+    pub item: Dynamic,
+    pub message: String,
+    label: String,
+    checked: Arc<AtomicBool>,
+}
+
+impl ItemError {
+    fn new(item: &Dynamic, message: String) -> ItemError {
+        ItemError {
+            item: item.clone(),
+            label: label(item),
+            message,
+            checked: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    fn shown(&self) -> String {
+        format!("error({}): {}", self.label, self.message)
+    }
+}
+
+/// The item errors `parallel` returned during one script run. When the script ends without an
+/// error of its own, each of them must have been passed to `is_error` (any copy of it): the
+/// ones that were not make the run fail, named with their messages, so a playbook that ignores
+/// failed items does not end as if they had worked.
+#[derive(Clone, Default)]
+pub struct Unchecked(Arc<Mutex<Vec<ItemError>>>);
+
+impl Unchecked {
+    fn add(&self, e: &ItemError) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(e.clone());
+    }
+
+    /// An error naming every item error the script `name` never checked.
+    pub fn check(&self, name: &str) -> anyhow::Result<()> {
+        let all = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        let missed: Vec<&ItemError> = all
+            .iter()
+            .filter(|e| !e.checked.load(Ordering::SeqCst))
+            .collect();
+        if missed.is_empty() {
+            return Ok(());
+        }
+        let (n, them) = match missed.len() {
+            1 => ("1 item".to_string(), "it"),
+            k => (format!("{k} items"), "them"),
+        };
+        let mut msg = format!(
+            "{name}: parallel(): {n} failed and the script did not check {them} with is_error():"
+        );
+        for e in &missed {
+            let first = e.message.lines().next().unwrap_or("");
+            msg.push_str(&format!("\n  {}: {first}", e.label));
+        }
+        Err(hinted(
+            msg,
+            "look at each result with `if is_error(r) { ... r.message ... }`, or pass #{ fail_fast: true } to stop at the first failure",
+        ))
+    }
 }
 
 fn label(item: &Dynamic) -> String {
@@ -151,18 +211,29 @@ impl Work<'_> {
                 .unwrap_or_else(|p| p.into_inner())
                 .get_or_insert(err);
         }
-        error_value(&self.items[i], msg)
+        Dynamic::from(ItemError::new(&self.items[i], msg))
     }
+}
+
+/// How one `parallel` call runs.
+struct How {
+    limit: Option<i64>,
+    fail_fast: bool,
+    quiet: bool,
 }
 
 fn run(
     ctx: &NativeCallContext,
     items: Array,
     f: &FnPtr,
-    limit: Option<i64>,
-    fail_fast: bool,
-    quiet: bool,
+    how: How,
+    unchecked: &Unchecked,
 ) -> Result<Array, Box<EvalAltResult>> {
+    let How {
+        limit,
+        fail_fast,
+        quiet,
+    } = how;
     let n = items.len();
     let at_once = match limit {
         None => n.clamp(1, MAX_AT_ONCE),
@@ -232,7 +303,7 @@ fn run(
     {
         return Err(crate::sandbox::to_rhai(e));
     }
-    Ok(work
+    let results: Array = work
         .results
         .into_iter()
         .map(|m| {
@@ -240,29 +311,65 @@ fn run(
                 .unwrap_or_else(|p| p.into_inner())
                 .unwrap_or(Dynamic::UNIT)
         })
-        .collect())
+        .collect();
+    for r in &results {
+        if let Some(e) = r.read_lock::<ItemError>() {
+            unchecked.add(&e);
+        }
+    }
+    Ok(results)
 }
 
-pub fn register(engine: &mut Engine) {
+/// Registers `parallel` and `is_error`; the item errors of this engine's runs go to `unchecked`.
+pub fn register(engine: &mut Engine, unchecked: &Unchecked) {
+    engine.register_type_with_name::<ItemError>("ItemError");
+    engine.register_get("message", |e: &mut ItemError| e.message.clone());
+    engine.register_get("item", |e: &mut ItemError| e.item.clone());
+    engine.register_get("is_error", |_: &mut ItemError| true);
+    engine.register_indexer_get(|e: &mut ItemError, key: &str| match key {
+        "message" => Dynamic::from(e.message.clone()),
+        "item" => e.item.clone(),
+        "is_error" => Dynamic::from(true),
+        _ => Dynamic::UNIT,
+    });
+    engine.register_fn("to_string", |e: &mut ItemError| e.shown());
+    engine.register_fn("to_debug", |e: &mut ItemError| e.shown());
     FuncRegistration::new("parallel")
-        .with_comments(["/// Calls `f(item)` for every item, `limit` at a time (1 or more; at most 32 run at once), and returns the results in input order; a failing item's result is an error value (`is_error(r)`, `r.message`). Ctrl-C or a script limit in any item stops the call."])
-        .register_into_engine(engine, |ctx: NativeCallContext, items: Array, f: FnPtr, limit: i64| {
-            run(&ctx, items, &f, Some(limit), false, false)
-        });
+        .with_comments(["/// Calls `f(item)` for every item, `limit` at a time (1 or more; at most 32 run at once), and returns the results in input order; a failing item's result is an error value (`is_error(r)`, `r.message`, `r.item`). Every such error must be checked with `is_error` before the script ends, or the script fails naming it. Ctrl-C or a script limit in any item stops the call."])
+        .register_into_engine(engine, { let u = unchecked.clone(); move |ctx: NativeCallContext, items: Array, f: FnPtr, limit: i64| {
+            run(&ctx, items, &f, How { limit: Some(limit), fail_fast: false, quiet: false }, &u)
+        } });
     FuncRegistration::new("parallel")
         .with_comments(["/// `parallel(items, f)` with no limit: up to 32 items at once."])
-        .register_into_engine(engine, |ctx: NativeCallContext, items: Array, f: FnPtr| {
-            run(&ctx, items, &f, None, false, false)
+        .register_into_engine(engine, {
+            let u = unchecked.clone();
+            move |ctx: NativeCallContext, items: Array, f: FnPtr| {
+                run(
+                    &ctx,
+                    items,
+                    &f,
+                    How {
+                        limit: None,
+                        fail_fast: false,
+                        quiet: false,
+                    },
+                    &u,
+                )
+            }
         });
     FuncRegistration::new("parallel")
         .with_comments(["/// `parallel(items, f, #{limit, fail_fast, quiet})`: with `fail_fast` the first error stops the rest and is raised; `quiet` draws no progress lines."])
-        .register_into_engine(engine, |ctx: NativeCallContext, items: Array, f: FnPtr, opts: Map| {
+        .register_into_engine(engine, { let u = unchecked.clone(); move |ctx: NativeCallContext, items: Array, f: FnPtr, opts: Map| {
             let o = ParallelOpts::read(&opts).map_err(crate::sandbox::to_rhai)?;
-            run(&ctx, items, &f, o.limit, o.fail_fast, o.quiet)
-        });
+            run(&ctx, items, &f, How { limit: o.limit, fail_fast: o.fail_fast, quiet: o.quiet }, &u)
+        } });
     FuncRegistration::new("is_error")
-        .with_comments(["/// Whether a `parallel` result is an item's error."])
+        .with_comments(["/// Whether a `parallel` result is an item's error; checking one this way is what keeps the script from failing over it at its end."])
         .register_into_engine(engine, |v: Dynamic| {
+            if let Some(e) = v.read_lock::<ItemError>() {
+                e.checked.store(true, Ordering::SeqCst);
+                return true;
+            }
             v.read_lock::<Map>()
                 .and_then(|m| m.get("is_error").and_then(|x| x.as_bool().ok()))
                 .unwrap_or(false)

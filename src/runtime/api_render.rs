@@ -232,6 +232,25 @@ fn full_config(
     assemble::full(rendered, &base)
 }
 
+/// What `n.apply(config)` sends: a whole config as it is; a patch (what `render()` returns)
+/// merged into the config generated from the project's secrets, as `talm apply` does with a
+/// node file without templates.
+pub(super) fn whole_config(root: Option<&Path>, text: &str) -> Result<String> {
+    if assemble::is_whole(text) {
+        return Ok(text.to_string());
+    }
+    let Some(root) = root else {
+        return Err(hinted(
+            "n.apply: the config is a patch, and there is no project whose secrets make it a whole config",
+            "run inside a talm project (or call use_project(root) first), or pass a whole config (render with `full: true`)",
+        ));
+    };
+    let chart = Chart::load(root)?;
+    let (talos, kube) = versions(None, None, &chart);
+    let root = root.display().to_string();
+    full_config(text, (&root, ""), &chart, &talos, &kube)
+}
+
 pub fn register(engine: &mut Engine) {
     let mut m = Module::new();
     FuncRegistration::new("template")

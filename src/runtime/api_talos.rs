@@ -13,7 +13,7 @@ use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
 
 use super::native;
 use super::node_opts::{
-    ApplyOpts, LogsOpts, NodeOpts, RebootOpts, ResetOpts, ScanOpts, TargetsOpts, UpgradeOpts,
+    LogsOpts, NodeOpts, RebootOpts, ResetOpts, ScanOpts, TargetsOpts, UpgradeOpts,
 };
 use super::session::Session;
 use crate::error::hinted;
@@ -23,11 +23,12 @@ use crate::talos::creds::{self, Auth};
 use crate::talos::duration::{self, Zero};
 use crate::talos::{block_on, discovery, errors, resources};
 
-/// A node as scripts hold it: where to connect, as whom, and the connection once made.
+/// A node as scripts hold it: where to connect (its endpoints, tried in order), as whom, and
+/// the connection once made.
 #[derive(Clone)]
 pub struct Node {
     pub name: String,
-    endpoint: String,
+    endpoints: Vec<String>,
     target: Option<String>,
     opts: client::Options,
     conn: Arc<Mutex<Option<Client>>>,
@@ -50,13 +51,18 @@ impl Node {
         if let Some(c) = guard.as_ref() {
             return Ok(c.clone());
         }
-        let c = block_on(Client::connect(
-            &self.endpoint,
+        let c = block_on(crate::talos::failover::connect(
+            &self.endpoints,
             self.target.as_deref(),
             &self.opts,
         ))?;
         *guard = Some(c.clone());
         Ok(c)
+    }
+
+    /// The endpoint calls go through first.
+    pub fn endpoint(&self) -> String {
+        self.endpoints.first().cloned().unwrap_or_default()
     }
 }
 
@@ -69,11 +75,13 @@ fn auth(
     talosconfig: &str,
     context: &str,
     insecure: bool,
+    skip_verify: bool,
 ) -> Result<(Auth, Option<creds::Context>)> {
     if insecure {
         return Ok((Auth::Insecure, None));
     }
     let d = session.settings();
+    let skip_verify = skip_verify || d.skip_verify;
     let path = match talosconfig {
         p if !p.is_empty() => PathBuf::from(p),
         _ if d.talosconfig.as_os_str().is_empty() => PathBuf::from("talosconfig"),
@@ -84,14 +92,21 @@ fn auth(
         _ => d.context.clone(),
     };
     let ctx = creds::load_context(&path, &context)?;
-    Ok((ctx.auth.clone(), Some(ctx)))
+    let auth = if skip_verify {
+        ctx.auth.clone().unverified()
+    } else {
+        ctx.auth.clone()
+    };
+    Ok((auth, Some(ctx)))
 }
 
-fn make(name: &str, endpoint: &str, insecure: bool, auth: Auth, timeout: Duration) -> Node {
-    let target = (!insecure && client::host(endpoint) != name).then(|| name.to_string());
+/// A node reached through `endpoints` (tried in order; at least one).
+fn make(name: &str, endpoints: Vec<String>, insecure: bool, auth: Auth, timeout: Duration) -> Node {
+    let direct = endpoints.len() == 1 && client::host(&endpoints[0]) == name;
+    let target = (!insecure && !direct).then(|| name.to_string());
     Node {
         name: name.to_string(),
-        endpoint: endpoint.to_string(),
+        endpoints,
         target,
         opts: client::Options { auth, timeout },
         conn: Arc::new(Mutex::new(None)),
@@ -100,14 +115,22 @@ fn make(name: &str, endpoint: &str, insecure: bool, auth: Auth, timeout: Duratio
 
 /// `node(addr, #{insecure, endpoint, talosconfig, context, timeout})`.
 fn node_with(session: &Session, addr: &str, o: &NodeOpts) -> Result<Node> {
-    let (auth, _) = auth(session, &o.talosconfig, &o.context, o.insecure)?;
-    let endpoint = match &o.endpoint {
-        e if !e.is_empty() && !o.insecure => e.clone(),
-        _ => addr.to_string(),
+    let (auth, _) = auth(
+        session,
+        &o.talosconfig,
+        &o.context,
+        o.insecure,
+        o.skip_verify,
+    )?;
+    let endpoints = match (&o.endpoint, &o.endpoints) {
+        _ if o.insecure => vec![addr.to_string()],
+        (e, _) if !e.is_empty() => vec![e.clone()],
+        (_, list) if !list.is_empty() => list.clone(),
+        _ => vec![addr.to_string()],
     };
     Ok(make(
         addr,
-        &endpoint,
+        endpoints,
         o.insecure,
         auth,
         session.timeout(o.timeout),
@@ -115,10 +138,10 @@ fn node_with(session: &Session, addr: &str, o: &NodeOpts) -> Result<Node> {
 }
 
 /// The nodes a command acts on: `nodes` (else the talosconfig context's), each reached through
-/// the first of `endpoints` (else the context's), or directly in maintenance mode.
+/// `endpoints` (else the context's), the first that answers, or directly in maintenance mode.
 pub(super) fn targets(session: &Session, o: &TargetsOpts) -> Result<Array> {
     let insecure = o.insecure;
-    let (auth, ctx) = auth(session, &o.talosconfig, &o.context, insecure)?;
+    let (auth, ctx) = auth(session, &o.talosconfig, &o.context, insecure, false)?;
     let mut nodes = o.nodes.clone();
     let mut endpoints = o.endpoints.clone();
     let (nodes_cli, endpoints_cli) = (!nodes.is_empty(), !endpoints.is_empty());
@@ -151,12 +174,12 @@ pub(super) fn targets(session: &Session, o: &TargetsOpts) -> Result<Array> {
     Ok(nodes
         .iter()
         .map(|n| {
-            let ep = if insecure {
-                n.clone()
+            let eps = if insecure || endpoints.is_empty() {
+                vec![n.clone()]
             } else {
-                endpoints.first().cloned().unwrap_or_else(|| n.clone())
+                endpoints.clone()
             };
-            Dynamic::from(make(n, &ep, insecure, auth.clone(), t))
+            Dynamic::from(make(n, eps, insecure, auth.clone(), t))
         })
         .collect())
 }
@@ -220,34 +243,6 @@ pub(super) fn discover(n: &Node) -> Result<Dynamic> {
     Ok(rhai::serde::to_dynamic(&facts)?)
 }
 
-fn mode(name: &str) -> Result<machine::apply_configuration_request::Mode> {
-    use machine::apply_configuration_request::Mode;
-    Ok(match name {
-        "" | "auto" => Mode::Auto,
-        "no-reboot" => Mode::NoReboot,
-        "reboot" => Mode::Reboot,
-        "staged" => Mode::Staged,
-        "try" => Mode::Try,
-        other => {
-            return Err(hinted(
-                format!("unknown apply mode {other:?}"),
-                "use auto, no-reboot, reboot, staged or try",
-            ))
-        }
-    })
-}
-
-fn mode_name(m: i32) -> &'static str {
-    use machine::apply_configuration_request::Mode;
-    match Mode::try_from(m).unwrap_or(Mode::Auto) {
-        Mode::Auto => "auto",
-        Mode::NoReboot => "no-reboot",
-        Mode::Reboot => "reboot",
-        Mode::Staged => "staged",
-        Mode::Try => "try",
-    }
-}
-
 /// Whole seconds a script waits for (`wait_ready(300)`), within Go's range.
 fn wait_limit(secs: i64) -> Result<Duration> {
     duration::checked(
@@ -256,33 +251,6 @@ fn wait_limit(secs: i64) -> Result<Duration> {
         duration::from_seconds(secs as f64),
         Zero::Allowed,
     )
-}
-
-/// `n.apply(config, #{mode, dry_run, timeout})`: sends a machine config.
-fn apply(n: &Node, config: &str, o: &ApplyOpts) -> Result<Map> {
-    let try_timeout = o.timeout.unwrap_or(Duration::from_secs(60));
-    let req = machine::ApplyConfigurationRequest {
-        data: config.as_bytes().to_vec(),
-        mode: mode(&o.mode)? as i32,
-        dry_run: o.dry_run,
-        try_mode_timeout: Some(prost_types::Duration {
-            seconds: try_timeout.as_secs() as i64,
-            nanos: try_timeout.subsec_nanos() as i32,
-        }),
-    };
-    let r = n.with(|c| block_on(c.apply(req)))?;
-    let mut m = Map::new();
-    m.insert("mode".into(), mode_name(r.mode).into());
-    m.insert("mode_details".into(), r.mode_details.into());
-    m.insert(
-        "warnings".into(),
-        r.warnings
-            .into_iter()
-            .map(Dynamic::from)
-            .collect::<Array>()
-            .into(),
-    );
-    Ok(m)
 }
 
 /// Whether the node answers this handle now. A maintenance-mode handle also counts a node that
@@ -447,7 +415,14 @@ pub fn kubeconfig_text(n: &Node) -> Result<String> {
 pub fn register(engine: &mut Engine, session: &Session) {
     engine.register_type_with_name::<Node>("Node");
     engine.register_get("name", |n: &mut Node| n.name.clone());
-    engine.register_get("endpoint", |n: &mut Node| n.endpoint.clone());
+    engine.register_get("endpoint", |n: &mut Node| n.endpoint());
+    engine.register_get("endpoints", |n: &mut Node| {
+        n.endpoints
+            .iter()
+            .cloned()
+            .map(Dynamic::from)
+            .collect::<Array>()
+    });
     engine.register_fn("to_string", |n: &mut Node| format!("node({})", n.name));
     FuncRegistration::new("node")
         .with_comments(["/// A node reached through the project's talosconfig, at `addr`."])
@@ -456,7 +431,7 @@ pub fn register(engine: &mut Engine, session: &Session) {
             move |addr: &str| native(|| node_with(&session, addr, &NodeOpts::default()))
         });
     FuncRegistration::new("node")
-        .with_comments(["/// A node with options: `insecure` (maintenance mode), `endpoint`, `talosconfig`, `context`, `timeout` (seconds or `30s`)."])
+        .with_comments(["/// A node with options: `insecure` (maintenance mode), `endpoint`, or `endpoints` (tried in order, the first that answers), `talosconfig`, `context`, `skip_verify` (the node's certificate unchecked, the client's still presented), `timeout` (seconds or `30s`)."])
         .register_into_engine(engine, {
             let session = session.clone();
             move |addr: &str, opts: Map| native(|| node_with(&session, addr, &NodeOpts::read(&opts)?))
@@ -490,9 +465,6 @@ pub fn register(engine: &mut Engine, session: &Session) {
         .register_into_engine(engine, |n: &mut Node| {
             native(|| n.with(|c| block_on(c.bootstrap(machine::BootstrapRequest::default()))))
         });
-    FuncRegistration::new("apply")
-        .with_comments(["/// Sends a machine config (YAML text): `opts` has `mode` (auto, no-reboot, reboot, staged, try), `dry_run`, `timeout` (try-mode rollback, default 1m). Returns #{mode, mode_details, warnings}."])
-        .register_into_engine(engine, |n: &mut Node, config: &str, opts: Map| native(|| apply(n, config, &ApplyOpts::read(&opts)?)));
     FuncRegistration::new("kubeconfig")
         .with_comments(["/// The admin kubeconfig the node issues (a control plane), as text."])
         .register_into_engine(engine, |n: &mut Node| native(|| kubeconfig_text(n)));

@@ -1,6 +1,7 @@
 //! The Rhai runtime: the sandbox engine (`crate::sandbox`) plus talm's side-effecting native
 //! modules (one `api_*` file per family), and running bundled scripts with their `ARGS`.
 
+mod api_apply;
 mod api_config;
 mod api_etcd;
 mod api_inspect;
@@ -32,11 +33,16 @@ pub use session::{Session, Settings};
 /// Builds the engine under `limits`: the sandbox (stdlib, pure helpers, `fail`/`warn`) plus
 /// every native module, working in `session`.
 pub fn engine(limits: &Limits, session: &Session) -> Engine {
+    engine_with(limits, session, &api_parallel::Unchecked::default())
+}
+
+/// The engine, with the item errors of its `parallel` calls kept in `unchecked`.
+fn engine_with(limits: &Limits, session: &Session, unchecked: &api_parallel::Unchecked) -> Engine {
     let mut engine = crate::sandbox::engine(limits);
     api_config::register(&mut engine);
     api_inspect::register(&mut engine);
     api_log::register(&mut engine);
-    api_parallel::register(&mut engine);
+    api_parallel::register(&mut engine, unchecked);
     api_playbook::register(&mut engine, session);
     api_project::register(&mut engine);
     api_preset::register(&mut engine);
@@ -44,6 +50,7 @@ pub fn engine(limits: &Limits, session: &Session) -> Engine {
     api_secrets::register(&mut engine, session);
     api_stream::register(&mut engine);
     api_talos::register(&mut engine, session);
+    api_apply::register(&mut engine, session);
     // After talos: its node methods use the `Node` type name registered there.
     api_etcd::register(&mut engine, session);
     api_support::register(&mut engine, session);
@@ -78,7 +85,8 @@ pub fn run_file(
     run_source(&path.display().to_string(), &source, args, limits, session)
 }
 
-/// Compiles and runs script text; errors carry the script name, line and column.
+/// Compiles and runs script text; errors carry the script name, line and column. A script that
+/// ends while a `parallel` item error it never checked with `is_error` is left fails over it.
 pub fn run_source(
     name: &str,
     source: &str,
@@ -86,7 +94,11 @@ pub fn run_source(
     limits: &Limits,
     session: &Session,
 ) -> Result<Dynamic> {
-    crate::sandbox::run(&engine(limits, session), limits, name, source, args)
+    let unchecked = api_parallel::Unchecked::default();
+    let engine = engine_with(limits, session, &unchecked);
+    let out = crate::sandbox::run(&engine, limits, name, source, args)?;
+    unchecked.check(name)?;
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -12,6 +12,10 @@ options! {
         insecure: bool,
         /// Reach the node through this endpoint (ignored when insecure).
         endpoint: String,
+        /// Or through the first of these that answers.
+        endpoints: Vec<String>,
+        /// Do not verify the node's certificate (the client certificate is still presented).
+        skip_verify: bool,
         /// The talosconfig (default: the project's).
         talosconfig: String,
         /// Its context (default: the current one).

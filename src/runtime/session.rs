@@ -24,6 +24,9 @@ pub struct Settings {
     /// Files the command line names as outputs (absolute): where natives like `archive::zip`
     /// may write outside the project.
     pub outputs: Vec<PathBuf>,
+    /// `--skip-verify`: nodes reached through the talosconfig are not verified against its CA
+    /// (the client certificate is still presented).
+    pub skip_verify: bool,
 }
 
 /// One engine's session, shared by the natives registered on it (and the `parallel()`

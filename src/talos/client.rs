@@ -149,6 +149,7 @@ impl Client {
                 Some(super::verify::ca_verifier(ca_pem)?),
                 Some(certified(identity)?),
             ),
+            Auth::Unverified { identity } => (None, Some(certified(identity)?)),
         };
         let port = addr
             .rsplit_once(':')

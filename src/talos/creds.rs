@@ -32,11 +32,22 @@ pub enum Auth {
     Insecure,
     /// mTLS: the server is verified against `ca_pem`, the client presents `identity`.
     Mutual { ca_pem: String, identity: Identity },
+    /// `--skip-verify`: the client presents `identity`, the server's certificate is taken
+    /// without checking it against a CA (a maintenance-mode certificate is still refused).
+    Unverified { identity: Identity },
 }
 
 impl Auth {
     pub fn is_insecure(&self) -> bool {
         matches!(self, Auth::Insecure)
+    }
+
+    /// The same client certificate with the server left unverified (`--skip-verify`).
+    pub fn unverified(self) -> Auth {
+        match self {
+            Auth::Mutual { identity, .. } => Auth::Unverified { identity },
+            other => other,
+        }
     }
 }
 

@@ -12,6 +12,7 @@ pub mod duration;
 pub mod errors;
 pub mod events;
 pub mod extract;
+pub mod failover;
 pub mod humanize;
 pub mod jsonpath;
 pub mod resources;

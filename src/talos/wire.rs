@@ -119,13 +119,14 @@ pub struct Facts {
 
 impl Facts {
     /// Whether the connection may carry calls: HTTP/2, and the certificate the mode expects.
-    fn usable(&self, insecure: bool) -> bool {
-        let cert = if insecure {
-            Presented::Maintenance
-        } else {
-            Presented::Cluster
+    fn usable(&self, trust: Trust) -> bool {
+        let cert = match (trust, &self.presented) {
+            (Trust::Maintenance, p) => p == &Some(Presented::Maintenance),
+            (Trust::Ca, p) => p == &Some(Presented::Cluster),
+            // `--skip-verify`: any certificate but a maintenance node's.
+            (Trust::Any, p) => matches!(p, Some(Presented::Cluster | Presented::Other)),
         };
-        self.alpn.as_deref() == Some(H2) && self.presented.as_ref() == Some(&cert)
+        self.alpn.as_deref() == Some(H2) && cert
     }
 
     /// The connection ended after the handshake before the server said anything: a node that
@@ -190,7 +191,7 @@ impl ResolvesClientCert for ClientCert {
 pub struct Dialer {
     pub host: String,
     pub port: u16,
-    /// The talosconfig's CA; `None` in maintenance mode.
+    /// The talosconfig's CA; `None` in maintenance mode and with `--skip-verify`.
     pub ca: Option<Arc<rustls::client::WebPkiServerVerifier>>,
     /// The client certificate; `None` in maintenance mode.
     pub identity: Option<Arc<CertifiedKey>>,
@@ -238,7 +239,26 @@ fn end_of(e: &io::Error) -> End {
     }
 }
 
+/// Which server certificate a connection accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Trust {
+    /// Maintenance mode (no client certificate): a maintenance node's.
+    Maintenance,
+    /// One from the talosconfig's CA.
+    Ca,
+    /// `--skip-verify`: any but a maintenance node's.
+    Any,
+}
+
 impl Dialer {
+    fn trust(&self) -> Trust {
+        match (&self.ca, &self.identity) {
+            (Some(_), _) => Trust::Ca,
+            (None, Some(_)) => Trust::Any,
+            (None, None) => Trust::Maintenance,
+        }
+    }
+
     fn config(&self, record: &Record) -> io::Result<ClientConfig> {
         let verifier = NodeVerifier::new(self.ca.clone(), Arc::clone(record));
         let resolver = ClientCert {
@@ -283,7 +303,7 @@ impl Dialer {
             let mut f = record.lock().unwrap_or_else(|e| e.into_inner());
             f.handshake = true;
             f.alpn = alpn;
-            f.usable(self.ca.is_none())
+            f.usable(self.trust())
         };
         if !usable {
             // Nothing is sent: what is wrong is told from the record.

@@ -37,6 +37,7 @@ mod sim_node;
 mod stdlib_links;
 mod stdlib_net;
 mod support;
+mod talk;
 mod talosconfig;
 mod template;
 mod trust;
