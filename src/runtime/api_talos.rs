@@ -45,6 +45,14 @@ impl Node {
         r
     }
 
+    /// A handle to the same node without a connection yet: its next call dials.
+    pub(super) fn fresh(&self) -> Node {
+        Node {
+            conn: Arc::new(Mutex::new(None)),
+            ..self.clone()
+        }
+    }
+
     pub(super) fn client(&self) -> Result<Client> {
         let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = guard.as_ref() {
@@ -259,7 +267,7 @@ fn wait_limit(secs: i64) -> Result<Duration> {
 }
 
 /// `n.apply(config, #{mode, dry_run, timeout})`: sends a machine config.
-fn apply(n: &Node, config: &str, o: &ApplyOpts) -> Result<Map> {
+pub(super) fn apply(n: &Node, config: &str, o: &ApplyOpts) -> Result<Map> {
     let try_timeout = o.timeout.unwrap_or(Duration::from_secs(60));
     let req = machine::ApplyConfigurationRequest {
         data: config.as_bytes().to_vec(),
@@ -510,16 +518,17 @@ pub fn register(engine: &mut Engine, session: &Session) {
             })
         });
     FuncRegistration::new("reboot")
-        .with_comments(["/// Reboots the node (`opts.mode`: default or powercycle)."])
+        .with_comments(["/// Reboots the node (`opts.mode`: default, powercycle, or force: no graceful stop of pods and services)."])
         .register_into_engine(engine, |n: &mut Node, opts: Map| {
             native(|| {
                 let mode = match RebootOpts::read(&opts)?.mode.as_str() {
                     "" | "default" => machine::reboot_request::Mode::Default,
                     "powercycle" => machine::reboot_request::Mode::Powercycle,
+                    "force" => machine::reboot_request::Mode::Force,
                     other => {
                         return Err(hinted(
                             format!("unknown reboot mode {other:?} for n.reboot"),
-                            "use default or powercycle",
+                            "use default, powercycle or force",
                         ))
                     }
                 };

@@ -1,6 +1,7 @@
 //! The Rhai runtime: the sandbox engine (`crate::sandbox`) plus talm's side-effecting native
 //! modules (one `api_*` file per family), and running bundled scripts with their `ARGS`.
 
+mod api_change;
 mod api_config;
 mod api_etcd;
 mod api_inspect;
@@ -47,6 +48,7 @@ pub fn engine(limits: &Limits, session: &Session) -> Engine {
     // After talos: its node methods use the `Node` type name registered there.
     api_etcd::register(&mut engine, session);
     api_support::register(&mut engine, session);
+    api_change::register(&mut engine);
     api_yaml::register(&mut engine);
     engine
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
+use super::changes::ops::ServiceOp;
 use super::node::Node;
 use super::server::Peer;
 use crate::proto::common;
@@ -57,7 +58,17 @@ routed!(
 // --- begin: node statistics (talm dashboard) ---
 routed!(machine::SystemStat, machine::CpUsInfo, machine::LoadAvg);
 // --- end: node statistics ---
+routed!(
+    machine::ServiceStart,
+    machine::Restart,
+    machine::Rollback,
+    machine::Shutdown,
+    machine::MetaWrite,
+    machine::MetaDelete,
+    crate::proto::storage::BlockDeviceWipe
+);
 
+mod change;
 mod etcd;
 mod inspect;
 
@@ -615,4 +626,84 @@ impl machine::machine_service_server::MachineService for Svc {
         self.etcd_downgrade_cancel_(req).await
     }
     // --- end: etcd ---
+    // Changing a node (service/change.rs).
+    async fn service_start(
+        &self,
+        req: Request<machine::ServiceStartRequest>,
+    ) -> Result<Response<machine::ServiceStartResponse>, Status> {
+        let id = req.get_ref().id.clone();
+        let r = self
+            .change_service(&req, "ServiceStart", &id, ServiceOp::Start)
+            .await?;
+        let messages = r
+            .into_iter()
+            .map(|(metadata, resp)| machine::ServiceStart { metadata, resp })
+            .collect();
+        Ok(Response::new(machine::ServiceStartResponse { messages }))
+    }
+
+    async fn service_stop(
+        &self,
+        req: Request<machine::ServiceStopRequest>,
+    ) -> Result<Response<machine::ServiceStopResponse>, Status> {
+        let id = req.get_ref().id.clone();
+        let r = self
+            .change_service(&req, "ServiceStop", &id, ServiceOp::Stop)
+            .await?;
+        let messages = r
+            .into_iter()
+            .map(|(metadata, resp)| machine::ServiceStop { metadata, resp })
+            .collect();
+        Ok(Response::new(machine::ServiceStopResponse { messages }))
+    }
+
+    async fn service_restart(
+        &self,
+        req: Request<machine::ServiceRestartRequest>,
+    ) -> Result<Response<machine::ServiceRestartResponse>, Status> {
+        let id = req.get_ref().id.clone();
+        let r = self
+            .change_service(&req, "ServiceRestart", &id, ServiceOp::Restart)
+            .await?;
+        let messages = r
+            .into_iter()
+            .map(|(metadata, resp)| machine::ServiceRestart { metadata, resp })
+            .collect();
+        Ok(Response::new(machine::ServiceRestartResponse { messages }))
+    }
+
+    async fn restart(
+        &self,
+        req: Request<machine::RestartRequest>,
+    ) -> Result<Response<machine::RestartResponse>, Status> {
+        self.change_restart(req).await
+    }
+
+    async fn rollback(
+        &self,
+        req: Request<machine::RollbackRequest>,
+    ) -> Result<Response<machine::RollbackResponse>, Status> {
+        self.change_rollback(req).await
+    }
+
+    async fn shutdown(
+        &self,
+        req: Request<machine::ShutdownRequest>,
+    ) -> Result<Response<machine::ShutdownResponse>, Status> {
+        self.change_shutdown(req).await
+    }
+
+    async fn meta_write(
+        &self,
+        req: Request<machine::MetaWriteRequest>,
+    ) -> Result<Response<machine::MetaWriteResponse>, Status> {
+        self.change_meta_write(req).await
+    }
+
+    async fn meta_delete(
+        &self,
+        req: Request<machine::MetaDeleteRequest>,
+    ) -> Result<Response<machine::MetaDeleteResponse>, Status> {
+        self.change_meta_delete(req).await
+    }
 }
