@@ -182,7 +182,7 @@ fn rollback_reboot_force_and_shutdown() {
         "{}",
         o.stderr
     );
-    std::thread::sleep(std::time::Duration::from_millis(800));
+    nodes.wait_down(&ip);
     d.talm(["version", "-f", "nodes/cp.yaml"])
         .fails_with(&format!("node {ip}: connect: connection refused"));
 }
@@ -212,7 +212,7 @@ fn reset_waits_for_maintenance_or_power_off() {
         "{}",
         o.stderr
     );
-    std::thread::sleep(std::time::Duration::from_millis(800));
+    nodes.wait_down(&b);
     e.talm(["version", "-n", &b, "-i"])
         .fails_with(&format!("node {b}: connect: connection refused"));
 }
