@@ -101,9 +101,7 @@ fn part(d: &crate::sim::hardware::Disk, n: usize, size: u64, fs: &str, label: &s
 /// The volume using a device of the system disk, as Talos finds it: volumes by ID (EFI,
 /// EPHEMERAL, META, STATE), a partition by its location, the disk by the volumes' parent.
 fn volume_of(dev: &Device, st: &State) -> Option<&'static str> {
-    if st.config.is_none() {
-        return None;
-    }
+    st.config.as_ref()?;
     let system = st.installed_disk.as_deref()?;
     match &dev.parent {
         None if dev.name == system => Some("EFI"),

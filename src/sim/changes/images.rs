@@ -27,7 +27,7 @@ pub fn normalize(r: &str) -> Result<String, Status> {
     };
     let last = name.rsplit('/').next().unwrap_or(name);
     let (repo, tag) = match last.split_once(':') {
-        Some((_, t)) if t.is_empty() => return Err(bad()),
+        Some((_, "")) => return Err(bad()),
         Some((_, t)) => (&name[..name.len() - t.len() - 1], Some(t)),
         None => (name, None),
     };

@@ -101,8 +101,7 @@ impl Node {
         }
     }
 
-    fn stop_events(id: &str) -> Vec<(&'static str, String)> {
-        let _ = id;
+    fn stop_events() -> Vec<(&'static str, String)> {
         vec![("Finished", "Service finished successfully".into())]
     }
 
@@ -157,13 +156,13 @@ impl Node {
                 if !allowed(op) {
                     return Err(refuse(op));
                 }
-                self.service_events(id, Self::stop_events(id));
+                self.service_events(id, Self::stop_events());
             }
             ServiceOp::Restart => {
                 if !allowed(op) {
                     return Err(refuse(op));
                 }
-                let mut ev = Self::stop_events(id);
+                let mut ev = Self::stop_events();
                 ev.extend(Self::start_events(id));
                 self.service_events(id, ev);
             }
