@@ -493,3 +493,86 @@ fn patch_and_edit_the_machine_config() {
         .env("EDITOR", "true")
         .fails_with("only the machineconfig resource can be edited");
 }
+
+#[test]
+fn node_methods_are_documented_typed_and_publish_events() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |s| s.hardware.extensions = vec!["hello".into()]);
+    let d = configured(&nodes, &ip);
+    let api = d.talm(["help", "api"]).ok().stdout;
+    for name in [
+        "service_start",
+        "service_stop",
+        "service_restart",
+        "restart",
+        "rollback",
+        "shutdown",
+        "wait_down",
+        "wipe_disk",
+        "meta_write",
+        "meta_delete",
+        "image_pull",
+        "machine_config",
+        "patch_config",
+        "edit_text",
+    ] {
+        assert!(
+            api.lines()
+                .any(|l| l.split_whitespace().next() == Some(name)),
+            "{name} in:\n{api}"
+        );
+    }
+    d.write(
+        "typo.rhai",
+        &format!("let n = node(\"{ip}\");\nn.shutdown(#{{ forse: true }});\n"),
+    );
+    d.talm(["run", "typo.rhai"])
+        .fails_with("unknown option \"forse\" for n.shutdown");
+    d.write(
+        "typo.rhai",
+        &format!("let n = node(\"{ip}\");\nn.wipe_disk([\"vdb\"], #{{ method: \"SLOW\" }});\n"),
+    );
+    d.talm(["run", "typo.rhai"])
+        .fails_with("invalid wipe method \"SLOW\"");
+    // The methods as a playbook uses them; the dry run leaves the config as it was.
+    d.write(
+        "change.rhai",
+        &format!(
+            r#"let n = node("{ip}");
+print(n.service_stop("ext-hello"));
+n.meta_write(12, "from a playbook");
+print(n.get("meta", "0x0c").spec.value);
+let r = n.patch_config(`machine:
+  network:
+    hostname: from-playbook`, #{{ dry_run: true }});
+print(`${{r.changed}} ${{r.mode}}`);
+print(n.image_pull("busybox", #{{ namespace: "system" }}).name.sub_string(0, 32));
+"#
+        ),
+    );
+    let o = d.talm(["run", "change.rhai"]).ok();
+    assert_eq!(
+        o.stdout,
+        "Service \"ext-hello\" stopped\nfrom a playbook\ntrue no-reboot\ndocker.io/library/busybox@sha256\n"
+    );
+    let st = nodes.node(&ip).state();
+    assert!(!st.config.as_ref().unwrap().text.contains("from-playbook"));
+    drop(st);
+    // The stop was published as a service event, as `talm events` streams it.
+    let (events, _) = nodes
+        .node(&ip)
+        .events
+        .start(&talm::proto::machine::EventsRequest {
+            tail_events: -1,
+            ..Default::default()
+        })
+        .unwrap();
+    let stopped = events.iter().any(|e| {
+        e.data.type_url == "talos/runtime/machine.ServiceStateEvent"
+            && <talm::proto::machine::ServiceStateEvent as prost::Message>::decode(
+                e.data.value.as_slice(),
+            )
+            .is_ok_and(|s| s.service == "ext-hello" && s.message == "Service finished successfully")
+    });
+    assert!(stopped, "ServiceStateEvent for ext-hello");
+}
