@@ -10,7 +10,6 @@ use std::time::Duration;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use super::changes::ops::ServiceOp;
 use super::node::Node;
 use super::server::Peer;
 use crate::proto::common;
@@ -631,45 +630,21 @@ impl machine::machine_service_server::MachineService for Svc {
         &self,
         req: Request<machine::ServiceStartRequest>,
     ) -> Result<Response<machine::ServiceStartResponse>, Status> {
-        let id = req.get_ref().id.clone();
-        let r = self
-            .change_service(&req, "ServiceStart", &id, ServiceOp::Start)
-            .await?;
-        let messages = r
-            .into_iter()
-            .map(|(metadata, resp)| machine::ServiceStart { metadata, resp })
-            .collect();
-        Ok(Response::new(machine::ServiceStartResponse { messages }))
+        self.change_service_start(req).await
     }
 
     async fn service_stop(
         &self,
         req: Request<machine::ServiceStopRequest>,
     ) -> Result<Response<machine::ServiceStopResponse>, Status> {
-        let id = req.get_ref().id.clone();
-        let r = self
-            .change_service(&req, "ServiceStop", &id, ServiceOp::Stop)
-            .await?;
-        let messages = r
-            .into_iter()
-            .map(|(metadata, resp)| machine::ServiceStop { metadata, resp })
-            .collect();
-        Ok(Response::new(machine::ServiceStopResponse { messages }))
+        self.change_service_stop(req).await
     }
 
     async fn service_restart(
         &self,
         req: Request<machine::ServiceRestartRequest>,
     ) -> Result<Response<machine::ServiceRestartResponse>, Status> {
-        let id = req.get_ref().id.clone();
-        let r = self
-            .change_service(&req, "ServiceRestart", &id, ServiceOp::Restart)
-            .await?;
-        let messages = r
-            .into_iter()
-            .map(|(metadata, resp)| machine::ServiceRestart { metadata, resp })
-            .collect();
-        Ok(Response::new(machine::ServiceRestartResponse { messages }))
+        self.change_service_restart(req).await
     }
 
     async fn restart(

@@ -14,7 +14,8 @@ use crate::sim::changes::ops::ServiceOp;
 use crate::sim::inspect::{images, World};
 
 impl Svc {
-    pub(super) async fn change_service(
+    /// ServiceStart/Stop/Restart on every target: the answers with their metadata.
+    async fn change_service(
         &self,
         req: &Request<impl Sized>,
         call: &str,
@@ -31,6 +32,51 @@ impl Svc {
             })
             .await?;
         Ok(msgs.into_iter().map(|m| (m.metadata, m.resp)).collect())
+    }
+
+    pub(super) async fn change_service_start(
+        &self,
+        req: Request<machine::ServiceStartRequest>,
+    ) -> Result<Response<machine::ServiceStartResponse>, Status> {
+        let id = req.get_ref().id.clone();
+        let r = self
+            .change_service(&req, "ServiceStart", &id, ServiceOp::Start)
+            .await?;
+        let messages = r
+            .into_iter()
+            .map(|(metadata, resp)| machine::ServiceStart { metadata, resp })
+            .collect();
+        Ok(Response::new(machine::ServiceStartResponse { messages }))
+    }
+
+    pub(super) async fn change_service_stop(
+        &self,
+        req: Request<machine::ServiceStopRequest>,
+    ) -> Result<Response<machine::ServiceStopResponse>, Status> {
+        let id = req.get_ref().id.clone();
+        let r = self
+            .change_service(&req, "ServiceStop", &id, ServiceOp::Stop)
+            .await?;
+        let messages = r
+            .into_iter()
+            .map(|(metadata, resp)| machine::ServiceStop { metadata, resp })
+            .collect();
+        Ok(Response::new(machine::ServiceStopResponse { messages }))
+    }
+
+    pub(super) async fn change_service_restart(
+        &self,
+        req: Request<machine::ServiceRestartRequest>,
+    ) -> Result<Response<machine::ServiceRestartResponse>, Status> {
+        let id = req.get_ref().id.clone();
+        let r = self
+            .change_service(&req, "ServiceRestart", &id, ServiceOp::Restart)
+            .await?;
+        let messages = r
+            .into_iter()
+            .map(|(metadata, resp)| machine::ServiceRestart { metadata, resp })
+            .collect();
+        Ok(Response::new(machine::ServiceRestartResponse { messages }))
     }
 
     pub(super) async fn change_restart(
