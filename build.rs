@@ -16,6 +16,8 @@ fn compile_protos() -> Result<(), Box<dyn std::error::Error>> {
         "proto/machine/machine.proto",
         "proto/machine/events.proto",
         "proto/machine/image.proto",
+        "proto/machine/change.proto",
+        "proto/storage/storage.proto",
         "proto/time/time.proto",
         "proto/cluster/cluster.proto",
         "proto/v1alpha1/resource.proto",
@@ -24,6 +26,8 @@ fn compile_protos() -> Result<(), Box<dyn std::error::Error>> {
         "proto/resource/config/config.proto",
         "proto/resource/definitions/enums/enums.proto",
         "proto/resource/definitions/block/block.proto",
+        "proto/resource/definitions/block/volumes.proto",
+        "proto/resource/definitions/runtime/runtime.proto",
         "proto/resource/definitions/network/network.proto",
     ];
     let fds = protox::compile(files, ["proto"])?;

@@ -116,6 +116,22 @@ fn prepare(a: &mut Map, prep: Prep, root: &str) -> Result<()> {
             };
             a.insert("secrets_text".into(), Dynamic::from(text));
         }
+        Prep::ReadPatches(args) => {
+            let mut texts = rhai::Array::new();
+            for arg in args {
+                let text = match arg.strip_prefix('@') {
+                    Some(f) => crate::project::fsutil::read_text(Path::new(f)).map_err(|e| {
+                        crate::error::hinted(
+                            format!("reading patch {f}: {e:#}"),
+                            "patches are inline YAML/JSON or @FILE",
+                        )
+                    })?,
+                    None => arg,
+                };
+                texts.push(Dynamic::from(text));
+            }
+            a.insert("patch_texts".into(), Dynamic::from(texts));
+        }
     }
     Ok(())
 }

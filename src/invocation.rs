@@ -9,6 +9,7 @@ use anyhow::Result;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::cli::change::{MetaCommand, WipeCommand};
 use crate::cli::inspect::ImageCommand;
 use crate::cli::{Cli, Command, Connection, GenCommand, ProjectFlags};
 use crate::error::hinted;
@@ -66,6 +67,9 @@ pub enum Prep {
     /// A file named on the command line is read here (scripts only read inside projects)
     /// into `ARGS.secrets_text`.
     ReadSecrets(Option<String>),
+    /// Patches given as `@FILE` are read here (the others are inline) into
+    /// `ARGS.patch_texts`, in order.
+    ReadPatches(Vec<String>),
 }
 
 /// The project a command works in.
@@ -302,6 +306,25 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
         Command::Time(a) => node_command("time", args_of(&a)?, &a.node)?,
         Command::Cgroups(a) => node_command("cgroups", args_of(&a)?, &a.node)?,
         Command::Image(ImageCommand::List(a)) => node_command("image_list", args_of(&a)?, &a.node)?,
+        Command::Image(ImageCommand::Pull(a)) => node_command("image_pull", args_of(&a)?, &a.node)?,
+        Command::Restart(a) => node_command("restart", args_of(&a)?, &a.node)?,
+        Command::Rollback(n) => node_command("rollback", args_of(&n)?, &n)?,
+        Command::Shutdown(a) => node_command("shutdown", args_of(&a)?, &a.node)?,
+        Command::Wipe(WipeCommand::Disk(a)) => node_command("wipe_disk", args_of(&a)?, &a.node)?,
+        Command::Meta(MetaCommand::Write(a)) => {
+            node_command("meta", with(&a, json!({ "action": "write" }))?, &a.node)?
+        }
+        Command::Meta(MetaCommand::Delete(a)) => {
+            node_command("meta", with(&a, json!({ "action": "delete" }))?, &a.node)?
+        }
+        Command::Edit(a) => node_command("edit", args_of(&a)?, &a.node)?,
+        Command::Patch(a) => {
+            let mut inv = node_command("patch", args_of(&a)?, &a.node)?;
+            if let Action::Script { prep, .. } = &mut inv.action {
+                *prep = Prep::ReadPatches(a.patch_args());
+            }
+            inv
+        }
         Command::Dashboard(a) => {
             a.update_interval.nonzero(
                 "--update-interval",

@@ -72,6 +72,20 @@ fn commands_map_to_scripts() {
         (&["discover"], "discover"),
         (&["scan", "10.0.0.0/24"], "scan"),
         (&["support", "-n", "10.0.0.1"], "support"),
+        (&["service", "kubelet", "restart"], "service"),
+        (&["restart", "apid"], "restart"),
+        (&["restart", "-k", "kube-system/x:y:z"], "restart"),
+        (&["rollback"], "rollback"),
+        (&["shutdown", "--force"], "shutdown"),
+        (&["reboot", "--mode", "force"], "reboot"),
+        (&["reset", "--wait"], "reset"),
+        (&["wipe", "disk", "sdb", "--method", "ZEROES"], "wipe_disk"),
+        (&["meta", "write", "0x0c", "v"], "meta"),
+        (&["meta", "delete", "12"], "meta"),
+        (&["image", "pull", "nginx"], "image_pull"),
+        (&["images", "p", "nginx"], "image_pull"),
+        (&["edit", "machineconfig"], "edit"),
+        (&["patch", "mc", "-p", "@p.yaml"], "patch"),
     ];
     for (argv, want) in table {
         assert_eq!(script_of(argv).0, *want, "{argv:?}");
@@ -270,5 +284,32 @@ fn support_may_write_only_its_output() {
             .unwrap()
             .outputs,
         Vec::<String>::new()
+    );
+}
+
+#[test]
+fn patch_files_are_read_by_dispatch_in_order() {
+    let i = inv(&[
+        "patch",
+        "mc",
+        "-p",
+        "{}",
+        "--patch-file",
+        "p.yaml",
+        "-p",
+        "@q.yaml",
+    ])
+    .unwrap();
+    let Action::Script { prep, .. } = i.action else {
+        panic!("{:?}", i.action)
+    };
+    assert_eq!(
+        prep,
+        Prep::ReadPatches(vec!["{}".into(), "@q.yaml".into(), "@p.yaml".into()])
+    );
+    let e = inv(&["wipe", "disk", "sdb", "--method", "fast"]).unwrap_err();
+    assert!(
+        e.to_string().contains("invalid wipe method \"fast\""),
+        "{e}"
     );
 }

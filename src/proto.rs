@@ -15,6 +15,11 @@ pub mod cluster {
     tonic::include_proto!("cluster");
 }
 
+/// The `storage` package: StorageService (BlockDeviceWipe).
+pub mod storage {
+    tonic::include_proto!("storage");
+}
+
 /// The `time` package: TimeService.
 pub mod time {
     tonic::include_proto!("time");
@@ -43,6 +48,10 @@ pub mod talos {
             /// Disks and the system disk.
             pub mod block {
                 tonic::include_proto!("talos.resource.definitions.block");
+            }
+            /// META keys.
+            pub mod runtime {
+                tonic::include_proto!("talos.resource.definitions.runtime");
             }
             /// Links, addresses, routes, hostname, node addresses, resolvers.
             pub mod network {

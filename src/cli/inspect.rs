@@ -236,8 +236,8 @@ pub struct ServiceArgs {
     /// A service (all of them when left out)
     #[arg(default_value = "")]
     pub id: String,
-    /// `status` (the default when an ID is given)
-    #[arg(default_value = "", value_parser = ["", "status"])]
+    /// `status` (the default when an ID is given), `start`, `stop` or `restart`
+    #[arg(default_value = "", value_parser = ["", "status", "start", "stop", "restart"])]
     pub action: String,
     /// Output format
     #[arg(short = 'o', long, default_value = "table")]
@@ -252,6 +252,9 @@ pub enum ImageCommand {
     /// The images of a containerd namespace on nodes
     #[command(visible_aliases = ["l", "ls"])]
     List(ImageListArgs),
+    /// Pull an image into the containerd of nodes
+    #[command(visible_alias = "p")]
+    Pull(super::change::ImagePullArgs),
 }
 
 #[derive(Debug, Args, Serialize)]

@@ -3,6 +3,7 @@
 //! connection flags, project commands `--root`, and the simulator neither.
 
 mod carry;
+pub mod change;
 pub mod cluster;
 mod common;
 pub mod inspect;
@@ -72,6 +73,22 @@ pub enum Command {
     Reboot(RebootArgs),
     /// Reset nodes (wipes STATE and EPHEMERAL, keeps META unless told otherwise)
     Reset(ResetArgs),
+    /// Restart a container of nodes (its service or the kubelet starts it again)
+    Restart(change::RestartArgs),
+    /// Boot nodes into their previous Talos (the other boot entry)
+    Rollback(NodeArgs),
+    /// Power nodes off
+    Shutdown(change::ShutdownArgs),
+    /// Wipe block devices of nodes
+    #[command(subcommand)]
+    Wipe(change::WipeCommand),
+    /// Write or delete META tags of nodes
+    #[command(subcommand)]
+    Meta(change::MetaCommand),
+    /// Edit the machine config of nodes in $EDITOR and apply it
+    Edit(change::EditArgs),
+    /// Patch the machine config of nodes (strategic merge or JSON6902) and apply it
+    Patch(change::PatchArgs),
     /// The whole bring-up guide against three simulated nodes in this process, by playbook
     Demo {
         /// Folder for the new project (default: a fresh temporary folder)

@@ -76,6 +76,12 @@ pub struct ResetArgs {
     /// User disks to wipe
     #[arg(long, value_delimiter = ',', value_name = "DISKS")]
     pub user_disks_to_wipe: Vec<String>,
+    /// Wait until the reset is done: the node is down, or with --reboot back in maintenance mode
+    #[arg(long)]
+    pub wait: bool,
+    /// How long to wait with --wait
+    #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = GoDuration::parse)]
+    pub timeout: GoDuration,
 }
 
 #[derive(Debug, Args, Serialize)]

@@ -58,6 +58,8 @@ pub enum ApplyMode {
 pub enum RebootMode {
     Default,
     Powercycle,
+    /// Only the reboot itself: no pod stop, no graceful service stop, no unmounting.
+    Force,
 }
 
 /// `reset --wipe-mode`.

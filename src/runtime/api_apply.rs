@@ -44,7 +44,7 @@ fn mode_name(m: i32) -> &'static str {
 }
 
 /// `n.apply(config, #{mode, dry_run, timeout})`: sends a machine config.
-fn apply(n: &Node, config: &str, o: &ApplyOpts) -> Result<Map> {
+pub(super) fn apply(n: &Node, config: &str, o: &ApplyOpts) -> Result<Map> {
     let try_timeout = o.timeout.unwrap_or(Duration::from_secs(60));
     let req = machine::ApplyConfigurationRequest {
         data: config.as_bytes().to_vec(),

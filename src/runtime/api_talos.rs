@@ -46,6 +46,14 @@ impl Node {
         r
     }
 
+    /// A handle to the same node without a connection yet: its next call dials.
+    pub(super) fn fresh(&self) -> Node {
+        Node {
+            conn: Arc::new(Mutex::new(None)),
+            ..self.clone()
+        }
+    }
+
     pub(super) fn client(&self) -> Result<Client> {
         let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = guard.as_ref() {
@@ -482,16 +490,17 @@ pub fn register(engine: &mut Engine, session: &Session) {
             })
         });
     FuncRegistration::new("reboot")
-        .with_comments(["/// Reboots the node (`opts.mode`: default or powercycle)."])
+        .with_comments(["/// Reboots the node (`opts.mode`: default, powercycle, or force: no graceful stop of pods and services)."])
         .register_into_engine(engine, |n: &mut Node, opts: Map| {
             native(|| {
                 let mode = match RebootOpts::read(&opts)?.mode.as_str() {
                     "" | "default" => machine::reboot_request::Mode::Default,
                     "powercycle" => machine::reboot_request::Mode::Powercycle,
+                    "force" => machine::reboot_request::Mode::Force,
                     other => {
                         return Err(hinted(
                             format!("unknown reboot mode {other:?} for n.reboot"),
-                            "use default or powercycle",
+                            "use default, powercycle or force",
                         ))
                     }
                 };

@@ -2,6 +2,7 @@
 //! modules (one `api_*` file per family), and running bundled scripts with their `ARGS`.
 
 mod api_apply;
+mod api_change;
 mod api_config;
 mod api_etcd;
 mod api_inspect;
@@ -54,6 +55,7 @@ fn engine_with(limits: &Limits, session: &Session, unchecked: &api_parallel::Unc
     // After talos: its node methods use the `Node` type name registered there.
     api_etcd::register(&mut engine, session);
     api_support::register(&mut engine, session);
+    api_change::register(&mut engine);
     api_yaml::register(&mut engine);
     engine
 }

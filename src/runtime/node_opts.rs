@@ -62,7 +62,7 @@ options! {
 options! {
     /// `n.reboot(#{...})`.
     pub struct RebootOpts for "n.reboot" {
-        /// default or powercycle.
+        /// default, powercycle or force.
         mode: String,
     }
 }

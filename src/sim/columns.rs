@@ -41,6 +41,14 @@ pub fn of(ty: &str) -> &'static [(&'static str, &'static str)] {
             ("Search Domains", "{.searchDomains}"),
         ],
         "MachineTypes.config.talos.dev" => &[("Type", "{@}")],
+        "DiscoveredVolumes.block.talos.dev" => &[
+            ("Type", "{.type}"),
+            ("Size", "{.pretty_size}"),
+            ("Discovered", "{.name}"),
+            ("Label", "{.label}"),
+            ("PartitionLabel", "{.partition_label}"),
+        ],
+        "MetaKeys.runtime.talos.dev" => &[("Value", "{.value}")],
         "ResourceDefinitions.meta.cosi.dev" => &[("Aliases", "{.aliases[:]}")],
         _ => &[],
     }

@@ -113,6 +113,20 @@ pub const DEFS: &[Def] = &[
         true,
     ),
     def(
+        super::changes::disks::TYPE,
+        "DiscoveredVolume",
+        "runtime",
+        &[],
+        false,
+    ),
+    def(
+        super::changes::meta::TYPE,
+        "MetaKey",
+        "runtime",
+        &["meta"],
+        false,
+    ),
+    def(
         "ResourceDefinitions.meta.cosi.dev",
         "ResourceDefinition",
         "meta",
@@ -243,6 +257,8 @@ pub fn all(hw: &Hardware, st: &State) -> Vec<Res> {
         ));
     }
     disks(hw, &mut out);
+    out.extend(super::changes::disks::resources(hw, st));
+    out.extend(super::changes::meta::resources(st));
     network(hw, st, &mut out);
     if let Some(disk) = st.system_disk() {
         out.push(res(

@@ -29,6 +29,10 @@ pub struct Disk {
     pub readonly: bool,
     #[serde(default)]
     pub cdrom: bool,
+    /// File systems of the partitions already on it (a disk used before), in order; "" for a
+    /// partition without one.
+    #[serde(default)]
+    pub partitions: Vec<String>,
 }
 
 /// One network link with its addresses (CIDR).
@@ -80,6 +84,9 @@ pub struct Hardware {
     /// `metal` (default) or `container`.
     #[serde(default = "metal")]
     pub platform: String,
+    /// System extensions with a service (`ext-<name>` once configured).
+    #[serde(default)]
+    pub extensions: Vec<String>,
 }
 
 fn metal() -> String {
@@ -119,6 +126,7 @@ impl Hardware {
                 rotational: false,
                 readonly: false,
                 cdrom: false,
+                partitions: Vec::new(),
             }],
             links: vec![Link {
                 name: "eth0".into(),
@@ -133,6 +141,7 @@ impl Hardware {
             resolvers: vec!["1.1.1.1".into(), "8.8.8.8".into()],
             hostname: String::new(),
             platform: metal(),
+            extensions: Vec::new(),
         }
     }
 

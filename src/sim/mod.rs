@@ -4,6 +4,7 @@
 
 pub mod apply;
 pub mod certs;
+pub mod changes;
 pub mod clientconfig;
 pub mod cluster_health;
 pub mod columns;

@@ -63,7 +63,7 @@ fn machine_id(spec: &NodeSpec) -> [u8; 3] {
 }
 
 /// A random UUID v4 (actor IDs).
-fn uuid() -> String {
+pub(super) fn uuid() -> String {
     let mut b = crate::secrets::pki::random_bytes::<16>();
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
@@ -521,6 +521,8 @@ impl Node {
         st.reset_pending = true;
         st.last_reset = Some(req.clone());
         st.rebooting = true;
+        // Without `reboot` the reset sequence ends by powering the machine off.
+        st.changes.powered_off = !req.reboot;
         drop(st);
         let actor_id = uuid();
         self.journal

@@ -379,7 +379,9 @@ pub fn encode(ty: &str, spec: &Value) -> Vec<u8> {
             description: text(spec, "description"),
         }
         .encode_to_vec(),
-        _ => Vec::new(),
+        _ => super::changes::disks::proto_spec(ty, spec)
+            .or_else(|| super::changes::meta::proto_spec(ty, spec))
+            .unwrap_or_default(),
     }
 }
 

@@ -24,6 +24,7 @@ use crate::proto::cluster::cluster_service_server::ClusterServiceServer;
 use crate::proto::cosi::resource::state_server::StateServer;
 use crate::proto::machine::image_service_server::ImageServiceServer;
 use crate::proto::machine::machine_service_server::MachineServiceServer;
+use crate::proto::storage::storage_service_server::StorageServiceServer;
 use crate::proto::time::time_service_server::TimeServiceServer;
 
 /// Who is on the other end of a connection.
@@ -187,6 +188,7 @@ async fn serve_boot(
         .add_service(TimeServiceServer::new(svc.clone()))
         .add_service(ClusterServiceServer::new(svc.clone()))
         .add_service(ImageServiceServer::new(svc.clone()))
+        .add_service(StorageServiceServer::new(svc.clone()))
         .add_service(
             StateServer::new(svc)
                 .max_decoding_message_size(usize::MAX)
@@ -262,6 +264,11 @@ pub async fn run(node: Arc<Node>, registry: Arc<Registry>) {
         first = false;
         node.up.send_replace(0);
         if node.stop.is_cancelled() {
+            break;
+        }
+        if node.state().changes.powered_off {
+            // Shut down: nothing brings a powered-off machine back but the simulator's end.
+            node.stop.cancelled().await;
             break;
         }
         tokio::select! {

@@ -57,7 +57,17 @@ routed!(
 // --- begin: node statistics (talm dashboard) ---
 routed!(machine::SystemStat, machine::CpUsInfo, machine::LoadAvg);
 // --- end: node statistics ---
+routed!(
+    machine::ServiceStart,
+    machine::Restart,
+    machine::Rollback,
+    machine::Shutdown,
+    machine::MetaWrite,
+    machine::MetaDelete,
+    crate::proto::storage::BlockDeviceWipe
+);
 
+mod change;
 mod etcd;
 mod inspect;
 
@@ -615,4 +625,60 @@ impl machine::machine_service_server::MachineService for Svc {
         self.etcd_downgrade_cancel_(req).await
     }
     // --- end: etcd ---
+    // Changing a node (service/change.rs).
+    async fn service_start(
+        &self,
+        req: Request<machine::ServiceStartRequest>,
+    ) -> Result<Response<machine::ServiceStartResponse>, Status> {
+        self.change_service_start(req).await
+    }
+
+    async fn service_stop(
+        &self,
+        req: Request<machine::ServiceStopRequest>,
+    ) -> Result<Response<machine::ServiceStopResponse>, Status> {
+        self.change_service_stop(req).await
+    }
+
+    async fn service_restart(
+        &self,
+        req: Request<machine::ServiceRestartRequest>,
+    ) -> Result<Response<machine::ServiceRestartResponse>, Status> {
+        self.change_service_restart(req).await
+    }
+
+    async fn restart(
+        &self,
+        req: Request<machine::RestartRequest>,
+    ) -> Result<Response<machine::RestartResponse>, Status> {
+        self.change_restart(req).await
+    }
+
+    async fn rollback(
+        &self,
+        req: Request<machine::RollbackRequest>,
+    ) -> Result<Response<machine::RollbackResponse>, Status> {
+        self.change_rollback(req).await
+    }
+
+    async fn shutdown(
+        &self,
+        req: Request<machine::ShutdownRequest>,
+    ) -> Result<Response<machine::ShutdownResponse>, Status> {
+        self.change_shutdown(req).await
+    }
+
+    async fn meta_write(
+        &self,
+        req: Request<machine::MetaWriteRequest>,
+    ) -> Result<Response<machine::MetaWriteResponse>, Status> {
+        self.change_meta_write(req).await
+    }
+
+    async fn meta_delete(
+        &self,
+        req: Request<machine::MetaDeleteRequest>,
+    ) -> Result<Response<machine::MetaDeleteResponse>, Status> {
+        self.change_meta_delete(req).await
+    }
 }

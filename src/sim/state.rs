@@ -181,6 +181,8 @@ pub struct State {
     pub started: i64,
     /// When the current boot began (Unix seconds): uptime and the CPU counters start here.
     pub booted: i64,
+    /// What API calls changed (services, META, disks, images, boot entries, power).
+    pub changes: super::changes::Changes,
 }
 
 impl State {
@@ -205,6 +207,7 @@ impl State {
             node_id: node_id.to_string(),
             started: now,
             booted: now,
+            changes: Default::default(),
         }
     }
 
@@ -248,7 +251,9 @@ impl State {
         self.rebooting = false;
         self.try_rollback = None;
         self.etcd_down = None;
+        self.changes.boot();
         if self.reset_pending {
+            self.changes.reset(self.last_reset.as_ref());
             self.etcd = None;
             self.etcd_recovery = None;
             self.reset_pending = false;
@@ -261,7 +266,9 @@ impl State {
             self.set_config(Some(staged));
         }
         if let Some(v) = self.pending_version.take() {
-            self.version = v;
+            if v != self.version {
+                self.changes.previous_version = Some(std::mem::replace(&mut self.version, v));
+            }
         }
     }
 }

@@ -60,9 +60,11 @@ pub fn host(endpoint: &str) -> String {
 
 pub use super::verify::MAINTENANCE_CN;
 
+mod change;
 mod etcd;
 mod inspect;
 
+pub use change::{PullUpdate, ServiceAction};
 pub use etcd::Downgrade as EtcdDowngrade;
 
 /// The client certificate and key as rustls signs with them.

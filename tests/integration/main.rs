@@ -9,6 +9,7 @@
 mod common;
 
 mod apply;
+mod change_nodes;
 mod config_generate;
 mod config_patch;
 mod config_schema;

@@ -334,7 +334,7 @@ fn list_honours_id_and_label_queries() {
             })
             .collect()
     };
-    assert_eq!(list(vec![], "").len(), 12);
+    assert_eq!(list(vec![], "").len(), 14);
     assert_eq!(
         list(vec![], "^(link|route)"),
         ["linkstatuses", "routestatuses"]
@@ -349,10 +349,10 @@ fn list_honours_id_and_label_queries() {
     );
     let mut not = term("tier", Exists, &[]);
     not.invert = true;
-    assert_eq!(list(vec![query(vec![not])], "").len(), 9);
+    assert_eq!(list(vec![query(vec![not])], "").len(), 11);
     assert_eq!(
         list(vec![query(vec![term("tier", NotExists, &[])])], "").len(),
-        9
+        11
     );
     assert_eq!(
         list(vec![query(vec![term("tier", In, &["1", "10"])])], ""),
@@ -459,8 +459,10 @@ fn every_resource_carries_its_proto_spec() {
     let gw: std::net::Ipv4Addr = lan.host(1).parse().unwrap();
     h.install_control_plane(&h.addr);
     let c = h.connect(&h.addr, admin()).unwrap();
+    // A META tag, so MetaKeys has a resource to carry a spec.
+    on(c.meta_write(0x0c, b"tag".to_vec())).unwrap();
     let defs = on(c.list("meta", RDS)).unwrap();
-    assert_eq!(defs.len(), 12);
+    assert_eq!(defs.len(), 14);
     for d in &defs {
         let spec = d.spec.as_ref().unwrap();
         let rd = cosi::meta::ResourceDefinitionSpec::decode(spec.proto_spec.as_slice()).unwrap();

@@ -38,9 +38,11 @@ macro_rules! hosted {
 hosted!(common::Data, machine::FileInfo, machine::DiskUsageInfo);
 
 const READERS: [&str; 3] = ["os:admin", "os:operator", "os:reader"];
+/// Who may change services, containers and images.
+pub(super) const OPERATORS: [&str; 2] = ["os:admin", "os:operator"];
 
 /// Any of `allowed` among `roles`, else Talos's denial.
-fn allow(roles: &[String], allowed: &[&str]) -> Result<(), Status> {
+pub(super) fn allow(roles: &[String], allowed: &[&str]) -> Result<(), Status> {
     if roles.iter().any(|r| allowed.contains(&r.as_str())) {
         Ok(())
     } else {
@@ -49,7 +51,7 @@ fn allow(roles: &[String], allowed: &[&str]) -> Result<(), Status> {
 }
 
 /// The CRI's socket is not there until the `cri` service runs.
-fn cri_down(prefix: &str) -> Status {
+pub(super) fn cri_down(prefix: &str) -> Status {
     Status::unavailable(format!(
         "{prefix}connection error: desc = \"transport: Error while dialing: dial unix /run/containerd/containerd.sock: connect: no such file or directory\""
     ))
@@ -67,7 +69,7 @@ fn chunks(bytes: &[u8]) -> Vec<common::Data> {
 }
 
 /// A container and, when it runs, its metrics (memory bytes, CPU nanoseconds).
-type Listed = (machine::ContainerInfo, Option<(u64, u64)>);
+pub(super) type Listed = (machine::ContainerInfo, Option<(u64, u64)>);
 
 /// Which containers a Containers/Stats request asks for.
 enum Inventory {
@@ -143,7 +145,7 @@ fn pod_entries(pod: &Pod, load: &Workload) -> Vec<Listed> {
 }
 
 /// Every container of the inventory, with its metrics (memory bytes, CPU nanoseconds).
-fn containers(n: &Node, namespace: &str, driver: i32) -> Result<Vec<Listed>, Status> {
+pub(super) fn containers(n: &Node, namespace: &str, driver: i32) -> Result<Vec<Listed>, Status> {
     let w = World::of(n);
     let inv = inventory(&w, namespace, driver)?;
     let load = Workload::of(&w);
@@ -378,7 +380,17 @@ impl Svc {
                 let w = World::of(n);
                 Ok(machine::ServiceList {
                     metadata: None,
-                    services: services::list(&w, &Workload::of(&w)),
+                    services: {
+                        let mut list = services::list(&w, &Workload::of(&w));
+                        let st = n.state();
+                        if st.config.is_some() {
+                            list.extend(crate::sim::changes::extension_services(
+                                &n.spec.hardware.extensions,
+                                w.boot,
+                            ));
+                        }
+                        crate::sim::changes::overlay(list, &st.changes)
+                    },
                 })
             })
             .await?;
@@ -542,6 +554,14 @@ impl timeapi::time_service_server::TimeService for Svc {
 #[tonic::async_trait]
 impl machine::image_service_server::ImageService for Svc {
     type ListStream = Stream_<machine::ImageServiceListResponse>;
+    type PullStream = Stream_<machine::ImageServicePullResponse>;
+
+    async fn pull(
+        &self,
+        req: Request<machine::ImageServicePullRequest>,
+    ) -> Result<Response<Self::PullStream>, Status> {
+        self.change_pull(req).await
+    }
 
     async fn list(
         &self,
@@ -560,7 +580,8 @@ impl machine::image_service_server::ImageService for Svc {
         if store != images::Store::InMem && !w.running("cri") {
             return Err(cri_down("error connecting to containerd: "));
         }
-        let items = images::list(&w, store)
+        let listed = images::list(&w, store);
+        let items = crate::sim::changes::images::with_pulled(listed, store, &node.state().changes)
             .into_iter()
             .map(|i| machine::ImageServiceListResponse {
                 name: i.name,

@@ -136,6 +136,19 @@ impl Nodes {
         });
     }
 
+    /// Waits until the node at `addr` is down and stays so (a shutdown, a reset without reboot).
+    pub fn wait_down(&self, addr: &str) {
+        let node = Arc::clone(self.node(addr));
+        talm::talos::block_on(async move {
+            let mut rx = node.up.subscribe();
+            tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|b| *b == 0))
+                .await
+                .unwrap()
+                .unwrap();
+        });
+        assert!(self.node(addr).state().changes.powered_off, "powered off");
+    }
+
     pub fn connect(&self, addr: &str, auth: Auth) -> anyhow::Result<Client> {
         talm::talos::block_on(Client::connect(addr, None, &opts(auth)))
     }

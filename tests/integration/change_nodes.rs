@@ -1,0 +1,578 @@
+//! Changing nodes through the real binary against simulated nodes, each change seen through
+//! another command: service start/stop/restart and container restarts (service, logs), rollback
+//! after an upgrade (version), shutdown and force reboot, reset --wait, disk wipes (get
+//! discoveredvolumes; the system disk refused), META (get metakeys), image pulls (image list),
+//! patch (dry run and real) and edit (with EDITOR set to a script) of the machine config.
+
+use crate::common::sim::{mutual, template_node, Nodes};
+use crate::common::{net, Dir};
+use talm::talos::client::ServiceAction;
+
+/// A generic project with `ip` configured as its control plane (`nodes/cp.yaml`).
+fn configured(nodes: &Nodes, ip: &str) -> Dir {
+    let d = Dir::project("generic");
+    d.write("nodes/cp.yaml", &template_node(&d, ip));
+    let boots = nodes.boots(ip);
+    d.talm(["apply", "-f", "nodes/cp.yaml", "-i"]).ok();
+    nodes.wait_reboot(ip, boots);
+    d
+}
+
+/// A two-column table as the tabwriter prints it (padding 3).
+fn table2(rows: &[(&str, &str)]) -> String {
+    let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0) + 3;
+    rows.iter().map(|(a, b)| format!("{a:<w$}{b}\n")).collect()
+}
+
+/// The words of the line of `text` whose first words are `start`.
+fn row<'a>(text: &'a str, start: &[&str]) -> Option<Vec<&'a str>> {
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|w| w.len() >= start.len() && w[..start.len()] == *start)
+}
+
+#[test]
+fn services_start_stop_restart_and_containers_restart() {
+    let [ip, fresh] = net::addrs();
+    let nodes = Nodes::start(&[&ip], |s| s.hardware.extensions = vec!["hello".into()]);
+    let d = configured(&nodes, &ip);
+    let f = ["-f", "nodes/cp.yaml"];
+    let svc = |args: &[&str]| {
+        let mut a = vec!["service"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&f);
+        d.talm(a)
+    };
+
+    let list = svc(&[]).ok().stdout;
+    assert_eq!(
+        row(&list, &[&ip, "ext-hello"]).unwrap()[2],
+        "Running",
+        "{list}"
+    );
+    let o = svc(&["ext-hello", "stop"]).ok();
+    assert_eq!(
+        o.stdout,
+        table2(&[("NODE", "RESPONSE"), (&ip, "Service \"ext-hello\" stopped")])
+    );
+    let list = svc(&[]).ok().stdout;
+    let r = row(&list, &[&ip, "ext-hello"]).unwrap();
+    assert_eq!(r[2], "Finished", "{list}");
+    assert_eq!(r.last(), Some(&"successfully"), "{list}");
+    let status = svc(&["ext-hello"]).ok().stdout;
+    assert!(row(&status, &["STATE", "Finished"]).is_some(), "{status}");
+    assert!(
+        status.contains("[Finished]: Service finished successfully ("),
+        "{status}"
+    );
+    // Stopping a stopped service, starting a running one: left as they are.
+    svc(&["ext-hello", "stop"]).ok();
+    let o = svc(&["ext-hello", "start"]).ok();
+    assert!(
+        o.stdout.contains("Service \"ext-hello\" started"),
+        "{}",
+        o.stdout
+    );
+    let list = svc(&[]).ok().stdout;
+    assert_eq!(
+        row(&list, &[&ip, "ext-hello"]).unwrap()[2],
+        "Running",
+        "{list}"
+    );
+    svc(&["apid", "start"]).ok();
+    let machined = d
+        .talm(["logs", "machined", "-f", "nodes/cp.yaml"])
+        .ok()
+        .stdout;
+    assert!(
+        machined.contains("service[ext-hello](Finished): Service finished successfully"),
+        "{machined}"
+    );
+
+    // Talos's permissions: kubelet restarts but does not stop; core services neither.
+    svc(&["kubelet", "stop"]).fails_with(&format!(
+        "error starting service: node {ip}: ServiceStop: rpc error: code = Unknown desc = service \"kubelet\" doesn't support stop operation via API"
+    ));
+    svc(&["apid", "restart"])
+        .fails_with("service \"apid\" doesn't support restart operation via API");
+    svc(&["nosuch", "start"]).fails_with("service \"nosuch\" not defined");
+    svc(&["kubelet", "restart"]).ok();
+    let status = svc(&["kubelet"]).ok().stdout;
+    let events: Vec<&str> = status.lines().filter(|l| l.contains("]: ")).collect();
+    assert!(
+        events[0].contains("[Running]: Started task kubelet (PID "),
+        "{status}"
+    );
+    assert!(
+        events[3].contains("[Finished]: Service finished successfully"),
+        "{status}"
+    );
+
+    // A container restart: the service shows the exit and the new task.
+    let o = d.talm(["restart", "apid", "-f", "nodes/cp.yaml"]).ok();
+    assert_eq!(o.stdout, "");
+    let status = svc(&["apid"]).ok().stdout;
+    assert!(
+        status.contains("[Waiting]: Error running Containerd"),
+        "{status}"
+    );
+    assert!(row(&status, &["STATE", "Running"]).is_some(), "{status}");
+    d.talm(["restart", "nosuch", "-f", "nodes/cp.yaml"]).fails_with(&format!(
+        "error restarting process: node {ip}: Restart: rpc error: code = Unknown desc = container \"nosuch\" not found"
+    ));
+
+    // Roles: readers may not, operators may; maintenance mode makes everyone a reader.
+    let reader = nodes.connect(&ip, mutual(&["os:reader"])).unwrap();
+    let e =
+        talm::talos::block_on(reader.service_action("ext-hello", ServiceAction::Stop)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!("node {ip}: ServiceStop: not authorized")
+    );
+    let operator = nodes.connect(&ip, mutual(&["os:operator"])).unwrap();
+    let said = talm::talos::block_on(operator.service_action("ext-hello", ServiceAction::Restart))
+        .unwrap();
+    assert_eq!(said, "Service \"ext-hello\" restarted");
+    let _m = Nodes::start(&[&fresh], |_| {});
+    d.talm(["service", "apid", "restart", "-n", &fresh, "-i"])
+        .fails_with(&format!("node {fresh}: ServiceRestart: not authorized"));
+}
+
+#[test]
+fn rollback_reboot_force_and_shutdown() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = configured(&nodes, &ip);
+    let before = nodes.node(&ip).state().version.clone();
+    d.talm(["rollback", "-f", "nodes/cp.yaml"]).fails_with(&format!(
+        "error executing rollback: node {ip}: Rollback: rpc error: code = Unknown desc = previous UKI not found"
+    ));
+    d.talm([
+        "upgrade",
+        "-f",
+        "nodes/cp.yaml",
+        "--image",
+        "ghcr.io/siderolabs/installer:v1.13.9",
+    ])
+    .ok();
+    assert_eq!(nodes.node(&ip).state().version, "v1.13.9");
+    let boots = nodes.boots(&ip);
+    let o = d.talm(["rollback", "-f", "nodes/cp.yaml"]).ok();
+    assert_eq!(o.stdout, "");
+    nodes.wait_reboot(&ip, boots);
+    assert_eq!(nodes.node(&ip).state().version, before);
+    let v = d.talm(["version", "-f", "nodes/cp.yaml"]).ok().stdout;
+    assert!(v.contains(&format!("Tag:         {before}")), "{v}");
+
+    let boots = nodes.boots(&ip);
+    let o = d
+        .talm(["reboot", "-f", "nodes/cp.yaml", "--mode", "force", "--wait"])
+        .ok();
+    assert!(o.stderr.contains(&format!("{ip}: back")), "{}", o.stderr);
+    assert!(nodes.boots(&ip) > boots);
+
+    let o = d.talm(["shutdown", "-f", "nodes/cp.yaml", "--wait"]).ok();
+    assert!(
+        o.stderr.contains(&format!("\"{ip}\": powered off")),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains(&format!("\"{ip}\": actor ID: ")),
+        "{}",
+        o.stderr
+    );
+    nodes.wait_down(&ip);
+    d.talm(["version", "-f", "nodes/cp.yaml"])
+        .fails_with(&format!("node {ip}: connect: connection refused"));
+}
+
+#[test]
+fn reset_waits_for_maintenance_or_power_off() {
+    let [a, b] = net::addrs();
+    let nodes = Nodes::start(&[&a, &b], |_| {});
+    let d = configured(&nodes, &a);
+    let o = d
+        .talm(["reset", "-f", "nodes/cp.yaml", "--reboot", "--wait"])
+        .ok();
+    assert!(
+        o.stderr.contains(&format!("{a}: back in maintenance mode")),
+        "{}",
+        o.stderr
+    );
+    assert!(nodes.node(&a).state().in_maintenance());
+    let e = Dir::project("generic");
+    e.write("nodes/cp.yaml", &template_node(&e, &b));
+    let boots = nodes.boots(&b);
+    e.talm(["apply", "-f", "nodes/cp.yaml", "-i"]).ok();
+    nodes.wait_reboot(&b, boots);
+    let o = e.talm(["reset", "-f", "nodes/cp.yaml", "--wait"]).ok();
+    assert!(
+        o.stderr.contains(&format!("{b}: reset done, powered off")),
+        "{}",
+        o.stderr
+    );
+    nodes.wait_down(&b);
+    e.talm(["version", "-n", &b, "-i"])
+        .fails_with(&format!("node {b}: connect: connection refused"));
+}
+
+#[test]
+fn wipe_disk_refuses_volumes_and_changes_the_disk() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |s| {
+        let base = s.hardware.disks[0].clone();
+        let mut data = talm::sim::hardware::Disk {
+            name: "vdb".into(),
+            size: 10_000_000_000,
+            transport: "virtio".into(),
+            partitions: vec!["xfs".into(), "ext4".into()],
+            ..base.clone()
+        };
+        data.wwid = String::new();
+        data.serial = String::new();
+        let ro = talm::sim::hardware::Disk {
+            name: "vdc".into(),
+            readonly: true,
+            partitions: vec![],
+            ..data.clone()
+        };
+        s.hardware.disks.extend([data, ro]);
+    });
+    let d = configured(&nodes, &ip);
+    let system = nodes.node(&ip).state().installed_disk.clone().unwrap();
+    assert_eq!(system, "nvme0n1");
+    let wipe = |args: &[&str]| {
+        let mut a = vec!["wipe", "disk"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["-f", "nodes/cp.yaml"]);
+        d.talm(a)
+    };
+    let dv = || {
+        d.talm(["get", "discoveredvolumes", "-f", "nodes/cp.yaml"])
+            .ok()
+            .stdout
+    };
+    let before = dv();
+    assert!(
+        row(&before, &[&ip, "runtime", "DiscoveredVolume", "vdb1"]).is_some(),
+        "{before}"
+    );
+    let vdb2 = row(&before, &[&ip, "runtime", "DiscoveredVolume", "vdb2"]).unwrap();
+    assert_eq!(vdb2[5..], ["partition", "5.0", "GB", "ext4"], "{before}");
+
+    wipe(&["nvme0n1"]).fails_with(&format!(
+        "node {ip}: BlockDeviceWipe: rpc error: code = FailedPrecondition desc = blockdevice \"nvme0n1\" is in use by volume \"EFI\""
+    ));
+    wipe(&["nvme0n1p4"]).fails_with("blockdevice \"nvme0n1p4\" is in use by volume \"EPHEMERAL\"");
+    wipe(&["nosuch"]).fails_with("NotFound desc = blockdevice \"nosuch\" not found");
+    wipe(&["vdc"]).fails_with("blockdevice \"vdc\" is read-only");
+    wipe(&["vdb", "--method", "fast"]).fails_with("invalid wipe method \"fast\"");
+    // Every device is checked before any is wiped.
+    wipe(&["vdb1", "nvme0n1p3"]).fails_with("is in use by volume \"STATE\"");
+    assert_eq!(dv(), before);
+
+    wipe(&["vdb2", "--drop-partition"]).ok();
+    wipe(&["vdb1"]).ok();
+    let after = dv();
+    assert!(
+        row(&after, &[&ip, "runtime", "DiscoveredVolume", "vdb2"]).is_none(),
+        "{after}"
+    );
+    let vdb1 = row(&after, &[&ip, "runtime", "DiscoveredVolume", "vdb1"]).unwrap();
+    assert_eq!(vdb1[5..], ["partition", "5.0", "GB"], "wiped: {after}");
+    wipe(&["vdb", "--method", "ZEROES"]).ok();
+    let after = dv();
+    assert!(
+        row(&after, &[&ip, "runtime", "DiscoveredVolume", "vdb1"]).is_none(),
+        "{after}"
+    );
+    assert!(
+        row(&after, &[&ip, "runtime", "DiscoveredVolume", "nvme0n1p4"]).is_some(),
+        "{after}"
+    );
+}
+
+#[test]
+fn meta_keys_are_written_read_and_deleted() {
+    let [ip, fresh] = net::addrs();
+    let nodes = Nodes::start(&[&ip, &fresh], |_| {});
+    let d = configured(&nodes, &ip);
+    let f = ["-f", "nodes/cp.yaml"];
+    let run = |args: &[&str]| {
+        let mut a = args.to_vec();
+        a.extend_from_slice(&f);
+        d.talm(a)
+    };
+    assert_eq!(
+        run(&["meta", "write", "0x0c", "hello world"]).ok().stdout,
+        ""
+    );
+    let y = run(&["get", "metakeys", "0x0c", "-o", "yaml"]).ok().stdout;
+    assert!(y.contains("value: hello world"), "{y}");
+    let t = run(&["get", "meta"]).ok().stdout;
+    let r = row(&t, &[&ip, "runtime", "MetaKey", "0x0c"]).unwrap();
+    assert_eq!(r[5..], ["hello", "world"], "{t}");
+    run(&["meta", "delete", "12"]).ok();
+    let t = run(&["get", "meta"]).ok().stdout;
+    assert!(!t.contains("0x0c"), "{t}");
+    run(&["meta", "delete", "0b1100"]).fails_with(&format!(
+        "node {ip}: MetaDelete: rpc error: code = NotFound desc = meta key not found"
+    ));
+    run(&["meta", "write", "256", "x"])
+        .fails_with("strconv.ParseUint: parsing \"256\": value out of range");
+    d.talm(["meta", "write", "0x0d", "x", "-n", &fresh, "-i"])
+        .fails_with(&format!("node {fresh}: MetaWrite: not authorized"));
+}
+
+#[test]
+fn image_pull_adds_to_the_image_list() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = configured(&nodes, &ip);
+    let before = d.talm(["image", "list", "-f", "nodes/cp.yaml"]).ok().stdout;
+    assert!(!before.contains("nginx"), "{before}");
+    let o = d
+        .talm(["image", "pull", "nginx:1.27", "-f", "nodes/cp.yaml"])
+        .ok();
+    assert!(
+        o.stderr.contains(&format!(
+            "{ip}: pulled image docker.io/library/nginx@sha256:"
+        )),
+        "{}",
+        o.stderr
+    );
+    let after = d.talm(["image", "list", "-f", "nodes/cp.yaml"]).ok().stdout;
+    assert!(
+        row(&after, &[&ip, "docker.io/library/nginx:1.27"]).is_some(),
+        "{after}"
+    );
+    let system = d
+        .talm([
+            "images",
+            "ls",
+            "--namespace",
+            "system",
+            "-f",
+            "nodes/cp.yaml",
+        ])
+        .ok()
+        .stdout;
+    assert!(!system.contains("nginx"), "{system}");
+    d.talm(["image", "pull", "registry.invalid/app:1", "-f", "nodes/cp.yaml"])
+        .fails_with(&format!(
+            "error from node {ip}: node {ip}: ImagePull: rpc error: code = NotFound desc = error pulling image: registry.invalid/app:1: not found"
+        ));
+}
+
+#[test]
+fn patch_and_edit_the_machine_config() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = configured(&nodes, &ip);
+    let config = || {
+        nodes
+            .node(&ip)
+            .state()
+            .config
+            .as_ref()
+            .unwrap()
+            .text
+            .clone()
+    };
+    let original = config();
+    let o = d
+        .talm([
+            "patch",
+            "machineconfig",
+            "-f",
+            "nodes/cp.yaml",
+            "-p",
+            r#"{"machine": {"network": {"hostname": "by-patch"}}}"#,
+            "--dry-run",
+        ])
+        .ok();
+    assert!(o.stderr.contains("Dry run summary:"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("\n+        hostname: by-patch\n"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(config(), original, "a dry run changes nothing");
+
+    d.write(
+        "hostname.yaml",
+        "- op: add\n  path: /machine/network/hostname\n  value: by-json-patch\n",
+    );
+    let o = d
+        .talm(["patch", "mc", "-f", "nodes/cp.yaml", "-p", "@hostname.yaml"])
+        .ok();
+    assert!(
+        o.stderr.contains(&format!(
+            "patched MachineConfigs.config.talos.dev/v1alpha1 at the node {ip}"
+        )),
+        "{}",
+        o.stderr
+    );
+    assert!(config().contains("hostname: by-json-patch"), "{}", config());
+    let o = d
+        .talm([
+            "patch",
+            "mc",
+            "-f",
+            "nodes/cp.yaml",
+            "--patch-file",
+            "hostname.yaml",
+        ])
+        .ok();
+    assert!(
+        o.stderr.contains("Apply was skipped: no changes detected."),
+        "{}",
+        o.stderr
+    );
+    d.talm(["patch", "links", "-f", "nodes/cp.yaml", "-p", "{}"])
+        .fails_with(&format!("{ip}: unsupported resource type: links"));
+    d.talm(["patch", "mc", "-f", "nodes/cp.yaml"])
+        .fails_with("either --patch or --patch-file should be defined");
+
+    // edit: the editor is a script changing the hostname; the node gets the saved config.
+    d.write(
+        "editor.sh",
+        "#!/bin/sh\nsed -i 's/hostname: by-json-patch/hostname: by-editor/' \"$1\"\n",
+    );
+    let editor = d.join("editor.sh");
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    d.talm(["edit", "machineconfig", "-f", "nodes/cp.yaml"])
+        .env("EDITOR", &editor)
+        .ok();
+    assert!(config().contains("hostname: by-editor"), "{}", config());
+    let o = d
+        .talm(["edit", "machineconfig", "-f", "nodes/cp.yaml"])
+        .env("EDITOR", "true")
+        .ok();
+    assert!(
+        o.stderr.contains("Apply was skipped: no changes detected."),
+        "{}",
+        o.stderr
+    );
+    let o = d
+        .talm(["edit", "machineconfig", "-f", "nodes/cp.yaml"])
+        .env("EDITOR", "sh -c ': > \"$0\"'")
+        .ok();
+    assert!(
+        o.stderr.contains("Apply was skipped: empty file."),
+        "{}",
+        o.stderr
+    );
+    // A refused config reopens the editor with the error on top; saving that unchanged
+    // cancels the edit and the node keeps its config.
+    d.write(
+        "bad-editor.sh",
+        "#!/bin/sh\n[ -e \"$0.done\" ] && exit 0\ntouch \"$0.done\"\nprintf 'machine:\\n  bogus: 1\\n' > \"$1\"\n",
+    );
+    let bad = d.join("bad-editor.sh");
+    std::fs::set_permissions(&bad, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let before = config();
+    let o = d
+        .talm(["edit", "machineconfig", "-f", "nodes/cp.yaml"])
+        .env("EDITOR", &bad)
+        .fails_with("Edit canceled, no valid changes were saved.");
+    assert!(
+        o.stderr
+            .contains(&format!("node {ip}: ApplyConfiguration: ")),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(config(), before);
+    let mut r = d.talm(["edit", "machineconfig", "-f", "nodes/cp.yaml"]);
+    for k in ["EDITOR", "VISUAL", "TALOS_EDITOR"] {
+        r.cmd.env_remove(k);
+    }
+    r.fails_with("talm edit requires an interactive terminal; stdin is not a tty");
+    d.talm(["edit", "links", "-f", "nodes/cp.yaml"])
+        .env("EDITOR", "true")
+        .fails_with("only the machineconfig resource can be edited");
+}
+
+#[test]
+fn node_methods_are_documented_typed_and_publish_events() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |s| s.hardware.extensions = vec!["hello".into()]);
+    let d = configured(&nodes, &ip);
+    let api = d.talm(["help", "api"]).ok().stdout;
+    for name in [
+        "service_start",
+        "service_stop",
+        "service_restart",
+        "restart",
+        "rollback",
+        "shutdown",
+        "wait_down",
+        "wipe_disk",
+        "meta_write",
+        "meta_delete",
+        "image_pull",
+        "machine_config",
+        "patch_config",
+        "edit_text",
+    ] {
+        assert!(
+            api.lines()
+                .any(|l| l.split_whitespace().next() == Some(name)),
+            "{name} in:\n{api}"
+        );
+    }
+    d.write(
+        "typo.rhai",
+        &format!("let n = node(\"{ip}\");\nn.shutdown(#{{ forse: true }});\n"),
+    );
+    d.talm(["run", "typo.rhai"])
+        .fails_with("unknown option \"forse\" for n.shutdown");
+    d.write(
+        "typo.rhai",
+        &format!("let n = node(\"{ip}\");\nn.wipe_disk([\"vdb\"], #{{ method: \"SLOW\" }});\n"),
+    );
+    d.talm(["run", "typo.rhai"])
+        .fails_with("invalid wipe method \"SLOW\"");
+    // The methods as a playbook uses them; the dry run leaves the config as it was.
+    d.write(
+        "change.rhai",
+        &format!(
+            r#"let n = node("{ip}");
+print(n.service_stop("ext-hello"));
+n.meta_write(12, "from a playbook");
+print(n.get("meta", "0x0c").spec.value);
+let r = n.patch_config(`machine:
+  network:
+    hostname: from-playbook`, #{{ dry_run: true }});
+print(`${{r.changed}} ${{r.mode}}`);
+print(n.image_pull("busybox", #{{ namespace: "system" }}).name.sub_string(0, 32));
+"#
+        ),
+    );
+    let o = d.talm(["run", "change.rhai"]).ok();
+    assert_eq!(
+        o.stdout,
+        "Service \"ext-hello\" stopped\nfrom a playbook\ntrue no-reboot\ndocker.io/library/busybox@sha256\n"
+    );
+    let st = nodes.node(&ip).state();
+    assert!(!st.config.as_ref().unwrap().text.contains("from-playbook"));
+    drop(st);
+    // The stop was published as a service event, as `talm events` streams it.
+    let (events, _) = nodes
+        .node(&ip)
+        .events
+        .start(&talm::proto::machine::EventsRequest {
+            tail_events: -1,
+            ..Default::default()
+        })
+        .unwrap();
+    let stopped = events.iter().any(|e| {
+        e.data.type_url == "talos/runtime/machine.ServiceStateEvent"
+            && <talm::proto::machine::ServiceStateEvent as prost::Message>::decode(
+                e.data.value.as_slice(),
+            )
+            .is_ok_and(|s| s.service == "ext-hello" && s.message == "Service finished successfully")
+    });
+    assert!(stopped, "ServiceStateEvent for ext-hello");
+}
