@@ -12,7 +12,7 @@ use crate::cli::{Cli, ProjectFlags};
 use crate::error::hinted;
 use crate::invocation::{from_cli, Action, Invocation, Prep, Project, SessionSpec};
 use crate::project::{chart::Chart, drift, root};
-use crate::runtime::{Limits, Session, Settings};
+use crate::runtime::{Limits, Scope, Session, Settings};
 
 /// Parses the arguments and runs the command; returns the exit code.
 pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
@@ -34,7 +34,15 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
 /// Runs what the command line decided.
 pub fn run(inv: Invocation) -> Result<i32> {
     let root = find_project(&inv.project)?;
-    let session = Session::new(settings(inv.session.as_ref(), root.as_deref())?);
+    let mut settings = settings(inv.session.as_ref(), root.as_deref())?;
+    if matches!(
+        inv.action,
+        Action::Playbook { .. } | Action::Repl { .. } | Action::External { .. }
+    ) {
+        // Scripts the user wrote (or types) stay inside their project.
+        settings.scope = Scope::Project;
+    }
+    let session = Session::new(settings);
     let root_text = root
         .as_ref()
         .map(|r| r.display().to_string())
@@ -180,6 +188,7 @@ fn settings(spec: Option<&SessionSpec>, root: Option<&Path>) -> Result<Settings>
         timeout: spec.timeout,
         outputs,
         skip_verify: spec.skip_verify,
+        scope: Scope::Command,
     })
 }
 

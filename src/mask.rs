@@ -63,9 +63,59 @@ pub fn scrub(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A serde message with the input it quotes left out: `invalid type: string "s3cr3t", expected
+/// struct X` becomes `invalid type: string ***, expected struct X`. Only the part before
+/// `expected` quotes the input; what follows names the wanted shape and stays.
+pub fn quoted_values(text: &str) -> String {
+    let (input, rest) = match text.find(", expected") {
+        Some(i) => text.split_at(i),
+        None => (text, ""),
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut chars = input.chars();
+    while let Some(c) = chars.next() {
+        let close = match c {
+            '"' => '"',
+            '`' => '`',
+            _ => {
+                out.push(c);
+                continue;
+            }
+        };
+        out.push_str("***");
+        let mut escaped = false;
+        for c in chars.by_ref() {
+            match c {
+                '\\' if close == '"' && !escaped => escaped = true,
+                c if c == close && !escaped => break,
+                _ => escaped = false,
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serde_messages_lose_the_values_they_quote() {
+        assert_eq!(
+            quoted_values(r#"invalid type: string "pof\"Hb/x", expected struct TrustdInfo"#),
+            "invalid type: string ***, expected struct TrustdInfo"
+        );
+        assert_eq!(
+            quoted_values("invalid type: integer `5432`, expected a string"),
+            "invalid type: integer ***, expected a string"
+        );
+        assert_eq!(
+            quoted_values("unknown variant `x`, expected one of `a`, `b`"),
+            "unknown variant ***, expected one of `a`, `b`"
+        );
+        assert_eq!(quoted_values("missing field id"), "missing field id");
+    }
 
     #[test]
     fn registered_values_are_masked() {

@@ -60,6 +60,25 @@ pub fn render_base(files: &BTreeMap<String, String>) -> String {
     )
 }
 
+/// The error for a damaged baseline: what is wrong and how to rebuild it.
+fn damaged(why: String) -> anyhow::Error {
+    crate::error::hinted(
+        format!("{BASE_FILE} is damaged: {why}"),
+        format!("it records the preset's Chart.yaml and values.yaml as talm last wrote them; restore it with `git checkout -- {BASE_FILE}`, or delete it and run `talm init --update --force` (without a baseline your Chart.yaml and values.yaml are kept as they are, and the next update records a new one)"),
+    )
+}
+
+/// Reads the baseline file's bytes (`None`: there is none); bytes that are not UTF-8 text
+/// are damage like any other.
+pub fn read_base(bytes: Option<&[u8]>) -> Result<BTreeMap<String, String>> {
+    let Some(bytes) = bytes else {
+        return Ok(BTreeMap::new());
+    };
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| damaged(format!("it is not UTF-8 text (byte {})", e.valid_up_to())))?;
+    parse_base(text)
+}
+
 /// Reads the baseline file (empty text: no baseline); a damaged one is an error that says how
 /// to rebuild it.
 pub fn parse_base(text: &str) -> Result<BTreeMap<String, String>> {
@@ -67,12 +86,6 @@ pub fn parse_base(text: &str) -> Result<BTreeMap<String, String>> {
     if text.trim().is_empty() {
         return Ok(out);
     }
-    let damaged = |why: String| {
-        crate::error::hinted(
-            format!("{BASE_FILE} is damaged: {why}"),
-            format!("it records the preset's Chart.yaml and values.yaml as talm last wrote them; restore it with `git checkout -- {BASE_FILE}`, or delete it and run `talm init --update --force` (without a baseline your Chart.yaml and values.yaml are kept as they are, and the next update records a new one)"),
-        )
-    };
     let m = match serde_yaml_ng::from_str::<Value>(text) {
         Ok(Value::Mapping(m)) => m,
         Ok(_) => {
@@ -143,5 +156,11 @@ mod tests {
             let err = parse_base(bad).unwrap_err().to_string();
             assert!(err.contains(".talm-preset.base is damaged"), "{err}");
         }
+        let err = read_base(Some(b"values.yaml: |\n  a\xff\n")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            ".talm-preset.base is damaged: it is not UTF-8 text (byte 18)"
+        );
+        assert!(read_base(None).unwrap().is_empty());
     }
 }

@@ -1,7 +1,8 @@
 //! What playbooks (`talm run`, project scripts, the REPL) build on beyond the node API: running
 //! any talm command in-process (`talm([...])`, `template_file`, `apply_file`), the project
-//! (`project()`, `nodes_of`), and file access confined to the project folder (`file::`, links
-//! resolved). `talm([...])` is not confined: it runs a command line as the user would type it.
+//! (`project()`, `nodes_of`, `use_project` of another talm project), and file access confined
+//! to the project folder (`file::`, links resolved). `talm([...])` is not confined: it runs a
+//! command line as the user would type it.
 
 use std::path::{Path, PathBuf};
 
@@ -187,7 +188,7 @@ pub fn add_secret_files(sec: &mut Module, session: &Session) {
 
 pub fn register(engine: &mut Engine, session: &Session) {
     FuncRegistration::new("talm")
-        .with_comments(["/// Runs a talm command in this process: `talm([\"template\", \"-f\", \"nodes/node1.yaml\", \"-I\", \"-i\"])`; an error when it fails. Its paths are taken as the shell would take them (from the working directory, not confined to the project): a playbook is a program you chose to run, and it may create a project elsewhere (`init --root DIR`). The project-relative helpers (`file::`, `secrets::`, `kubeconfig`) are confined."])
+        .with_comments(["/// Runs a talm command in this process: `talm([\"template\", \"-f\", \"nodes/node1.yaml\", \"-I\", \"-i\"])`; an error when it fails. Its paths are taken as the shell would take them (from the working directory, not confined to the project): a playbook is a program you chose to run, and it may create a project elsewhere (`init --root DIR`). The project helpers (`file::`, `project::`, `secrets::`, `kubeconfig`, `copy_to`) are confined to the project."])
         .register_into_engine(engine, |args: Array| native(|| talm(args)));
     FuncRegistration::new("template_file")
         .with_comments(["/// `talm template -f path -I` (with `#{insecure}`): renders the node file's templates against its node and rewrites it in place."])
@@ -230,13 +231,9 @@ pub fn register(engine: &mut Engine, session: &Session) {
             })
         });
     FuncRegistration::new("use_project")
-        .with_comments(["/// Makes the project at `root` the one `project()`, `file::` and `node()` work in (after creating it with `talm([\"init\", ...])`)."])
+        .with_comments(["/// Makes the talm project at `root` the one `project()`, `file::`, `project::` and `node()` work in (after creating it with `talm([\"init\", ...])`); a folder that is not a talm project (Chart.yaml and secrets) is refused."])
         .register_into_engine(engine, { let s = session.clone(); move |root: &str| {
-            native(|| {
-                let abs = crate::project::root::absolute(Path::new(root))?;
-                s.use_project(abs);
-                Ok(())
-            })
+            native(|| s.switch_project(root))
         } });
     FuncRegistration::new("project")
         .with_comments(["/// The project: #{root, values (values.yaml), chart (Chart.yaml), nodes (the node files under nodes/)}."])

@@ -81,6 +81,24 @@ pub fn register(engine: &mut Engine) {
         .set_into_module(&mut m, |text: &str| {
             native(|| Ok(to_map(lock::parse_base(text)?)))
         });
+    FuncRegistration::new("load_base")
+        .with_comments(["/// The files recorded in the `.talm-preset.base` of the project at `root` (none when it is missing); a damaged file (not YAML, not UTF-8, wrong entries) is an error that says how to rebuild it."])
+        .set_into_module(&mut m, |root: &str| {
+            native(|| {
+                let path = crate::project::confine::inside(root, lock::BASE_FILE)?;
+                let bytes = match std::fs::read(&path) {
+                    Ok(b) => Some(b),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                    Err(e) => {
+                        return Err(crate::error::hinted(
+                            format!("cannot read {}: {e}", path.display()),
+                            "check that the file is readable by you",
+                        ))
+                    }
+                };
+                Ok(to_map(lock::read_base(bytes.as_deref())?))
+            })
+        });
     FuncRegistration::new("merged_files")
         .with_comments(["/// The files merged three-way on update (Chart.yaml, values.yaml)."])
         .set_into_module(&mut m, || {

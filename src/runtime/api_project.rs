@@ -1,6 +1,7 @@
 //! `project::` script functions: the project root, reading files inside it (links followed and
 //! kept inside, `confine`), and the write plan (`project::plan(root)`) that carries out all
-//! writes of a command at its end.
+//! writes of a command at its end. In a playbook every root and file they name must lie inside
+//! the session's project (`Session::check_inside`).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -9,6 +10,7 @@ use anyhow::Result;
 use rhai::{Array, Dynamic, Engine, FuncRegistration, Module};
 
 use super::native;
+use super::session::Session;
 use crate::project::confine::inside;
 use crate::project::fsutil::{self, Mode, Plan};
 use crate::project::{chart::Chart, drift, gitignore, modeline, root};
@@ -18,6 +20,28 @@ fn new_plan(root: &str, label: &str) -> PlanHandle {
         root: root.to_string(),
         plan: Arc::new(Mutex::new(Plan::new(Path::new(root), label))),
     }
+}
+
+/// `root` once the session allows it: any folder for a bundled command, a folder inside the
+/// project for a playbook (`what` names the native in the refusal).
+fn confined(s: &Session, what: &str, root: &str) -> Result<String> {
+    s.check_inside(what, root)?;
+    Ok(root.to_string())
+}
+
+/// `path` (absolute, or from the working directory) relative to the project `root`, refused
+/// when it leads outside the project lexically or through links.
+fn relative(root: &str, path: &str) -> Result<String> {
+    let abs = root::absolute(Path::new(path))?;
+    let rel = abs.strip_prefix(root).map_err(|_| {
+        crate::error::hinted(
+            format!("{path} is outside the project at {root}"),
+            "pass files of this project",
+        )
+    })?;
+    let rel = rel.display().to_string();
+    inside(root, &rel)?;
+    Ok(rel)
 }
 
 /// A plan shared between the script and the runtime.
@@ -59,7 +83,7 @@ pub fn expand_files(paths: &[String]) -> Result<Vec<String>> {
     Ok(out)
 }
 
-pub fn register(engine: &mut Engine) {
+pub fn register(engine: &mut Engine, session: &Session) {
     let mut m = Module::new();
     FuncRegistration::new("find_root")
         .with_comments(["/// The nearest folder at or above `start` holding Chart.yaml and secrets.yaml (or secrets.encrypted.yaml); \"\" when there is none."])
@@ -77,55 +101,68 @@ pub fn register(engine: &mut Engine) {
         });
     FuncRegistration::new("exists")
         .with_comments(["/// Whether `rel` exists inside the project `root`."])
-        .set_into_module(&mut m, |root: &str, rel: &str| {
-            native(|| Ok(inside(root, rel)?.exists()))
+        .set_into_module(&mut m, {
+            let s = session.clone();
+            move |root: &str, rel: &str| {
+                native(|| Ok(inside(&confined(&s, "project::exists", root)?, rel)?.exists()))
+            }
         });
     FuncRegistration::new("read")
         .with_comments(["/// The text of `rel` inside the project `root`."])
-        .set_into_module(&mut m, |root: &str, rel: &str| {
-            native(|| fsutil::read_text(&inside(root, rel)?))
+        .set_into_module(&mut m, {
+            let s = session.clone();
+            move |root: &str, rel: &str| {
+                native(|| fsutil::read_text(&inside(&confined(&s, "project::read", root)?, rel)?))
+            }
         });
     FuncRegistration::new("existing")
         .with_comments(["/// Which of the paths `rels` already exist under `root`, sorted."])
-        .set_into_module(&mut m, |root: &str, rels: Array| {
-            native(|| {
-                let mut found = Vec::new();
-                for r in rels {
-                    let rel = r
-                        .into_string()
-                        .map_err(|t| anyhow::anyhow!("expected a path, got {t}"))?;
-                    if inside(root, &rel)?.exists() {
-                        found.push(rel);
+        .set_into_module(&mut m, {
+            let s = session.clone();
+            move |root: &str, rels: Array| {
+                native(|| {
+                    let root = &confined(&s, "project::existing", root)?;
+                    let mut found = Vec::new();
+                    for r in rels {
+                        let rel = r
+                            .into_string()
+                            .map_err(|t| anyhow::anyhow!("expected a path, got {t}"))?;
+                        if inside(root, &rel)?.exists() {
+                            found.push(rel);
+                        }
                     }
-                }
-                found.sort();
-                Ok(found.into_iter().map(Dynamic::from).collect::<Array>())
-            })
+                    found.sort();
+                    Ok(found.into_iter().map(Dynamic::from).collect::<Array>())
+                })
+            }
         });
     FuncRegistration::new("files_under")
         .with_comments([
             "/// Every file below `rel` inside `root`, as root-relative paths, sorted.",
         ])
-        .set_into_module(&mut m, |root: &str, rel: &str| {
-            native(|| {
-                let base = inside(root, rel)?;
-                let mut out = Array::new();
-                if base.is_dir() {
-                    for (sub, _) in fsutil::files_below(&base)? {
-                        out.push(Dynamic::from(format!(
-                            "{}/{sub}",
-                            rel.trim_end_matches('/')
-                        )));
+        .set_into_module(&mut m, {
+            let s = session.clone();
+            move |root: &str, rel: &str| {
+                native(|| {
+                    let base = inside(&confined(&s, "project::files_under", root)?, rel)?;
+                    let mut out = Array::new();
+                    if base.is_dir() {
+                        for (sub, _) in fsutil::files_below(&base)? {
+                            out.push(Dynamic::from(format!(
+                                "{}/{sub}",
+                                rel.trim_end_matches('/')
+                            )));
+                        }
                     }
-                }
-                Ok(out)
-            })
+                    Ok(out)
+                })
+            }
         });
     FuncRegistration::new("chart")
         .with_comments(["/// The talm options of `<root>/Chart.yaml` (name, strictCharts, kubeconfig, talosconfig, secrets)."])
-        .set_into_module(&mut m, |root: &str| {
+        .set_into_module(&mut m, { let s = session.clone(); move |root: &str| {
             native(|| {
-                let c = Chart::load(Path::new(root))?;
+                let c = Chart::load(Path::new(&confined(&s, "project::chart", root)?))?;
                 let mut map = rhai::Map::new();
                 map.insert("name".into(), c.name.clone().into());
                 map.insert("strict".into(), c.strict_charts.into());
@@ -138,34 +175,37 @@ pub fn register(engine: &mut Engine) {
                 map.insert("value_files".into(), files.into());
                 Ok(map)
             })
-        });
+        } });
     FuncRegistration::new("check_drift")
         .with_comments(["/// Warns (or, when `strict`, fails) when the project's library or preset differs from this binary's."])
-        .set_into_module(&mut m, |root: &str, strict: bool| {
-            native(|| drift::check(Path::new(root), strict))
-        });
+        .set_into_module(&mut m, { let s = session.clone(); move |root: &str, strict: bool| {
+            native(|| drift::check(Path::new(&confined(&s, "project::check_drift", root)?), strict))
+        } });
     FuncRegistration::new("gitignore")
         .with_comments([
             "/// The updated .gitignore text for `root`, or () when nothing is missing.",
         ])
-        .set_into_module(&mut m, |root: &str, kubeconfig: &str| {
-            native(|| {
-                let path = inside(root, ".gitignore")?;
-                let existing = if path.exists() {
-                    Some(fsutil::read_text(&path)?)
-                } else {
-                    None
-                };
-                Ok(gitignore::update(existing.as_deref(), kubeconfig)
-                    .map(Dynamic::from)
-                    .unwrap_or(Dynamic::UNIT))
-            })
+        .set_into_module(&mut m, {
+            let s = session.clone();
+            move |root: &str, kubeconfig: &str| {
+                native(|| {
+                    let path = inside(&confined(&s, "project::gitignore", root)?, ".gitignore")?;
+                    let existing = if path.exists() {
+                        Some(fsutil::read_text(&path)?)
+                    } else {
+                        None
+                    };
+                    Ok(gitignore::update(existing.as_deref(), kubeconfig)
+                        .map(Dynamic::from)
+                        .unwrap_or(Dynamic::UNIT))
+                })
+            }
         });
     FuncRegistration::new("node_file")
         .with_comments(["/// A node file taken apart: #{leading (comment lines above the modeline), nodes, endpoints, templates, body}."])
-        .set_into_module(&mut m, |path: &str| {
+        .set_into_module(&mut m, { let s = session.clone(); move |path: &str| {
             native(|| {
-                let text = fsutil::read_text(Path::new(path))
+                let text = fsutil::read_text(Path::new(&confined(&s, "project::node_file", path)?))
                     .map_err(|e| anyhow::anyhow!("error opening config file: {e}"))?;
                 let nf = modeline::find(&text, path)?;
                 let arr = |v: Vec<String>| v.into_iter().map(Dynamic::from).collect::<Array>();
@@ -177,12 +217,12 @@ pub fn register(engine: &mut Engine) {
                 out.insert("body".into(), nf.body.into());
                 Ok(out)
             })
-        });
+        } });
     FuncRegistration::new("peek_node_file")
         .with_comments(["/// A file of an apply chain: #{modeline: bool, nodes, endpoints, templates, body, empty}; without a modeline the whole text is the body. A malformed modeline is an error."])
-        .set_into_module(&mut m, |path: &str| {
+        .set_into_module(&mut m, { let s = session.clone(); move |path: &str| {
             native(|| {
-                let text = fsutil::read_text(Path::new(path))
+                let text = fsutil::read_text(Path::new(&confined(&s, "project::peek_node_file", path)?))
                     .map_err(|e| anyhow::anyhow!("error opening config file: {e}"))?;
                 let arr = |v: Vec<String>| v.into_iter().map(Dynamic::from).collect::<Array>();
                 let mut out = rhai::Map::new();
@@ -201,7 +241,7 @@ pub fn register(engine: &mut Engine) {
                 out.insert("body".into(), body.into());
                 Ok(out)
             })
-        });
+        } });
     FuncRegistration::new("modeline")
         .with_comments(["/// The modeline line for a node file."])
         .set_into_module(
@@ -224,17 +264,23 @@ pub fn register(engine: &mut Engine) {
         .with_comments([
             "/// `-f` arguments with folders replaced by the *.yaml / *.yml files below them.",
         ])
-        .set_into_module(&mut m, |paths: Array| {
-            native(|| {
-                let paths: Vec<String> = paths
-                    .into_iter()
-                    .filter_map(|d| d.into_string().ok())
-                    .collect();
-                Ok(expand_files(&paths)?
-                    .into_iter()
-                    .map(Dynamic::from)
-                    .collect::<Array>())
-            })
+        .set_into_module(&mut m, {
+            let s = session.clone();
+            move |paths: Array| {
+                native(|| {
+                    let paths: Vec<String> = paths
+                        .into_iter()
+                        .filter_map(|d| d.into_string().ok())
+                        .collect();
+                    for p in &paths {
+                        s.check_inside("project::expand_files", p)?;
+                    }
+                    Ok(expand_files(&paths)?
+                        .into_iter()
+                        .map(Dynamic::from)
+                        .collect::<Array>())
+                })
+            }
         });
     FuncRegistration::new("split_path")
         .with_comments(["/// [folder, file name] of a path (the folder absolute)."])
@@ -252,20 +298,28 @@ pub fn register(engine: &mut Engine) {
                 Ok(vec![Dynamic::from(dir), Dynamic::from(name)])
             })
         });
+    FuncRegistration::new("rel")
+        .with_comments(["/// `path` relative to the project `root`; an error when it lies outside the project, lexically or through a symbolic link (a linked folder included)."])
+        .set_into_module(&mut m, |root: &str, path: &str| native(|| relative(root, path)));
     FuncRegistration::new("plan")
         .with_comments(["/// A new, empty write plan for the project at `root`."])
-        .set_into_module(&mut m, |root: &str| new_plan(root, "talm"));
+        .set_into_module(&mut m, {
+            let s = session.clone();
+            move |root: &str| native(|| Ok(new_plan(&confined(&s, "project::plan", root)?, "talm")))
+        });
     FuncRegistration::new("plan")
         .with_comments(["/// A new, empty write plan for the folder `root`; `label` names the command if a killed run's writes are completed later."])
-        .set_into_module(&mut m, new_plan);
+        .set_into_module(&mut m, { let s = session.clone(); move |root: &str, label: &str| {
+            native(|| Ok(new_plan(&confined(&s, "project::plan", root)?, label)))
+        } });
     FuncRegistration::new("recover")
         .with_comments(["/// Finishes or discards what killed talm runs left in the folder `root`; returns the commands whose interrupted writes were completed."])
-        .set_into_module(&mut m, |root: &str| {
+        .set_into_module(&mut m, { let s = session.clone(); move |root: &str| {
             native(|| {
-                let r = crate::project::txn::recover(Path::new(root))?;
+                let r = crate::project::txn::recover(Path::new(&confined(&s, "project::recover", root)?))?;
                 Ok(r.completed.into_iter().map(Dynamic::from).collect::<Array>())
             })
-        });
+        } });
     engine.register_static_module("project", m.into());
 
     engine.register_type_with_name::<PlanHandle>("Plan");

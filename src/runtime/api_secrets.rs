@@ -120,8 +120,9 @@ pub fn register(engine: &mut Engine, session: &super::session::Session) {
         });
     FuncRegistration::new("newer_twin_losses")
         .with_comments(["/// What encrypting `plain` over `enc` (files of the project at `root`) would lose when `enc` is the newer file (after a `git pull`, say): the key paths its values hold that the plain file does not; [] otherwise."])
-        .set_into_module(&mut m, |root: &str, plain: &str, enc: &str, key: &str| {
+        .set_into_module(&mut m, { let s = session.clone(); move |root: &str, plain: &str, enc: &str, key: &str| {
             native(|| {
+                s.check_inside("secrets::newer_twin_losses", root)?;
                 let p = crate::project::confine::inside(root, plain)?;
                 let e = crate::project::confine::inside(root, enc)?;
                 let mtime = |f: &std::path::Path| std::fs::metadata(f).and_then(|m| m.modified()).ok();
@@ -143,7 +144,7 @@ pub fn register(engine: &mut Engine, session: &super::session::Session) {
                     .map(|l| rhai::Dynamic::from(l.to_string().replace("only in the plain file", &format!("only in {enc}"))))
                     .collect::<Array>())
             })
-        });
+        } });
     FuncRegistration::new("losses")
         .with_comments(["/// What replacing the plain text `old` with `new` would lose, one line per key path (`~ path` changed, `- path` dropped); values are never shown."])
         .set_into_module(&mut m, |old: &str, new: &str| {
@@ -154,7 +155,10 @@ pub fn register(engine: &mut Engine, session: &super::session::Session) {
         });
     FuncRegistration::new("new_key_for")
         .with_comments(["/// A new age identity for the project at `root`, refused while encrypted files exist there: they were sealed to the lost talm.key, and a new key would leave them unopenable next to files sealed to it."])
-        .set_into_module(&mut m, |root: &str| native(|| crate::secrets::crypt::new_key_for(std::path::Path::new(root))));
+        .set_into_module(&mut m, { let s = session.clone(); move |root: &str| native(|| {
+            s.check_inside("secrets::new_key_for", root)?;
+            crate::secrets::crypt::new_key_for(std::path::Path::new(root))
+        }) });
     FuncRegistration::new("key_hint")
         .with_comments(["/// The two ways out when talm.key is missing for `encrypted_file`."])
         .set_into_module(&mut m, |encrypted_file: &str| {

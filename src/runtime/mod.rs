@@ -29,7 +29,7 @@ use rhai::{Dynamic, Engine};
 
 use crate::embedded::SCRIPTS;
 pub use crate::sandbox::{from_rhai, native, to_rhai, Limits, ScriptError};
-pub use session::{Session, Settings};
+pub use session::{Scope, Session, Settings};
 
 /// Builds the engine under `limits`: the sandbox (stdlib, pure helpers, `fail`/`warn`) plus
 /// every native module, working in `session`.
@@ -41,11 +41,11 @@ pub fn engine(limits: &Limits, session: &Session) -> Engine {
 fn engine_with(limits: &Limits, session: &Session, unchecked: &api_parallel::Unchecked) -> Engine {
     let mut engine = crate::sandbox::engine(limits);
     api_config::register(&mut engine);
-    api_inspect::register(&mut engine);
+    api_inspect::register(&mut engine, session);
     api_log::register(&mut engine);
     api_parallel::register(&mut engine, unchecked);
     api_playbook::register(&mut engine, session);
-    api_project::register(&mut engine);
+    api_project::register(&mut engine, session);
     api_preset::register(&mut engine);
     api_render::register(&mut engine);
     api_secrets::register(&mut engine, session);

@@ -32,7 +32,9 @@ pub struct Limits {
     /// each change to it, so building one item by item costs the square of its size: these
     /// limits stay moderate to keep a runaway loop short.
     pub max_array_items: usize,
-    /// Entries in one map (nested maps included).
+    /// Entries in one map (nested maps included). Rhai measures a map when it goes into or out
+    /// of a function call, not on `m[k] = v`: a map filled key by key is bounded by the
+    /// operation and memory limits until it next meets a call.
     pub max_map_entries: usize,
     /// Growth of talm's resident memory while one script or render runs, in MiB (None =
     /// unbounded): the backstop for growth the size limits do not see (a map filled key by key).

@@ -164,9 +164,13 @@ impl Bundle {
         if value.is_null() {
             return Ok(Bundle::default());
         }
+        let shape = misshapen(&value);
         serde_yaml_ng::from_value(value).map_err(|e| {
+            // serde quotes the value it choked on, and every value here is a secret: name the
+            // key path and the kinds instead.
+            let why = shape.unwrap_or_else(|| crate::mask::quoted_values(&e.to_string()));
             hinted(
-                format!("{file}: not a Talos secrets bundle: {e}"),
+                format!("{file}: not a Talos secrets bundle: {why}"),
                 format!("{file} must hold cluster, secrets, trustdinfo and certs as `talm init` writes them"),
             )
         })
@@ -289,6 +293,77 @@ fn check_pair(p: &CertPair) -> Result<()> {
     pki::check_certificate(&pem)
 }
 
+/// What kind of YAML value `v` is, in words (never its content).
+fn kind(v: &serde_yaml_ng::Value) -> &'static str {
+    use serde_yaml_ng::Value;
+    match v {
+        Value::Null => "empty",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "text",
+        Value::Sequence(_) => "a list",
+        Value::Mapping(_) => "a mapping",
+        Value::Tagged(_) => "a tagged value",
+    }
+}
+
+/// The first place where `v` does not have a bundle's shape: its key path and what is there
+/// instead of what belongs there; `None` when the shape is right.
+fn misshapen(v: &serde_yaml_ng::Value) -> Option<String> {
+    use serde_yaml_ng::Value;
+    const SECTIONS: [(&str, &[&str]); 3] = [
+        ("cluster", &["id", "secret"]),
+        (
+            "secrets",
+            &[
+                "bootstraptoken",
+                "aescbcencryptionsecret",
+                "secretboxencryptionsecret",
+            ],
+        ),
+        ("trustdinfo", &["token"]),
+    ];
+    const CERTS: [&str; 5] = ["etcd", "k8s", "k8saggregator", "k8sserviceaccount", "os"];
+    /// A mapping (or nothing) at `path` whose `fields` hold text.
+    fn texts(path: &str, v: Option<&Value>, fields: &[&str]) -> Option<String> {
+        match v? {
+            Value::Null => None,
+            Value::Mapping(m) => fields.iter().find_map(|f| match m.get(*f) {
+                None | Some(Value::String(_)) => None,
+                // serde reads a tagged text as the text.
+                Some(Value::Tagged(t)) if t.value.is_string() => None,
+                Some(x) => Some(format!(
+                    "the value at {path}.{f} is {}, expected text",
+                    kind(x)
+                )),
+            }),
+            other => Some(format!(
+                "the value at {path} is {}, expected a mapping",
+                kind(other)
+            )),
+        }
+    }
+    let top = match v {
+        Value::Mapping(m) => m,
+        other => return Some(format!("it holds {}, expected a mapping", kind(other))),
+    };
+    for (section, fields) in SECTIONS {
+        if let Some(why) = texts(section, top.get(section), fields) {
+            return Some(why);
+        }
+    }
+    match top.get("certs") {
+        None | Some(Value::Null) => None,
+        Some(Value::Mapping(certs)) => CERTS
+            .iter()
+            .find_map(|c| texts(&format!("certs.{c}"), certs.get(*c), &["crt", "key"])),
+        Some(other) => Some(format!(
+            "the value at certs is {}, expected a mapping",
+            kind(other)
+        )),
+    }
+}
+
 /// Joins errors the way Talos (hashicorp multierror) prints them.
 pub fn multierror(errs: &[String]) -> String {
     let head = if errs.len() == 1 {
@@ -305,4 +380,36 @@ pub fn multierror(errs: &[String]) -> String {
     }
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_misshapen_bundle_names_the_key_never_the_value() {
+        for (text, want) in [
+            (
+                "cluster:\n  id: abc\n  secret: s3cr3t-value\ntrustdinfo: t0ken-value\n",
+                "s.yaml: not a Talos secrets bundle: the value at trustdinfo is text, expected a mapping",
+            ),
+            (
+                "secrets:\n  bootstraptoken: [b00t-value]\n",
+                "s.yaml: not a Talos secrets bundle: the value at secrets.bootstraptoken is a list, expected text",
+            ),
+            (
+                "certs:\n  os:\n    crt: 5\n    key: k3y-value\n",
+                "s.yaml: not a Talos secrets bundle: the value at certs.os.crt is a number, expected text",
+            ),
+            (
+                "- s3cr3t-value\n",
+                "s.yaml: not a Talos secrets bundle: it holds a list, expected a mapping",
+            ),
+        ] {
+            let err = Bundle::parse(text, "s.yaml").unwrap_err().to_string();
+            assert_eq!(err, want, "{text:?}");
+        }
+        // A tagged text is text to serde too.
+        assert!(Bundle::parse("cluster:\n  id: !t abc\n", "s.yaml").is_ok());
+    }
 }

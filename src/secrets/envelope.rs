@@ -122,8 +122,19 @@ pub fn open(identity: &Identity, sealed: &str) -> Result<Value> {
                 Value::from(text.parse::<u64>().map_err(|_| bad("(an int)"))?)
             }
         }
-        Typed::Float => Value::from(text.parse::<f64>().map_err(|_| bad("(a float)"))?),
+        Typed::Float => Value::from(float(&text).ok_or_else(|| bad("(a float)"))?),
     })
+}
+
+/// A sealed float's text: what `Number`'s display wrote (`.inf`, `-.inf`, `.nan` for YAML's
+/// special floats, which Rust's parser does not know), or any decimal form.
+fn float(text: &str) -> Option<f64> {
+    match text {
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => Some(f64::INFINITY),
+        "-.inf" | "-.Inf" | "-.INF" => Some(f64::NEG_INFINITY),
+        ".nan" | ".NaN" | ".NAN" => Some(f64::NAN),
+        _ => text.parse::<f64>().ok(),
+    }
 }
 
 #[cfg(test)]
@@ -133,7 +144,19 @@ mod tests {
     #[test]
     fn typed_values_round_trip() {
         let id = Identity::generate();
-        for v in ["text", "5432", "-3", "1.5", "true", "18446744073709551615"] {
+        for v in [
+            "text",
+            "5432",
+            "-3",
+            "1.5",
+            "true",
+            "18446744073709551615",
+            ".inf",
+            "-.inf",
+            ".nan",
+            "1e300",
+            "-0.0",
+        ] {
             let value: Value = serde_yaml_ng::from_str(v).unwrap();
             let sealed = seal(&id.to_public(), &value).unwrap().unwrap();
             assert_eq!(open(&id, &sealed).unwrap(), value, "{v} as {sealed}");

@@ -69,16 +69,26 @@ fn check_ca_valid(ca_pem: &str, now: OffsetDateTime) -> Result<()> {
     Ok(())
 }
 
+/// How to get a good talosconfig back when `file` is damaged: a committed encrypted twin comes
+/// back from git; a plain one (which `talm talosconfig` and `talm init -d` would read and
+/// refuse again) is moved aside first.
+fn way_out(file: &str) -> String {
+    match file.strip_suffix(".encrypted") {
+        Some(plain) => format!(
+            "restore {file} from git (`git checkout -- {file}`) or a backup; or move it aside and run `talm talosconfig` to write a new {plain} (sealed into a new {file}) from the secrets bundle"
+        ),
+        None => format!(
+            "move it aside (`mv {file} {file}.damaged`), then run `talm init -d` to restore it from {file}.encrypted, or `talm talosconfig` to write a new one from the secrets bundle"
+        ),
+    }
+}
+
 /// Parses a talosconfig and checks its shape: a current context that exists, and `ca`/`crt`/`key`
 /// holding base64 PEM where present.
 pub fn load(text: &str, file: &str) -> Result<Value> {
     let value = crate::yaml::parse(text, file)?;
-    let bad = |what: String| {
-        hinted(
-            format!("{file}: {what}"),
-            format!("regenerate it with `talm talosconfig`, or restore it from {file}.encrypted with `talm init -d`"),
-        )
-    };
+    let way_out = way_out(file);
+    let bad = |what: String| hinted(format!("{file}: {what}"), way_out.clone());
     let root = value
         .as_mapping()
         .ok_or_else(|| bad("not a talosconfig (expected `context:` and `contexts:`)".into()))?;

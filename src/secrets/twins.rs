@@ -109,7 +109,10 @@ fn check_kubeconfig(text: &str, file: &str) -> Result<()> {
             "{file} is not a whole kubeconfig: {} missing or empty",
             missing.join(", ")
         ),
-        format!("fetch it again with `talm kubeconfig`, or restore {file} from git"),
+        match file.strip_suffix(".encrypted") {
+            Some(_) => format!("restore {file} from git (`git checkout -- {file}`) or a backup, or fetch a new kubeconfig with `talm kubeconfig -f nodes/NODE.yaml`"),
+            None => format!("fetch it again with `talm kubeconfig -f nodes/NODE.yaml` ({file} is git-ignored, so git holds no copy of it)"),
+        },
     ))
 }
 

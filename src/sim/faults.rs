@@ -16,15 +16,33 @@ pub struct Faults {
     /// No listener at all: connections are refused.
     #[serde(default)]
     pub refuse: bool,
-    /// Every call waits this long (Go duration text, e.g. `3s`) before it is handled.
-    #[serde(default)]
-    pub delay: String,
+    /// Every call waits this long before it is handled (Go duration text in a config file,
+    /// e.g. `3s`; text that is not one is refused when the file is read).
+    #[serde(default, deserialize_with = "go_duration")]
+    pub delay: Option<Duration>,
     /// Calls whose connection is cut after the first streamed message (or before a unary reply).
     #[serde(default)]
     pub drop: Vec<String>,
     /// Calls that fail: `Call: "Code: message"`, e.g. `Bootstrap: "Unavailable: etcd is down"`.
     #[serde(default)]
     pub fail: BTreeMap<String, String>,
+}
+
+/// A Go duration read from its text; bad text is an error serde places at its key and line.
+fn go_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    struct GoText;
+    impl serde::de::Visitor<'_> for GoText {
+        type Value = Option<Duration>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("Go duration text such as 3s or 500ms")
+        }
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
+            crate::talos::duration::flag("the delay", text, crate::talos::duration::Zero::Allowed)
+                .map(Some)
+                .map_err(|e| E::custom(format!("{e} (give Go duration text such as 3s or 500ms)")))
+        }
+    }
+    d.deserialize_str(GoText)
 }
 
 fn code(name: &str) -> Option<Code> {
@@ -54,15 +72,8 @@ fn named(list: &[String], call: &str) -> bool {
 }
 
 impl Faults {
-    /// Checks the texts (durations, codes) so a bad fault file fails when it is loaded.
+    /// Checks the failure texts (gRPC codes) so a bad fault file fails when it is loaded.
     pub fn check(&self) -> Result<()> {
-        if !self.delay.is_empty() {
-            crate::talos::duration::flag(
-                "faults.delay",
-                &self.delay,
-                crate::talos::duration::Zero::Allowed,
-            )?;
-        }
         for (call, spec) in &self.fail {
             let (c, _) = spec.split_once(':').unwrap_or((spec, ""));
             if code(c.trim()).is_none() {
@@ -73,7 +84,7 @@ impl Faults {
     }
 
     pub fn delay(&self) -> Duration {
-        crate::talos::parse_duration(&self.delay).unwrap_or_default()
+        self.delay.unwrap_or_default()
     }
 
     pub fn drops(&self, call: &str) -> bool {
@@ -88,5 +99,25 @@ impl Faults {
             code(c.trim()).unwrap_or(Code::Unknown),
             msg.trim(),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_delay_is_refused_where_it_is_written() {
+        let f: Faults = serde_yaml_ng::from_str("delay: 1m30s\n").unwrap();
+        assert_eq!(f.delay(), Duration::from_secs(90));
+        let err = serde_yaml_ng::from_str::<Faults>("drop: []\ndelay: soon\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("delay: the delay \"soon\" is not a duration"),
+            "{err}"
+        );
+        assert!(err.contains("line 2"), "{err}");
+        assert_eq!(Faults::default().delay(), Duration::ZERO);
     }
 }

@@ -341,6 +341,66 @@ pub fn value_scalars(node: &Node) -> Vec<(Vec<Seg>, &Scalar)> {
     out
 }
 
+/// What an encrypted file cannot keep in place, found where it is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsealable {
+    /// A mapping key that is a list or a mapping (`? [a, b]`).
+    ComplexKey,
+    /// A tag outside the core schema (`!vault`).
+    LocalTag,
+}
+
+/// The line (1-based) of the first `what` in `text`, if the parser reaches one.
+pub fn first_line_of(text: &str, what: Unsealable) -> Option<usize> {
+    // Per open collection: for a mapping, whether its next node is a key.
+    let mut open: Vec<Option<bool>> = Vec::new();
+    for item in Parser::new_from_str(text) {
+        let (ev, span) = item.ok()?;
+        let tag = match &ev {
+            Event::Scalar(_, _, _, t) | Event::SequenceStart(_, t) | Event::MappingStart(_, t) => {
+                t.as_ref()
+            }
+            _ => None,
+        };
+        let starts_node = matches!(
+            ev,
+            Event::Scalar(..)
+                | Event::Alias(_)
+                | Event::SequenceStart(..)
+                | Event::MappingStart(..)
+        );
+        let is_key = starts_node
+            && match open.last_mut() {
+                Some(Some(next_is_key)) => {
+                    let k = *next_is_key;
+                    *next_is_key = !k;
+                    k
+                }
+                _ => false,
+            };
+        let found = match what {
+            Unsealable::ComplexKey => {
+                is_key && matches!(ev, Event::SequenceStart(..) | Event::MappingStart(..))
+            }
+            Unsealable::LocalTag => {
+                tag.is_some_and(|t| t.handle != "!!" && t.handle != "tag:yaml.org,2002:")
+            }
+        };
+        if found {
+            return Some(span.start.line());
+        }
+        match ev {
+            Event::SequenceStart(..) => open.push(None),
+            Event::MappingStart(..) => open.push(Some(true)),
+            Event::SequenceEnd | Event::MappingEnd => {
+                open.pop();
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Replaces byte ranges of `text`; ranges must not overlap.
 pub fn splice(text: &str, mut edits: Vec<(usize, usize, String)>) -> String {
     edits.sort_by_key(|e| e.0);
@@ -441,6 +501,21 @@ mod tests {
                 .last(),
             Some("  w: 3")
         );
+    }
+
+    #[test]
+    fn unsealable_parts_are_found_by_line() {
+        let complex = "a: 1\n? [x, y]\n: [c]\n";
+        assert_eq!(first_line_of(complex, Unsealable::ComplexKey), Some(2));
+        let nested = "a:\n  b: {k: v}\n  ? {x: s}\n  : v\n";
+        assert_eq!(first_line_of(nested, Unsealable::ComplexKey), Some(3));
+        assert_eq!(
+            first_line_of("a: [b, {c: d}]\n", Unsealable::ComplexKey),
+            None
+        );
+        let tagged = "a: !!str 1\nb:\n  c: !vault x\n";
+        assert_eq!(first_line_of(tagged, Unsealable::LocalTag), Some(3));
+        assert_eq!(first_line_of("a: !!int 1\n", Unsealable::LocalTag), None);
     }
 
     #[test]

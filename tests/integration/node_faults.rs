@@ -163,7 +163,7 @@ fn cut_streams_and_slow_nodes_end_in_time() {
     assert!(o.stderr.contains(&format!("node {ip}")), "{}", o.stderr);
 
     nodes.node(&ip).set_faults(Faults {
-        delay: "5s".into(),
+        delay: Some(std::time::Duration::from_secs(5)),
         ..Faults::default()
     });
     let started = Instant::now();

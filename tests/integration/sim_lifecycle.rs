@@ -148,7 +148,7 @@ fn faults_end_with_clear_errors() {
     assert!(err.to_string().contains("the connection was cut"), "{err}");
 
     h.node(&h.addr).set_faults(Faults {
-        delay: "3s".into(),
+        delay: Some(std::time::Duration::from_secs(3)),
         ..Faults::default()
     });
     let c = talm::talos::block_on(Client::connect(

@@ -76,8 +76,8 @@ fn copy_out(n: &Node, path: &str) -> Result<()> {
 }
 
 /// Unpacks the node's tree at `path` into the local folder `dest`, as `talosctl copy` does.
-fn copy_to(n: &Node, path: &str, dest: &str) -> Result<()> {
-    let dest = std::path::PathBuf::from(dest);
+fn copy_to(n: &Node, path: &str, dest: &std::path::Path) -> Result<()> {
+    let dest = dest.to_path_buf();
     crate::talos::extract::prepare(&dest)?;
     let (tx, reader) = crate::talos::extract::chunks();
     let unpacking = {
@@ -267,7 +267,7 @@ fn service(n: &Node, id: Option<&str>) -> Result<Dynamic> {
 }
 
 /// Registers the node methods and the table natives.
-pub fn register(engine: &mut Engine) {
+pub fn register(engine: &mut Engine, session: &super::Session) {
     text::register(engine);
     FuncRegistration::new("containers")
         .with_comments(["/// Containers of Talos's own containerd (`system`): #{node, namespace, id, image, pid, status, pod_id, name, network_namespace, internal_id, uid} each, sorted by id as `talm containers` lists them."])
@@ -342,8 +342,13 @@ pub fn register(engine: &mut Engine) {
             native(|| copy_out(n, path))
         });
     FuncRegistration::new("copy_to")
-        .with_comments(["/// Unpacks the tree at `path` into the local folder `dest` (made when missing; an existing file there is an error), as `talosctl copy` does."])
-        .register_into_engine(engine, |n: &mut Node, path: &str, dest: &str| native(|| copy_to(n, path, dest)));
+        .with_comments(["/// Unpacks the tree at `path` into the local folder `dest` (made when missing; an existing file there is an error), as `talosctl copy` does. In a playbook `dest` must lie inside the project (links followed)."])
+        .register_into_engine(engine, {
+            let s = session.clone();
+            move |n: &mut Node, path: &str, dest: &str| {
+                native(|| copy_to(n, path, &s.local_path("copy_to", dest)?))
+            }
+        });
     FuncRegistration::new("time")
         .with_comments(["/// The node's time against its NTP server: #{node, server, localtime, remotetime} (times as Go prints them, UTC)."])
         .register_into_engine(engine, |n: &mut Node| native(|| Ok(time_info(&n.name, n.with(|c| block_on(c.time(None)))?))));

@@ -199,7 +199,7 @@ fn deadline_hints_name_flags_the_command_has() {
     );
 
     nodes.node(&ip).set_faults(Faults {
-        delay: "4s".into(),
+        delay: Some(std::time::Duration::from_secs(4)),
         ..Faults::default()
     });
     let started = Instant::now();

@@ -174,6 +174,18 @@ fn a_damaged_preset_baseline_is_named_with_the_way_out() {
         ".talm-preset.base is damaged",
     );
     assert!(err.contains("git checkout -- .talm-preset.base"), "{err}");
+    // Bytes that are not text at all are damage too, with the same way out.
+    std::fs::write(
+        d.join(".talm-preset.base"),
+        b"values.yaml: |\n  \xff\xfe\x00\x9c\n",
+    )
+    .unwrap();
+    let err = d.refused(
+        &["init", "--update", "--force"],
+        ".talm-preset.base is damaged: it is not UTF-8 text (byte 17)",
+    );
+    assert!(err.contains("git checkout -- .talm-preset.base"), "{err}");
+    assert!(!err.contains("readable"), "{err}");
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Writes are all-or-nothing (issue 9 §2): `talm init`, `init --encrypt`, `init --decrypt` and
-//! `template -I` killed (SIGKILL) at random moments leave the folder old or new, never half —
-//! a half-done commit always has its journal, which the next run completes — and plaintext
-//! secrets only where .gitignore covers them.
+//! `template -I` killed (SIGKILL) 20 times each — half at random moments of the run, half aimed
+//! inside the commit — leave the folder old or new, never half — a half-done commit always has
+//! its journal, which the next run completes — and plaintext secrets only where .gitignore
+//! covers them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,8 +11,13 @@ use std::time::{Duration, Instant};
 
 use crate::common::{Dir, GOLDEN_FACTS};
 
-const RUNS: usize = 20;
-/// Pause between the renames of a commit, so random kills land inside it too.
+/// Kills that must land (talm still running when killed) per command.
+const KILLS: usize = 20;
+/// Of those, how many must land inside the commit (after the journal, before the end).
+const IN_COMMIT: usize = 6;
+/// Attempts before giving up on landing `KILLS`.
+const MAX_ATTEMPTS: usize = 60;
+/// Pause between the renames of a commit, so kills can be aimed inside it.
 const STEP_DELAY_MS: &str = "3";
 
 /// What a secret looks like in a file: the age identity, the stability bundle's cluster
@@ -50,23 +56,83 @@ fn talm_cmd(dir: &Path, args: &[&str]) -> Command {
     c
 }
 
-/// How long a whole run takes, so kills can be spread over it.
-fn runtime(dir: &Path, args: &[&str]) -> Duration {
-    let t = Instant::now();
-    let s = talm_cmd(dir, args).status().unwrap();
-    assert!(s.success(), "talm {args:?} failed in {}", dir.display());
-    t.elapsed()
+/// Whether a committed journal waits in a staging folder in `dir`.
+fn journal_in(dir: &Path) -> bool {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()).any(|e| {
+                e.file_name().to_string_lossy().starts_with(".talm-txn-")
+                    && e.path().join("journal").is_file()
+            })
+        })
+        .unwrap_or(false)
 }
 
-/// Starts talm and kills it after `after`; true when it was still running.
-fn kill_after(dir: &Path, args: &[&str], after: Duration) -> bool {
+/// Whether a committed journal waits in the folder or its nodes/.
+fn committing(dir: &Path) -> bool {
+    journal_in(dir) || journal_in(&dir.join("nodes"))
+}
+
+/// How long a whole run takes, and how long its committed journal stands (from its rename to
+/// the staging folder's removal), so kills can be spread over the run and aimed into the commit.
+fn timings(dir: &Path, args: &[&str]) -> (Duration, Duration) {
+    let t = Instant::now();
     let mut child = talm_cmd(dir, args).spawn().unwrap();
-    let deadline = Instant::now() + after;
-    while Instant::now() < deadline {
+    let (mut journal, mut commit) = (None, Duration::ZERO);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        match (journal, committing(dir)) {
+            (None, true) => journal = Some(Instant::now()),
+            (Some(j), false) if commit.is_zero() => commit = j.elapsed(),
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    };
+    assert!(
+        status.success(),
+        "talm {args:?} failed in {}",
+        dir.display()
+    );
+    let end = Instant::now();
+    if commit.is_zero() {
+        commit = journal.map(|j| end - j).unwrap_or_default();
+    }
+    assert!(
+        !commit.is_zero(),
+        "talm {args:?}: no commit was seen, so no kill can be aimed at one"
+    );
+    (end - t, commit)
+}
+
+/// When a kill is sent: at a time from the start, or at a time after the journal appears.
+#[derive(Debug, Clone, Copy)]
+enum Aim {
+    FromStart(Duration),
+    IntoCommit(Duration),
+}
+
+/// Starts talm and kills it as `aim` says; true when it was still running.
+fn kill_at(dir: &Path, args: &[&str], aim: Aim) -> bool {
+    let mut child = talm_cmd(dir, args).spawn().unwrap();
+    let start = Instant::now();
+    let mut deadline = match aim {
+        Aim::FromStart(after) => Some(start + after),
+        Aim::IntoCommit(_) => None,
+    };
+    loop {
         if child.try_wait().unwrap().is_some() {
             return false;
         }
-        std::thread::sleep(Duration::from_micros(200));
+        match (deadline, aim) {
+            (Some(d), _) if Instant::now() >= d => break,
+            (None, Aim::IntoCommit(after)) if committing(dir) => {
+                deadline = Some(Instant::now() + after)
+            }
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_micros(100));
     }
     let _ = child.kill();
     child.wait().unwrap();
@@ -83,14 +149,7 @@ fn visible(d: &Dir) -> BTreeMap<String, Vec<u8>> {
 
 /// Whether a committed journal waits in a staging folder at `rel`.
 fn journal_pending(d: &Dir, rel: &str) -> bool {
-    std::fs::read_dir(d.join(rel))
-        .map(|rd| {
-            rd.filter_map(|e| e.ok()).any(|e| {
-                e.file_name().to_string_lossy().starts_with(".talm-txn-")
-                    && e.path().join("journal").is_file()
-            })
-        })
-        .unwrap_or(false)
+    journal_in(&d.join(rel))
 }
 
 /// Every file holding a secret lies where git ignores it: a listed plain file, or a staging
@@ -142,9 +201,10 @@ fn changed(a: &BTreeMap<String, Vec<u8>>, b: &BTreeMap<String, Vec<u8>>) -> Vec<
     keys
 }
 
-/// Runs `RUNS` kills of `args`, each in a fresh folder made by `setup`. Right after the kill the
-/// folder must be as it was, complete (`done`), or hold a committed journal; then `recover` must
-/// leave it whole.
+/// Kills `args` until `KILLS` kills have landed, each in a fresh folder made by `setup`: every
+/// other kill at a random time of the whole run, the rest at a random time inside the commit
+/// (after its journal). Right after the kill the folder must be as it was, complete (`done`), or
+/// hold a committed journal; then `recover` must leave it whole.
 fn kill_runs(
     name: &str,
     setup: impl Fn() -> Dir,
@@ -152,21 +212,28 @@ fn kill_runs(
     done: impl Fn(&Dir, &BTreeMap<String, Vec<u8>>, &BTreeMap<String, Vec<u8>>) -> bool,
     recover: impl Fn(&Dir),
 ) {
-    let total = runtime(setup().path(), args);
+    let (total, commit) = timings(setup().path(), args);
     let mut rng = Lcg(0x7a1_u64 ^ name.len() as u64);
-    let mut killed = 0;
-    for run in 0..RUNS {
+    let (mut landed, mut in_commit, mut attempts) = (0, 0, 0);
+    while landed < KILLS && attempts < MAX_ATTEMPTS {
+        attempts += 1;
         let d = setup();
         let old = visible(&d);
-        let after = Duration::from_micros(rng.below(total.as_micros() as u64 + 1));
-        if kill_after(d.path(), args, after) {
-            killed += 1;
+        let aim = if attempts % 2 == 0 {
+            Aim::IntoCommit(Duration::from_micros(rng.below(commit.as_micros() as u64)))
+        } else {
+            Aim::FromStart(Duration::from_micros(rng.below(total.as_micros() as u64)))
+        };
+        if !kill_at(d.path(), args, aim) {
+            continue;
         }
+        landed += 1;
         let now = visible(&d);
-        let pending = journal_pending(&d, ".") || journal_pending(&d, "nodes");
+        let pending = committing(d.path());
+        in_commit += usize::from(pending);
         assert!(
             now == old || pending || done(&d, &old, &now),
-            "{name} run {run}: killed after {after:?}, the folder is neither old nor new nor pending: changed {:?}",
+            "{name} attempt {attempts}: killed at {aim:?}, the folder is neither old nor new nor pending: changed {:?}",
             changed(&old, &now)
         );
         no_stray_plaintext(&d);
@@ -174,9 +241,10 @@ fn kill_runs(
         no_staging_left(&d);
         no_stray_plaintext(&d);
     }
+    eprintln!("{name}: {landed} of {attempts} kills landed, {in_commit} inside the commit");
     assert!(
-        killed >= RUNS / 2,
-        "{name}: only {killed} of {RUNS} runs were killed mid-way"
+        landed >= KILLS && in_commit >= IN_COMMIT,
+        "{name}: {landed} of {attempts} kills landed ({in_commit} inside the commit); want {KILLS} ({IN_COMMIT} inside the commit)"
     );
 }
 

@@ -24,6 +24,8 @@ pub(crate) const RENDER_CP: &[&str] = &[
 pub(crate) fn args<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
     base.iter().chain(extra).copied().collect()
 }
+mod confinement;
+mod damage;
 mod durations;
 mod faults;
 mod inputs;

@@ -81,7 +81,17 @@ fn template_logic_runs_under_strict_limits() {
         d.talm(["template", "--offline", "-t", "templates/wide.rhai"]),
         "templates/wide.rhai:2:25: the script exceeded the size limit of 100000 array items",
     );
-    // A map filled key by key escapes Rhai's size checks; the memory limit catches it.
+    // A map filled key by key (`m[k] = v`) is measured when it next goes through a function
+    // call, as README says; until then the operation and memory limits bound it.
+    d.write(
+        "templates/keys.rhai",
+        "let m = #{};\nfor i in 0..300000 { m[`k${i}`] = i; }\nm.len()\n",
+    );
+    fails(
+        60,
+        d.talm(["template", "--offline", "-t", "templates/keys.rhai"]),
+        "templates/keys.rhai:3:3: the script exceeded the size limit of 250000 map entries",
+    );
     d.write(
         "templates/fill.rhai",
         "let m = #{};\nlet s = \"x\";\ns.pad(1000, \"y\");\nlet i = 0;\nloop { m[`k${i}`] = s + i; i += 1; }\n",

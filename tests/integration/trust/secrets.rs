@@ -175,10 +175,11 @@ fn encrypt_refuses_a_broken_bundle_and_a_lost_key() {
 
 #[test]
 fn typed_values_are_sealed_and_come_back_typed() {
-    let plain = "db:\n  port: 5432\n  tls: true\n  ratio: 0.5\n  name: \"5432\"\n";
+    // YAML's special floats too: Rust's float parser does not know `.inf` or `.nan`.
+    let plain = "db:\n  port: 5432\n  tls: true\n  ratio: 0.5\n  name: \"5432\"\n  ceiling: .inf\n  floor: -.inf\n  unset: .nan\n";
     let d = sealed_project(plain);
     let enc = d.read("values-secret.encrypted.yaml");
-    for clear in ["5432", "true", "0.5"] {
+    for clear in ["5432", "true", "0.5", ".inf", "-.inf", ".nan"] {
         assert!(
             !enc.contains(&format!(": {clear}")),
             "{clear} left in clear:\n{enc}"

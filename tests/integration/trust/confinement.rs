@@ -1,0 +1,169 @@
+//! Playbooks stay inside their project (issue 9 §4): the `project::` natives, `use_project` and
+//! `n.copy_to`'s local folder refuse paths outside it, links followed; and `template -I` does
+//! not write through a linked `nodes/` folder that leads outside the project.
+
+use std::os::unix::fs::symlink;
+
+use crate::common::sim::Nodes;
+use crate::common::{net, Dir, GOLDEN_FACTS};
+
+/// Runs `script` as a playbook in `d`; it must fail with `needle` and print nothing secret.
+fn refused(d: &Dir, script: &str, needle: &str) {
+    d.write("p.rhai", script);
+    let o = d.talm(["run", "p.rhai"]).fails_with(needle);
+    assert!(
+        o.stderr
+            .contains("hint: playbooks read and write only inside their project"),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.stdout.contains("outside-secret"), "{}", o.stdout);
+}
+
+#[test]
+fn project_natives_in_a_playbook_stay_inside_the_project() {
+    let outside = Dir::new();
+    outside.write("s.txt", "outside-secret\n");
+    let o = outside.path().display().to_string();
+    let d = Dir::project("generic");
+    let root = d.path().display().to_string();
+    let away = |what: &str, path: &str| format!("{what}: {path} is outside the project at {root}");
+    refused(
+        &d,
+        &format!("out(project::read({o:?}, \"s.txt\"));\n"),
+        &away("project::read", &o),
+    );
+    refused(
+        &d,
+        &format!("out(`${{project::exists({o:?}, \"s.txt\")}}`);\n"),
+        &away("project::exists", &o),
+    );
+    refused(
+        &d,
+        "out(`${project::existing(\"/etc\", [\"passwd\", \"shadow\"])}`);\n",
+        &away("project::existing", "/etc"),
+    );
+    refused(
+        &d,
+        "out(`${project::files_under(\"/etc\", \"ssl\")}`);\n",
+        &away("project::files_under", "/etc"),
+    );
+    refused(
+        &d,
+        &format!("let p = project::plan({o:?});\np.write(\"pwned.txt\", \"x\", \"public\", \"\");\np.commit();\n"),
+        &away("project::plan", &o),
+    );
+    assert!(!outside.exists("pwned.txt"));
+    let file = outside.join("s.txt").display().to_string();
+    refused(
+        &d,
+        &format!("out(project::node_file({file:?}).body);\n"),
+        &away("project::node_file", &file),
+    );
+    // A folder inside the project that is a link to one outside it.
+    symlink(outside.path(), d.join("shared")).unwrap();
+    refused(
+        &d,
+        "out(project::read(project().root + \"/shared\", \"s.txt\"));\n",
+        &format!("project::read: shared leads outside the project at {root}"),
+    );
+    // use_project switches only to another talm project.
+    d.write(
+        "use.rhai",
+        &format!("use_project({o:?});\nout(file::read(\"s.txt\"));\n"),
+    );
+    let out = d
+        .talm(["run", "use.rhai"])
+        .fails_with(&format!("use_project: {o} is not a talm project"));
+    assert!(!out.stdout.contains("outside-secret"));
+
+    // Inside the project, and in another talm project it switched to, all of it works.
+    d.write(
+        "inside.rhai",
+        "let r = project().root;\nlet p = project::plan(r);\np.write(\"notes.txt\", project::read(r, \"Chart.yaml\"), \"public\", \"\");\np.commit();\nout(`${project::existing(r, [\"values.yaml\", \"nope\"])}`);\n",
+    );
+    assert_eq!(
+        d.talm(["run", "inside.rhai"]).ok().stdout,
+        "[\"values.yaml\"]"
+    );
+    assert_eq!(d.read("notes.txt"), d.read("Chart.yaml"));
+    let other = Dir::project("generic");
+    other.write("values.yaml", "other: true\n");
+    d.write(
+        "switch.rhai",
+        &format!(
+            "use_project({:?});\nout(file::read(\"values.yaml\") + project::read(project().root, \"values.yaml\"));\n",
+            other.path().display().to_string()
+        ),
+    );
+    assert_eq!(
+        d.talm(["run", "switch.rhai"]).ok().stdout,
+        "other: true\nother: true\n"
+    );
+}
+
+#[test]
+fn copy_to_from_a_playbook_unpacks_only_inside_the_project() {
+    let cp = net::addr();
+    let nodes = Nodes::start(&[&cp], |_| {});
+    nodes.install_control_plane(&cp);
+    let outside = Dir::new();
+    let d = Dir::project("generic");
+    let copy = |dest: &str| {
+        format!("let t = talos::targets(#{{ nodes: [{cp:?}], endpoints: [{cp:?}], files: [], insecure: false }});\nt[0].copy_to(\"/etc\", {dest:?});\n")
+    };
+    let dest = outside.join("etc").display().to_string();
+    refused(
+        &d,
+        &copy(&dest),
+        &format!(
+            "copy_to: {dest} is outside the project at {}",
+            d.path().display()
+        ),
+    );
+    assert!(!outside.exists("etc"));
+    symlink(outside.path(), d.join("shared")).unwrap();
+    refused(
+        &d,
+        &copy("shared/etc"),
+        "copy_to: shared/etc leads outside the project",
+    );
+    assert!(!outside.exists("etc"));
+    d.write("in.rhai", &copy("etc-copy"));
+    d.talm(["run", "in.rhai"]).ok();
+    assert!(d.exists("etc-copy/hostname"));
+}
+
+#[test]
+fn template_in_place_does_not_write_through_a_linked_nodes_folder() {
+    let ip = net::addr();
+    let node = format!(
+        "# talm: nodes=[\"{ip}\"], templates=[\"templates/controlplane.yaml\"]\nmachine: {{}}\n"
+    );
+    let outside = Dir::new();
+    outside.write("n.yaml", &node);
+    let d = Dir::project("cozystack");
+    d.write("facts.yaml", GOLDEN_FACTS);
+    if d.join("nodes").is_dir() {
+        std::fs::remove_dir_all(d.join("nodes")).unwrap();
+    }
+    symlink(outside.path(), d.join("nodes")).unwrap();
+    d.refused(
+        super::IN_PLACE,
+        &format!(
+            "nodes/n.yaml leads outside the project at {}",
+            d.path().display()
+        ),
+    );
+    assert_eq!(outside.read("n.yaml"), node);
+    // A linked folder that stays inside the project is written through.
+    std::fs::remove_file(d.join("nodes")).unwrap();
+    d.write("cluster-nodes/n.yaml", &node);
+    symlink(d.join("cluster-nodes"), d.join("nodes")).unwrap();
+    d.talm(super::IN_PLACE).ok();
+    let written = d.read("cluster-nodes/n.yaml");
+    assert!(
+        written != node && written.starts_with(&format!("# talm: nodes=[\"{ip}\"]")),
+        "{written}"
+    );
+}
