@@ -250,16 +250,25 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
             }
         }
         Command::Upgrade(u) => {
-            if !(u.no_wait || u.stage) {
-                u.timeout.nonzero("--timeout", "the upgrade waits for the node up to --timeout; to not wait at all, pass --no-wait")?;
+            if u.wait {
+                if u.insecure {
+                    return Err(hinted(
+                        "cannot use --wait and --insecure together",
+                        "a node in maintenance mode cannot be followed; pass --wait=false",
+                    ));
+                }
+                u.timeout.nonzero("--timeout", "the upgrade waits for each node up to --timeout; to not wait at all, pass --wait=false")?;
             }
+            let mut session = SessionSpec::of(&u.conn)?;
+            // The -f files get the new image written back into them.
+            session.outputs.extend(u.files.iter().cloned());
             Invocation {
                 action: script("upgrade", args_of(&u)?),
                 project: Project::Optional {
                     flags: u.project.clone(),
                     files: u.files.clone(),
                 },
-                session: Some(SessionSpec::of(&u.conn)?),
+                session: Some(session),
             }
         }
         Command::Version(v) if v.client_only => none(script(

@@ -14,6 +14,7 @@ mod api_secrets;
 mod api_stream;
 mod api_support;
 pub mod api_talos;
+mod api_upgrade;
 mod api_yaml;
 mod node_opts;
 mod opts;
@@ -47,6 +48,7 @@ pub fn engine(limits: &Limits, session: &Session) -> Engine {
     // After talos: its node methods use the `Node` type name registered there.
     api_etcd::register(&mut engine, session);
     api_support::register(&mut engine, session);
+    api_upgrade::register(&mut engine, session);
     api_yaml::register(&mut engine);
     engine
 }

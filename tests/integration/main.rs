@@ -40,3 +40,4 @@ mod support;
 mod talosconfig;
 mod template;
 mod trust;
+mod upgrade_apply;

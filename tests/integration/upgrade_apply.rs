@@ -1,0 +1,266 @@
+//! Upgrading and applying as the Go talm does, through the real binary against simulated nodes:
+//! the upgrade followed by talosctl's action tracker, its flags honoured by the node (stage,
+//! reboot mode), and the new image written back into the node files (only that line changes).
+
+use crate::common::sim::{template_node, Nodes};
+use crate::common::{net, Dir};
+
+const OLD: &str = "ghcr.io/siderolabs/installer:v1.13.7";
+const NEW: &str = "ghcr.io/siderolabs/installer:v1.13.9";
+
+/// A generic project whose control plane at `ip` is configured, with `nodes/cp.yaml` pinning
+/// the installer image by hand (with a comment) and `nodes/extra.yaml` a side file without it.
+fn pinned(nodes: &Nodes, ip: &str) -> Dir {
+    let d = Dir::project("generic");
+    let rendered = template_node(&d, ip);
+    assert!(rendered.contains("\n  install:\n"), "{rendered}");
+    let file = rendered.replacen(
+        "\n  install:\n",
+        &format!("\n  install:\n    # the installer this node runs\n    image: {OLD}   # pinned\n"),
+        1,
+    );
+    d.write("nodes/cp.yaml", &file);
+    d.write(
+        "nodes/extra.yaml",
+        &format!("# talm: nodes=[\"{ip}\"], endpoints=[\"{ip}\"], templates=[]\n# a side file\nmachine:\n  sysctls:\n    vm.nr_hugepages: \"0\"\n"),
+    );
+    let boots = nodes.boots(ip);
+    d.talm(["apply", "-f", "nodes/cp.yaml", "-i"]).ok();
+    nodes.wait_reboot(ip, boots);
+    d
+}
+
+/// The lines that differ between two texts of the same length in lines.
+fn changed(a: &str, b: &str) -> Vec<(String, String)> {
+    assert_eq!(a.lines().count(), b.lines().count(), "{a}\n---\n{b}");
+    a.lines()
+        .zip(b.lines())
+        .filter(|(x, y)| x != y)
+        .map(|(x, y)| (x.to_string(), y.to_string()))
+        .collect()
+}
+
+/// The tracker's lines for `ip` (`"ip": ...`), the actor ID replaced by `<actor>`.
+fn tracked(stderr: &str, ip: &str) -> Vec<String> {
+    let prefix = format!("\"{ip}\": ");
+    let mut actor = String::new();
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .map(|m| {
+            if let Some(a) = m.strip_prefix("actor ID: ") {
+                actor = a.to_string();
+            }
+            if actor.is_empty() {
+                m.to_string()
+            } else {
+                m.replace(&actor, "<actor>")
+            }
+        })
+        // How often the node is polled while it is down depends on timing.
+        .filter(|m| m != "didn't reboot yet")
+        .collect()
+}
+
+fn phases(names: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .flat_map(|p| {
+            [
+                format!("phase: {p} action: START"),
+                format!("phase: {p} action: STOP"),
+            ]
+        })
+        .collect()
+}
+
+#[test]
+fn upgrade_waits_like_talosctl_and_writes_the_image_back() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = pinned(&nodes, &ip);
+    let before = d.read("nodes/cp.yaml");
+    let extra = d.read("nodes/extra.yaml");
+    let boots = nodes.boots(&ip);
+    let o = d
+        .talm([
+            "upgrade",
+            "-n",
+            &ip,
+            "-e",
+            &ip,
+            "-f",
+            "nodes/cp.yaml",
+            "-f",
+            "nodes/extra.yaml",
+            "--image",
+            NEW,
+        ])
+        .ok();
+    // The tracker: the action's own events, the node going away, the new boot replayed until
+    // RUNNING and ready, then the boot ID changed.
+    let mut want: Vec<String> = vec![
+        "waiting for actor ID".into(),
+        "actor ID: <actor>".into(),
+        "sequence: upgrade action: START".into(),
+    ];
+    want.extend(phases(&[
+        "drain",
+        "cleanup",
+        "dbus",
+        "stopServices",
+        "unmountUserDisks",
+        "unmountSystemDisks",
+        "upgrade",
+        "meta",
+        "kexec",
+        "stopEverything",
+        "reboot",
+    ]));
+    want.extend(
+        [
+            "unavailable, retrying...",
+            "sequence: boot action: START",
+            "sequence: boot action: STOP",
+            "events check condition met",
+            "post check passed",
+        ]
+        .map(String::from),
+    );
+    assert_eq!(tracked(&o.stderr, &ip), want, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!("{ip}: running v1.13.9\n")),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(nodes.node(&ip).state().version, "v1.13.9");
+    assert_eq!(nodes.boots(&ip), boots + 1);
+    // Writeback: exactly the image line of the node file changes; the side file is skipped.
+    assert_eq!(
+        changed(&before, &d.read("nodes/cp.yaml")),
+        [(
+            format!("    image: {OLD}   # pinned"),
+            format!("    image: {NEW}   # pinned")
+        )]
+    );
+    assert_eq!(d.read("nodes/extra.yaml"), extra);
+    assert!(o.stderr.ends_with(&format!(
+        "Synced machine.install.image in nodes/cp.yaml to {NEW}\nSkipped nodes/extra.yaml: no machine.install.image key (orphan or side-patch shape)\n"
+    )), "{}", o.stderr);
+    assert_eq!(d.mode("nodes/cp.yaml") & 0o777, 0o644);
+    // The next apply sends the new image.
+    let dry = d.talm(["apply", "-f", "nodes/cp.yaml", "--dry-run"]).ok();
+    assert!(dry.stderr.contains(NEW), "{}", dry.stderr);
+    assert!(
+        !dry.stderr.contains(&format!("+    image: {OLD}")),
+        "{}",
+        dry.stderr
+    );
+}
+
+#[test]
+fn staged_powercycle_upgrade_installs_during_the_next_boot() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = pinned(&nodes, &ip);
+    let boots = nodes.boots(&ip);
+    let o = d
+        .talm([
+            "upgrade",
+            "-f",
+            "nodes/cp.yaml",
+            "-i",
+            NEW,
+            "--stage",
+            "--preserve",
+            "--reboot-mode",
+            "powercycle",
+            "--progress",
+            "plain",
+            "--timeout",
+            "1m",
+        ])
+        .ok();
+    let lines = tracked(&o.stderr, &ip);
+    let mut want: Vec<String> = vec![
+        "waiting for actor ID".into(),
+        "actor ID: <actor>".into(),
+        "sequence: stageUpgrade action: START".into(),
+    ];
+    // Staged: nothing is installed before the reboot; powercycle: no kexec.
+    want.extend(phases(&[
+        "drain",
+        "cleanup",
+        "dbus",
+        "stopServices",
+        "unmountUserDisks",
+        "stopEverything",
+        "reboot",
+    ]));
+    assert_eq!(lines[..want.len()], want[..], "{}", o.stderr);
+    assert_eq!(lines.last().map(String::as_str), Some("post check passed"));
+    // The installer ran during the next boot, which rebooted once more into the new version.
+    assert_eq!(nodes.node(&ip).state().version, "v1.13.9");
+    assert_eq!(nodes.boots(&ip), boots + 2);
+    // The node got every flag.
+    let asked = nodes.node(&ip).state().last_upgrade.clone().unwrap();
+    assert_eq!(
+        (asked.stage, asked.preserve, asked.force, asked.reboot_mode),
+        (true, true, false, 1)
+    );
+    assert!(d
+        .read("nodes/cp.yaml")
+        .contains(&format!("    image: {NEW}   # pinned\n")));
+}
+
+#[test]
+fn upgrade_without_waiting_and_its_refusals() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = pinned(&nodes, &ip);
+    d.talm(["upgrade", "-f", "nodes/cp.yaml", "-i", NEW, "--insecure"])
+        .fails_with("cannot use --wait and --insecure together");
+    d.talm([
+        "upgrade",
+        "-f",
+        "nodes/cp.yaml",
+        "-i",
+        NEW,
+        "--reboot-mode",
+        "force",
+    ])
+    .fails_with("invalid value 'force' for '--reboot-mode <REBOOT_MODE>'");
+    assert!(
+        d.read("nodes/cp.yaml").contains(OLD),
+        "refusals write nothing"
+    );
+    let boots = nodes.boots(&ip);
+    let o = d
+        .talm([
+            "upgrade",
+            "-f",
+            "nodes/cp.yaml",
+            "-i",
+            NEW,
+            "--wait=false",
+            "-F",
+        ])
+        .ok();
+    assert!(
+        o.stderr
+            .contains(&format!("{ip}: Upgrade request received (actor ")),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.stderr.contains("actor ID:"), "no tracking: {}", o.stderr);
+    assert!(o
+        .stderr
+        .contains("Synced machine.install.image in nodes/cp.yaml"));
+    nodes.wait_reboot(&ip, boots);
+    let asked = nodes.node(&ip).state().last_upgrade.clone().unwrap();
+    assert_eq!(
+        (asked.stage, asked.preserve, asked.force, asked.reboot_mode),
+        (false, false, true, 0)
+    );
+    assert_eq!(nodes.node(&ip).state().version, "v1.13.9");
+}
