@@ -193,6 +193,10 @@ pub struct ApplyArgs {
     /// Show secret values in the drift preview and the node's reply
     #[arg(long)]
     pub show_secrets_in_drift: bool,
+    /// Skip re-reading the applied config to compare it with what was sent (on by default, as
+    /// the Go talm; --skip-post-apply-verify=false checks, for --mode no-reboot)
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub skip_post_apply_verify: bool,
 }
 
 #[derive(Debug, Args, Serialize)]

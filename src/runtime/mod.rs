@@ -1,6 +1,7 @@
 //! The Rhai runtime: the sandbox engine (`crate::sandbox`) plus talm's side-effecting native
 //! modules (one `api_*` file per family), and running bundled scripts with their `ARGS`.
 
+mod api_apply;
 mod api_config;
 mod api_etcd;
 mod api_inspect;
@@ -34,6 +35,7 @@ pub use session::{Session, Settings};
 /// every native module, working in `session`.
 pub fn engine(limits: &Limits, session: &Session) -> Engine {
     let mut engine = crate::sandbox::engine(limits);
+    api_apply::register(&mut engine);
     api_config::register(&mut engine);
     api_inspect::register(&mut engine);
     api_log::register(&mut engine);

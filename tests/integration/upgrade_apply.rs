@@ -264,3 +264,131 @@ fn upgrade_without_waiting_and_its_refusals() {
     );
     assert_eq!(nodes.node(&ip).state().version, "v1.13.9");
 }
+
+/// A generic project whose control plane at `ip` is configured from `nodes/cp.yaml`.
+fn configured(nodes: &Nodes, ip: &str) -> Dir {
+    let d = Dir::project("generic");
+    d.write("nodes/cp.yaml", &template_node(&d, ip));
+    let boots = nodes.boots(ip);
+    d.talm(["apply", "-f", "nodes/cp.yaml", "-i"]).ok();
+    nodes.wait_reboot(ip, boots);
+    d
+}
+
+/// `nodes/cp.yaml` with a sysctl set in its body (a change Talos applies without a reboot).
+fn with_sysctl(d: &Dir, value: &str) {
+    let text = d.read("nodes/cp.yaml");
+    let text = match text.find("\n  sysctls:\n") {
+        Some(_) => {
+            let start = text.find("    vm.max_map_count: ").unwrap();
+            let end = start + text[start..].find('\n').unwrap();
+            format!(
+                "{}    vm.max_map_count: \"{value}\"{}",
+                &text[..start],
+                &text[end..]
+            )
+        }
+        None => text.replacen(
+            "\nmachine:\n",
+            &format!("\nmachine:\n  sysctls:\n    vm.max_map_count: \"{value}\"\n"),
+            1,
+        ),
+    };
+    d.write("nodes/cp.yaml", &text);
+}
+
+#[test]
+fn post_apply_verification_is_off_by_default_and_names_what_diverged() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = configured(&nodes, &ip);
+    let verify = [
+        "apply",
+        "-f",
+        "nodes/cp.yaml",
+        "-m",
+        "no-reboot",
+        "--skip-drift-preview",
+        "--skip-post-apply-verify=false",
+    ];
+    // The node runs what was sent: the check passes quietly.
+    with_sysctl(&d, "262144");
+    let o = d.talm(verify).ok();
+    assert!(!o.stderr.contains("post-apply"), "{}", o.stderr);
+    // A node that keeps its previous config (a controller reverting it)...
+    nodes.node(&ip).set_faults(talm::sim::faults::Faults {
+        keep_config: true,
+        ..Default::default()
+    });
+    with_sysctl(&d, "524288");
+    // ...goes unnoticed by default, as with the Go talm,
+    d.talm([
+        "apply",
+        "-f",
+        "nodes/cp.yaml",
+        "-m",
+        "no-reboot",
+        "--skip-drift-preview",
+    ])
+    .ok();
+    // and is caught when the check is on, naming the node and the paths that differ.
+    let o = d.talm(verify).fails_with(&format!(
+        "Error: node {ip}: post-apply: 1 document(s) on the node diverge from the configuration sent to the node\n"
+    ));
+    let report: Vec<&str> = o
+        .stderr
+        .lines()
+        .skip_while(|l| !l.starts_with("talm: post-apply divergence"))
+        .take_while(|l| !l.starts_with("Error:"))
+        .collect();
+    assert_eq!(
+        report,
+        [
+            format!("talm: post-apply divergence (node {ip})").as_str(),
+            "  ~ MachineConfig",
+            "      machine.sysctls.vm.max_map_count: 262144 -> 524288",
+            "talm: 0 additions, 0 removals, 1 update, 0 unchanged.",
+        ],
+        "{}",
+        o.stderr
+    );
+    // Other modes are not checked (as the Go talm: only no-reboot).
+    d.talm([
+        "apply",
+        "-f",
+        "nodes/cp.yaml",
+        "--skip-drift-preview",
+        "--skip-post-apply-verify=false",
+    ])
+    .ok();
+}
+
+#[test]
+fn apply_warns_when_the_contract_is_newer_than_the_node() {
+    let [old, new] = net::addrs();
+    let nodes = Nodes::start(&[&old, &new], |spec| {
+        if spec.addr.to_string() == old {
+            spec.version = "v1.12.6".into();
+        }
+    });
+    let warning = "warning: pre-flight: configured talosVersion=current is newer than the node's running Talos v1.12.6\nhint: the generated config may include fields the node's machinery doesn't know; either reboot the node into a maintenance image matching templateOptions.talosVersion / --talos-version, or lower templateOptions.talosVersion / --talos-version to match the running Talos.\n";
+    let d = configured(&nodes, &old);
+    let o = d.talm(["apply", "-f", "nodes/cp.yaml", "--dry-run"]).ok();
+    assert!(o.stderr.contains(warning), "{}", o.stderr);
+    // A warning only: the apply went on.
+    assert!(o.stderr.contains("Dry run summary:"), "{}", o.stderr);
+    let o = d
+        .talm([
+            "apply",
+            "-f",
+            "nodes/cp.yaml",
+            "--dry-run",
+            "--talos-version",
+            "v1.12",
+        ])
+        .ok();
+    assert!(!o.stderr.contains("pre-flight"), "{}", o.stderr);
+    let d = configured(&nodes, &new);
+    let o = d.talm(["apply", "-f", "nodes/cp.yaml", "--dry-run"]).ok();
+    assert!(!o.stderr.contains("pre-flight"), "{}", o.stderr);
+}
