@@ -7,6 +7,7 @@ pub mod drift;
 pub mod fsutil;
 pub mod gitignore;
 pub mod install_image;
+pub mod kubeconfig;
 pub mod lock;
 pub mod merge;
 pub mod modeline;

@@ -5,6 +5,7 @@ mod api_apply;
 mod api_config;
 mod api_etcd;
 mod api_inspect;
+mod api_kubeconfig;
 mod api_log;
 mod api_parallel;
 pub mod api_playbook;
@@ -38,6 +39,7 @@ pub fn engine(limits: &Limits, session: &Session) -> Engine {
     api_apply::register(&mut engine);
     api_config::register(&mut engine);
     api_inspect::register(&mut engine);
+    api_kubeconfig::register(&mut engine);
     api_log::register(&mut engine);
     api_parallel::register(&mut engine);
     api_playbook::register(&mut engine, session);
