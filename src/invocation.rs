@@ -196,6 +196,50 @@ fn writing(mut inv: Invocation, output: &str) -> Invocation {
     inv
 }
 
+/// Where `kubeconfig --login` writes: the path given, else talosctl's default (`$KUBECONFIG`
+/// naming one file, else `~/.kube/config`); `None` without `--login` (the project's file).
+fn kubeconfig_target(k: &crate::cli::KubeconfigArgs) -> Result<Option<String>> {
+    if !k.login {
+        if k.path.is_some() {
+            return Err(hinted(
+                "talm kubeconfig writes to project root by default; positional path is not consumed in this mode",
+                "to write elsewhere, merge into your own kubeconfig: talm kubeconfig --login PATH",
+            ));
+        }
+        return Ok(None);
+    }
+    if let Some(p) = &k.path {
+        return Ok(Some(p.clone()));
+    }
+    if let Some(list) = std::env::var_os("KUBECONFIG") {
+        let files: Vec<_> = std::env::split_paths(&list)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
+        match files.len() {
+            0 => {}
+            1 => return Ok(Some(files[0].display().to_string())),
+            _ => {
+                return Err(hinted(
+                    "multiple kubeconfig files defined",
+                    "name the file to merge into: talm kubeconfig --login PATH",
+                ))
+            }
+        }
+    }
+    match std::env::var_os("HOME") {
+        Some(home) => Ok(Some(
+            std::path::Path::new(&home)
+                .join(".kube/config")
+                .display()
+                .to_string(),
+        )),
+        None => Err(hinted(
+            "cannot find your kubeconfig: HOME is not set",
+            "name the file to merge into: talm kubeconfig --login PATH",
+        )),
+    }
+}
+
 /// Decides what the command line runs; reads nothing from disk.
 pub fn from_cli(cli: Cli) -> Result<Invocation> {
     let none = |action| Invocation {
@@ -260,16 +304,25 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
             }
         }
         Command::Upgrade(u) => {
-            if !(u.no_wait || u.stage) {
-                u.timeout.nonzero("--timeout", "the upgrade waits for the node up to --timeout; to not wait at all, pass --no-wait")?;
+            if u.wait {
+                if u.insecure {
+                    return Err(hinted(
+                        "cannot use --wait and --insecure together",
+                        "a node in maintenance mode cannot be followed; pass --wait=false",
+                    ));
+                }
+                u.timeout.nonzero("--timeout", "the upgrade waits for each node up to --timeout; to not wait at all, pass --wait=false")?;
             }
+            let mut session = SessionSpec::of(&u.conn)?;
+            // The -f files get the new image written back into them.
+            session.outputs.extend(u.files.iter().cloned());
             Invocation {
                 action: script("upgrade", args_of(&u)?),
                 project: Project::Optional {
                     flags: u.project.clone(),
                     files: u.files.clone(),
                 },
-                session: Some(SessionSpec::of(&u.conn)?),
+                session: Some(session),
             }
         }
         Command::Version(v) if v.client_only => none(script(
@@ -282,7 +335,18 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
             &v.node,
         )?,
         Command::Get(g) => node_command("get", args_of(&g)?, &g.node)?,
-        Command::Kubeconfig(k) => node_command("kubeconfig", args_of(&k)?, &k.node)?,
+        Command::Kubeconfig(k) => {
+            let target = kubeconfig_target(&k)?;
+            let mut inv = node_command(
+                "kubeconfig",
+                with(&k, json!({ "login_path": target }))?,
+                &k.node,
+            )?;
+            if let (Some(s), Some(t)) = (&mut inv.session, target) {
+                s.outputs.push(t);
+            }
+            inv
+        }
         Command::Reboot(r) => node_command("reboot", args_of(&r)?, &r.node)?,
         Command::Reset(r) => node_command("reset", args_of(&r)?, &r.node)?,
         Command::Logs(l) => node_command("logs", args_of(&l)?, &l.node)?,

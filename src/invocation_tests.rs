@@ -215,8 +215,15 @@ fn durations_are_checked_once() {
         zero(&["apply", "-f", "n.yaml", "--timeout", "0s"]).starts_with("--timeout \"0s\" is zero")
     );
     assert!(zero(&["upgrade", "--timeout", "0s"]).starts_with("--timeout \"0s\" is zero"));
-    assert!(inv(&["upgrade", "--timeout", "0s", "--no-wait"]).is_ok());
-    assert!(inv(&["upgrade", "--timeout", "0s", "--stage"]).is_ok());
+    assert!(inv(&["upgrade", "--timeout", "0s", "--wait=false"]).is_ok());
+    assert!(
+        zero(&["upgrade", "--timeout", "0s", "--stage"]).starts_with("--timeout \"0s\" is zero")
+    );
+    assert_eq!(
+        zero(&["upgrade", "-i", "x:v1", "--insecure"]),
+        "cannot use --wait and --insecure together"
+    );
+    assert!(inv(&["upgrade", "-i", "x:v1", "--insecure", "--wait=false"]).is_ok());
     assert!(zero(&["scan", "10.0.0.1", "--timeout", "0s"]).starts_with("--timeout \"0s\" is zero"));
     // Bad text is refused by clap's parser, explained as talm's own error.
     let e = Cli::try_parse_from(["talm", "version", "--call-timeout=-5s"]).unwrap_err();

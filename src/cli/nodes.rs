@@ -4,7 +4,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::common::{Connection, Endpoints, NodeArgs, ProjectFlags};
-use super::values::{GetOutput, GoDuration, RebootMode, WipeMode};
+use super::values::{GetOutput, GoDuration, Progress, RebootMode, WipeMode};
 
 #[derive(Debug, Args, Serialize)]
 pub struct UpgradeArgs {
@@ -29,18 +29,30 @@ pub struct UpgradeArgs {
     /// Allow an image older than the running Talos
     #[arg(long)]
     pub allow_downgrade: bool,
-    /// Stage the upgrade for the next reboot
+    /// Stage the upgrade: written to META, installed during the next boot
     #[arg(short = 's', long)]
     pub stage: bool,
-    /// Skip etcd health checks on control planes
+    /// Skip the etcd checks a control plane makes before upgrading
     #[arg(short = 'F', long)]
     pub force: bool,
-    /// Return once the upgrade is accepted, without waiting for the new version
-    #[arg(long)]
-    pub no_wait: bool,
-    /// How long to wait for each node to come back on the new version
-    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = GoDuration::parse)]
+    /// Keep the node's data through the upgrade
+    #[arg(short = 'p', long)]
+    pub preserve: bool,
+    /// How the node reboots into the new version (powercycle: no kexec)
+    #[arg(short = 'm', long, default_value = "default")]
+    pub reboot_mode: RebootMode,
+    /// Follow each node until it is back on a new boot (--wait=false: return once accepted)
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub wait: bool,
+    /// How the wait reports progress
+    #[arg(long, default_value = "auto")]
+    pub progress: Progress,
+    /// How long to wait for each node to come back
+    #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = GoDuration::parse)]
     pub timeout: GoDuration,
+    /// Do not check afterwards that each node runs the new version
+    #[arg(long)]
+    pub skip_post_upgrade_verify: bool,
 }
 
 #[derive(Debug, Args, Serialize)]

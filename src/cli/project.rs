@@ -193,6 +193,10 @@ pub struct ApplyArgs {
     /// Show secret values in the drift preview and the node's reply
     #[arg(long)]
     pub show_secrets_in_drift: bool,
+    /// Skip re-reading the applied config to compare it with what was sent (on by default, as
+    /// the Go talm; --skip-post-apply-verify=false checks, for --mode no-reboot)
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub skip_post_apply_verify: bool,
 }
 
 #[derive(Debug, Args, Serialize)]
@@ -200,9 +204,18 @@ pub struct KubeconfigArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,
-    /// Where to write (default: Chart.yaml globalOptions.kubeconfig, else <root>/kubeconfig)
+    /// With --login: the file to merge into (default: $KUBECONFIG, else ~/.kube/config)
     pub path: Option<String>,
-    /// Merge into the file at the path instead of replacing it
-    #[arg(short = 'm', long)]
+    /// Merge into an existing file instead of replacing it (--merge=false replaces)
+    #[arg(short = 'm', long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
     pub merge: bool,
+    /// Overwrite clashing clusters and users when merging (talm's default; --force=false renames them -1, -2...)
+    #[arg(short = 'F', long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub force: bool,
+    /// The name of the merged context
+    #[arg(long, value_name = "NAME")]
+    pub force_context_name: Option<String>,
+    /// Merge into your own kubeconfig (PATH, else $KUBECONFIG or ~/.kube/config) instead of the project's
+    #[arg(short = 'l', long)]
+    pub login: bool,
 }

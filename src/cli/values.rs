@@ -62,6 +62,14 @@ pub enum RebootMode {
     Force,
 }
 
+/// `upgrade --progress`: talosctl's reporter styles (off a terminal both print plain lines).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Progress {
+    Auto,
+    Plain,
+}
+
 /// `reset --wipe-mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]

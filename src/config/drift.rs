@@ -203,6 +203,45 @@ pub fn preview(
     show_secrets: bool,
     secrets: &BTreeSet<String>,
 ) -> Result<String> {
+    compare(
+        "drift preview",
+        current,
+        desired,
+        node,
+        show_secrets,
+        secrets,
+    )
+    .map(|(text, _)| text)
+}
+
+/// The post-apply check: what the node runs (`current`) against what was sent (`desired`), as
+/// a report headed `talm: post-apply divergence`, and how many documents differ.
+pub fn divergence(
+    current: &str,
+    desired: &str,
+    node: &str,
+    show_secrets: bool,
+    secrets: &BTreeSet<String>,
+) -> Result<(String, usize)> {
+    compare(
+        "post-apply divergence",
+        current,
+        desired,
+        node,
+        show_secrets,
+        secrets,
+    )
+}
+
+/// Documents compared by identity, field by field: the report and the number that differ.
+fn compare(
+    title: &str,
+    current: &str,
+    desired: &str,
+    node: &str,
+    show_secrets: bool,
+    secrets: &BTreeSet<String>,
+) -> Result<(String, usize)> {
     let cur = by_identity(current)?;
     let want = by_identity(desired)?;
     let ids: BTreeSet<&String> = cur.keys().chain(want.keys()).collect();
@@ -211,7 +250,7 @@ pub fn preview(
     } else {
         format!(" (node {node})")
     };
-    let mut out = format!("talm: drift preview{header}\n");
+    let mut out = format!("talm: {title}{header}\n");
     let (mut add, mut del, mut upd, mut same) = (0, 0, 0, 0);
     for id in ids {
         match (cur.get(id), want.get(id)) {
@@ -252,7 +291,7 @@ pub fn preview(
         plural(del, "removal", "removals"),
         plural(upd, "update", "updates")
     ));
-    Ok(out)
+    Ok((out, add + del + upd))
 }
 
 fn collect_secret_values(v: &Value, path: &str, under_secret: bool, out: &mut BTreeSet<String>) {

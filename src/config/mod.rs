@@ -11,5 +11,6 @@ mod jsonpatch;
 mod merge;
 pub mod nodebody;
 pub mod patch;
+pub mod preflight;
 pub mod redact;
 pub mod schema;

@@ -6,6 +6,8 @@ pub mod confine;
 pub mod drift;
 pub mod fsutil;
 pub mod gitignore;
+pub mod install_image;
+pub mod kubeconfig;
 pub mod lock;
 pub mod merge;
 pub mod modeline;

@@ -13,7 +13,7 @@ use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
 
 use super::native;
 use super::node_opts::{
-    LogsOpts, NodeOpts, RebootOpts, ResetOpts, ScanOpts, TargetsOpts, UpgradeOpts,
+    LogsOpts, NodeOpts, RebootOpts, ResetOpts, ScanOpts, TargetsOpts,
 };
 use super::session::Session;
 use crate::error::hinted;
@@ -52,6 +52,32 @@ impl Node {
             conn: Arc::new(Mutex::new(None)),
             ..self.clone()
         }
+    }
+
+    /// A way to open fresh connections to the node (not kept), for waits across a reboot.
+    pub(super) fn dialer(
+        &self,
+    ) -> impl Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Client>> + Send>>
+    {
+        let (endpoint, target, opts) = (
+            self.endpoint.clone(),
+            self.target.clone(),
+            self.opts.clone(),
+        );
+        move || {
+            let (endpoint, target, opts) = (endpoint.clone(), target.clone(), opts.clone());
+            Box::pin(async move { Client::connect(&endpoint, target.as_deref(), &opts).await })
+        }
+    }
+
+    /// Whether the handle is a maintenance-mode one.
+    pub(super) fn insecure(&self) -> bool {
+        self.opts.auth.is_insecure()
+    }
+
+    /// Drops the kept connection (the node rebooted under it).
+    pub(super) fn forget(&self) {
+        *self.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     pub(super) fn client(&self) -> Result<Client> {
@@ -476,19 +502,6 @@ pub fn register(engine: &mut Engine, session: &Session) {
     FuncRegistration::new("kubeconfig")
         .with_comments(["/// The admin kubeconfig the node issues (a control plane), as text."])
         .register_into_engine(engine, |n: &mut Node| native(|| kubeconfig_text(n)));
-    FuncRegistration::new("upgrade")
-        .with_comments(["/// Starts an upgrade to `opts.image` (`stage`, `force` as talosctl); returns #{ack, actor_id}. The node reboots into the new version."])
-        .register_into_engine(engine, |n: &mut Node, opts: Map| {
-            native(|| {
-                let o = UpgradeOpts::read(&opts)?;
-                let req = machine::UpgradeRequest { image: o.image, stage: o.stage, force: o.force, ..Default::default() };
-                let r = n.with(|c| block_on(c.upgrade(req)))?;
-                let mut m = Map::new();
-                m.insert("ack".into(), r.ack.into());
-                m.insert("actor_id".into(), r.actor_id.into());
-                Ok(m)
-            })
-        });
     FuncRegistration::new("reboot")
         .with_comments(["/// Reboots the node (`opts.mode`: default, powercycle, or force: no graceful stop of pods and services)."])
         .register_into_engine(engine, |n: &mut Node, opts: Map| {

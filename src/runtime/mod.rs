@@ -6,6 +6,7 @@ mod api_change;
 mod api_config;
 mod api_etcd;
 mod api_inspect;
+mod api_kubeconfig;
 mod api_log;
 mod api_parallel;
 pub mod api_playbook;
@@ -16,6 +17,8 @@ mod api_secrets;
 mod api_stream;
 mod api_support;
 pub mod api_talos;
+mod api_upgrade;
+mod api_verify;
 mod api_yaml;
 mod node_opts;
 mod opts;
@@ -40,8 +43,10 @@ pub fn engine(limits: &Limits, session: &Session) -> Engine {
 /// The engine, with the item errors of its `parallel` calls kept in `unchecked`.
 fn engine_with(limits: &Limits, session: &Session, unchecked: &api_parallel::Unchecked) -> Engine {
     let mut engine = crate::sandbox::engine(limits);
+    api_verify::register(&mut engine);
     api_config::register(&mut engine);
     api_inspect::register(&mut engine, session);
+    api_kubeconfig::register(&mut engine);
     api_log::register(&mut engine);
     api_parallel::register(&mut engine, unchecked);
     api_playbook::register(&mut engine, session);
@@ -56,6 +61,7 @@ fn engine_with(limits: &Limits, session: &Session, unchecked: &api_parallel::Unc
     api_etcd::register(&mut engine, session);
     api_support::register(&mut engine, session);
     api_change::register(&mut engine);
+    api_upgrade::register(&mut engine, session);
     api_yaml::register(&mut engine);
     engine
 }

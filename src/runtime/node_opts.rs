@@ -53,9 +53,20 @@ options! {
 options! {
     /// `n.upgrade(#{...})`.
     pub struct UpgradeOpts for "n.upgrade" {
+        /// The installer image (required).
         image: String,
+        /// Write the upgrade to META and reboot; it is installed during the next boot.
         stage: bool,
+        /// Skip the etcd checks a control plane makes before upgrading.
         force: bool,
+        /// Keep the node's data (passed to the installer).
+        preserve: bool,
+        /// default or powercycle (no kexec).
+        reboot_mode: String,
+        /// Follow the upgrade until the node is back RUNNING on a new boot (talosctl's tracker).
+        wait: bool,
+        /// How long `wait` waits (default 30m).
+        timeout: Option<Duration>,
     }
 }
 

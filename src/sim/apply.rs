@@ -17,6 +17,7 @@ impl Node {
         req: &machine::ApplyConfigurationRequest,
         roles: &[String],
     ) -> Result<machine::ApplyConfiguration, Status> {
+        let keep_config = self.faults().keep_config;
         let mut st = self.state();
         if st.rebooting {
             return Err(Status::failed_precondition("configuration was already applied and node is rebooting, cannot apply more configuration changes until next reboot"));
@@ -187,7 +188,9 @@ impl Node {
                 }
                 _ => {
                     st.try_rollback = None;
-                    st.set_config(Some(cfg));
+                    if !keep_config {
+                        st.set_config(Some(cfg));
+                    }
                 }
             }
         }

@@ -170,6 +170,20 @@ impl Events {
         self.publish(m, actor_id, any("TaskEvent", &e));
     }
 
+    /// A phase of a sequence starting or stopping, on behalf of `actor_id`.
+    pub fn phase(&self, m: [u8; 3], name: &str, start: bool, actor_id: &str) {
+        let action = if start {
+            machine::phase_event::Action::Start
+        } else {
+            machine::phase_event::Action::Stop
+        };
+        let e = machine::PhaseEvent {
+            phase: name.into(),
+            action: action as i32,
+        };
+        self.publish(m, actor_id, any("PhaseEvent", &e));
+    }
+
     /// A service changing state.
     pub fn service(&self, m: [u8; 3], service: &str, state: &str, message: &str, actor: &str) {
         let healthy = state == "Running";

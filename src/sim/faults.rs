@@ -26,6 +26,10 @@ pub struct Faults {
     /// Calls that fail: `Call: "Code: message"`, e.g. `Bootstrap: "Unavailable: etcd is down"`.
     #[serde(default)]
     pub fail: BTreeMap<String, String>,
+    /// A config applied without a reboot is acknowledged, but the node keeps running its
+    /// previous one (a controller reverting it): what talm's post-apply verification catches.
+    #[serde(default)]
+    pub keep_config: bool,
 }
 
 /// A Go duration read from its text; bad text is an error serde places at its key and line.

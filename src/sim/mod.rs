@@ -30,6 +30,7 @@ pub mod server;
 pub mod service;
 pub mod state;
 pub mod store;
+pub mod upgrade;
 pub mod watch;
 
 use std::collections::HashMap;

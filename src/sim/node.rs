@@ -441,20 +441,27 @@ impl Node {
                 )))
             }
         };
-        st.pending_version = Some(tag);
+        let mode =
+            machine::upgrade_request::RebootMode::try_from(req.reboot_mode).unwrap_or_default();
+        let plan = super::upgrade::Plan::of(req, mode, &tag);
+        plan.take(&mut st);
+        st.last_upgrade = Some(req.clone());
         st.rebooting = true;
         drop(st);
-        let mode = machine::upgrade_request::RebootMode::try_from(req.reboot_mode)
-            .unwrap_or_default()
-            .as_str_name();
         self.journal.talos(&format!(
-            "upgrade request received: staged {}, force {}, reboot mode {mode}",
-            req.stage, req.force
+            "upgrade request received: staged {}, force {}, reboot mode {}",
+            req.stage,
+            req.force,
+            mode.as_str_name()
         ));
         self.journal.talos(&format!("validating {image:?}"));
         let actor_id = uuid();
-        self.events
-            .sequence(self.machine_id(), "upgrade", true, &actor_id);
+        let m = self.machine_id();
+        self.events.sequence(m, plan.sequence(), true, &actor_id);
+        for phase in plan.phases() {
+            self.events.phase(m, phase, true, &actor_id);
+            self.events.phase(m, phase, false, &actor_id);
+        }
         self.reboot_soon();
         Ok(machine::Upgrade {
             metadata: None,

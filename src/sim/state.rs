@@ -168,10 +168,15 @@ pub struct State {
     pub version: String,
     /// Version to run after the next boot (an upgrade).
     pub pending_version: Option<String>,
+    /// A staged upgrade (META tags 0x07 image and 0x08 install options): installed during the
+    /// next boot, which then reboots once more into it.
+    pub staged_upgrade: Option<super::upgrade::Staged>,
     /// A reboot was started; further applies are refused until it happens.
     pub rebooting: bool,
     /// Wipe the config at the next boot (a reset).
     pub reset_pending: bool,
+    /// The last upgrade asked of the node (its flags), for tests and the log.
+    pub last_upgrade: Option<crate::proto::machine::UpgradeRequest>,
     /// The last reset asked of the node (what it wiped), for tests and the log.
     pub last_reset: Option<crate::proto::machine::ResetRequest>,
     pub boots: u64,
@@ -200,8 +205,10 @@ impl State {
             etcd_recovery: None,
             version: version.to_string(),
             pending_version: None,
+            staged_upgrade: None,
             rebooting: false,
             reset_pending: false,
+            last_upgrade: None,
             last_reset: None,
             boots: 1,
             node_id: node_id.to_string(),
@@ -269,6 +276,11 @@ impl State {
             if v != self.version {
                 self.changes.previous_version = Some(std::mem::replace(&mut self.version, v));
             }
+        }
+        if let Some(staged) = self.staged_upgrade.take() {
+            // The installer runs in this boot and reboots into the new version.
+            self.version = staged.version;
+            self.boots += 1;
         }
     }
 }

@@ -21,6 +21,7 @@ pub mod snapshot;
 pub mod stats;
 pub mod streams;
 pub mod tabwriter;
+pub mod tracker;
 pub mod verify;
 pub mod wire;
 

@@ -44,10 +44,14 @@ fn kubeconfig_paths_merge_and_refusals() {
     assert!(!d.exists("kubeconfig"));
     d.talm(["kubeconfig", "-f", "nodes/cp.yaml"]).ok();
     assert_eq!(d.mode("kubeconfig"), 0o600);
-    assert!(d.exists("kubeconfig.encrypted"));
+    // The encrypted twin is refreshed only where the project keeps one.
+    assert!(!d.exists("kubeconfig.encrypted"));
+    d.talm(["kubeconfig", "-f", "nodes/cp.yaml", "other.yaml"]).fails_with(
+        "talm kubeconfig writes to project root by default; positional path is not consumed in this mode",
+    );
     // An explicit path, then a merge into a kubeconfig holding another cluster.
     d.write("other.yaml", "apiVersion: v1\nkind: Config\nclusters:\n  - name: other\n    cluster: {server: https://10.9.9.9:6443}\nusers:\n  - name: admin@other\n    user: {token: x}\ncontexts:\n  - name: admin@other\n    context: {cluster: other, user: admin@other}\ncurrent-context: admin@other\n");
-    d.talm(["kubeconfig", "-f", "nodes/cp.yaml", "other.yaml", "--merge"])
+    d.talm(["kubeconfig", "-f", "nodes/cp.yaml", "--login", "other.yaml"])
         .ok();
     let merged: serde_yaml_ng::Value = serde_yaml_ng::from_str(&d.read("other.yaml")).unwrap();
     let names: Vec<&str> = merged["clusters"]

@@ -42,3 +42,4 @@ mod talk;
 mod talosconfig;
 mod template;
 mod trust;
+mod upgrade_apply;

@@ -85,7 +85,7 @@ fn command_timeouts_refuse_zero_and_huge() {
         &["upgrade", "-n", &ip, "--image", "x", "--timeout", "0s"],
         "--timeout \"0s\" is zero",
     );
-    assert!(o.stderr.contains("--no-wait"), "{}", o.stderr);
+    assert!(o.stderr.contains("--wait=false"), "{}", o.stderr);
     // Without waiting, a zero --timeout is no error (the command fails later, elsewhere).
     let o = d
         .talm([
@@ -96,7 +96,7 @@ fn command_timeouts_refuse_zero_and_huge() {
             "x",
             "--timeout",
             "0s",
-            "--no-wait",
+            "--wait=false",
         ])
         .run();
     assert!(!o.stderr.contains("--timeout"), "{}", o.stderr);
