@@ -12,9 +12,7 @@ use anyhow::Result;
 use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
 
 use super::native;
-use super::node_opts::{
-    LogsOpts, NodeOpts, RebootOpts, ResetOpts, ScanOpts, TargetsOpts,
-};
+use super::node_opts::{LogsOpts, NodeOpts, RebootOpts, ResetOpts, ScanOpts, TargetsOpts};
 use super::session::Session;
 use crate::error::hinted;
 use crate::proto::machine;
@@ -59,14 +57,16 @@ impl Node {
         &self,
     ) -> impl Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Client>> + Send>>
     {
-        let (endpoint, target, opts) = (
-            self.endpoint.clone(),
+        let (endpoints, target, opts) = (
+            self.endpoints.clone(),
             self.target.clone(),
             self.opts.clone(),
         );
         move || {
-            let (endpoint, target, opts) = (endpoint.clone(), target.clone(), opts.clone());
-            Box::pin(async move { Client::connect(&endpoint, target.as_deref(), &opts).await })
+            let (endpoints, target, opts) = (endpoints.clone(), target.clone(), opts.clone());
+            Box::pin(async move {
+                crate::talos::failover::connect(&endpoints, target.as_deref(), &opts).await
+            })
         }
     }
 
