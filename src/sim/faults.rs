@@ -25,6 +25,10 @@ pub struct Faults {
     /// Calls that fail: `Call: "Code: message"`, e.g. `Bootstrap: "Unavailable: etcd is down"`.
     #[serde(default)]
     pub fail: BTreeMap<String, String>,
+    /// etcd snapshots carry a damaged database (both meta pages garbled, the SHA-256 trailer
+    /// made over the damage): rehearses a backup whose figures cannot be read.
+    #[serde(default)]
+    pub damaged_etcd_snapshot: bool,
 }
 
 fn code(name: &str) -> Option<Code> {
