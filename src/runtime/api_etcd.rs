@@ -186,8 +186,22 @@ fn snapshot_to(session: &Session, n: &Node, path: &str) -> Result<Map> {
     })();
     let _ = std::fs::remove_file(&part);
     let size = written?;
-    let bytes = std::fs::read(&dest)?;
-    let mut r = info_map(&snapshot::info(&bytes)?);
+    // The file is saved: a database whose figures cannot be read is kept, with a warning.
+    let mut r = match std::fs::read(&dest)
+        .map_err(anyhow::Error::from)
+        .and_then(|b| snapshot::info(&b))
+    {
+        Ok(i) => info_map(&i),
+        Err(e) => {
+            let mut r = Map::new();
+            r.insert(
+                "warning".into(),
+                format!("snapshot info of {path:?} is unavailable: {e:#} (the file is kept)")
+                    .into(),
+            );
+            r
+        }
+    };
     r.insert("path".into(), path.into());
     r.insert("size".into(), (size as i64).into());
     Ok(r)
@@ -196,6 +210,16 @@ fn snapshot_to(session: &Session, n: &Node, path: &str) -> Result<Map> {
 fn read_snapshot(session: &Session, path: &str, what: &str) -> Result<Vec<u8>> {
     let file = allowed(session, path, what)?;
     std::fs::read(&file).map_err(|e| anyhow!("error opening snapshot file: {e}"))
+}
+
+/// The figures of a snapshot, refused with the file named when it is no etcd bbolt database.
+fn checked_info(path: &str, bytes: &[u8]) -> Result<snapshot::Info> {
+    snapshot::info(bytes).map_err(|e| {
+        hinted(
+            format!("snapshot {path:?} is not a valid etcd database: {e:#}"),
+            "give a file saved by `talm etcd snapshot` (or etcdctl snapshot save), or a copy of etcd's member/snap/db with --recover-skip-hash-check",
+        )
+    })
 }
 
 /// Uploads a snapshot for a recovering bootstrap; refused when its trailer does not match,
@@ -208,6 +232,8 @@ fn recover(session: &Session, n: &Node, path: &str, skip_hash_check: bool) -> Re
             "take a new one with `talm etcd snapshot`, or pass --recover-skip-hash-check for a copy of etcd's data directory (no trailer)",
         )
     })?;
+    // Skipping the hash check skips only the hash: the database itself must open.
+    checked_info(path, &bytes)?;
     n.with(|c| block_on(c.etcd_recover(&bytes)))
         .map_err(|e| anyhow!("error uploading snapshot: {e:#}"))
 }
@@ -273,7 +299,7 @@ pub fn register(engine: &mut Engine, session: &Session) {
         .with_comments(["/// The node's etcd member status: #{node, member, db_size, db_size_in_use, leader, raft_index, raft_term, raft_applied_index, learner, protocol_version, storage_version, errors}; IDs in 16 hex digits."])
         .register_into_engine(engine, |n: &mut Node| native(|| status(n)));
     FuncRegistration::new("etcd_snapshot")
-        .with_comments(["/// Streams a snapshot of the node's etcd to the local `path` (written as `path.part`, 0600, checked, then renamed): #{path, size, hash, revision, total_keys, total_size}."])
+        .with_comments(["/// Streams a snapshot of the node's etcd to the local `path` (written as `path.part`, 0600, checked, then renamed): #{path, size, hash, revision, total_keys, total_size}, or #{path, size, warning} when the saved file's figures cannot be read."])
         .register_into_engine(engine, {
             let session = session.clone();
             move |n: &mut Node, path: &str| native(|| snapshot_to(&session, n, path))
@@ -342,7 +368,7 @@ pub fn register(engine: &mut Engine, session: &Session) {
             })
         });
     FuncRegistration::new("etcd_recover")
-        .with_comments(["/// Uploads the local snapshot `path` for `n.bootstrap(#{recover: true})`; a snapshot whose SHA-256 trailer does not match is refused unless `skip_hash_check`."])
+        .with_comments(["/// Uploads the local snapshot `path` for `n.bootstrap(#{recover: true})`; a snapshot whose SHA-256 trailer does not match is refused unless `skip_hash_check`, one that is no etcd bbolt database always."])
         .register_into_engine(engine, {
             let session = session.clone();
             move |n: &mut Node, path: &str, skip_hash_check: bool| {
@@ -368,7 +394,7 @@ pub fn register(engine: &mut Engine, session: &Session) {
             move |path: &str| {
                 native(|| {
                     let bytes = read_snapshot(&session, path, "etcd_snapshot_info")?;
-                    Ok(info_map(&snapshot::info(&bytes)?))
+                    Ok(info_map(&checked_info(path, &bytes)?))
                 })
             }
         });

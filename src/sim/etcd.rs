@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::node::Node;
 use super::service::Registry;
-use crate::talos::snapshot::{self, Db};
+use crate::talos::snapshot::{self, Db, DbMember};
 
 /// The etcd a simulated Talos v1.13 runs.
 pub const SERVER_VERSION: &str = "3.6.12";
@@ -274,10 +274,22 @@ impl Cluster {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
+            members: self
+                .members
+                .iter()
+                .map(|m| DbMember {
+                    id: m.id,
+                    peer_urls: m.peer_urls(),
+                    name: m.name.clone(),
+                    client_urls: m.client_urls(),
+                })
+                .collect(),
+            consistent_index: self.raft_index,
+            term: self.term,
         }
     }
 
-    /// A snapshot file: database pages and SHA-256 trailer.
+    /// A snapshot file: a bbolt database in etcd's schema and the SHA-256 trailer.
     pub fn snapshot(&self) -> Vec<u8> {
         snapshot::seal(&snapshot::encode(&self.db()))
     }

@@ -169,7 +169,16 @@ pub fn snapshot(n: &Node, roles: &[String]) -> Result<Vec<u8>, Status> {
     allow(roles, BACKUP)?;
     control_plane(n, "etcd snapshot")?;
     let m = local(n).map_err(|e| Status::unknown(format!("failed reading etcd snapshot: {e}")))?;
-    let bytes = m.lock().snapshot();
+    let mut bytes = m.lock().snapshot();
+    if n.faults().damaged_etcd_snapshot {
+        use crate::talos::snapshot::{seal, TRAILER};
+        bytes.truncate(bytes.len() - TRAILER);
+        let page = crate::talos::etcd_db::PAGE_SIZE;
+        for at in [16, page + 16] {
+            bytes[at..at + 4].copy_from_slice(b"\xde\xad\xbe\xef");
+        }
+        bytes = seal(&bytes);
+    }
     Ok(bytes)
 }
 

@@ -30,6 +30,10 @@ pub struct Faults {
     /// previous one (a controller reverting it): what talm's post-apply verification catches.
     #[serde(default)]
     pub keep_config: bool,
+    /// etcd snapshots carry a damaged database (both meta pages garbled, the SHA-256 trailer
+    /// made over the damage): rehearses a backup whose figures cannot be read.
+    #[serde(default)]
+    pub damaged_etcd_snapshot: bool,
 }
 
 /// A Go duration read from its text; bad text is an error serde places at its key and line.

@@ -3,6 +3,7 @@
 
 pub mod address;
 pub mod archive;
+pub mod bbolt;
 pub mod cgroups;
 pub mod client;
 pub mod creds;
@@ -10,6 +11,7 @@ pub mod diagnose;
 pub mod discovery;
 pub mod duration;
 pub mod errors;
+pub mod etcd_db;
 pub mod events;
 pub mod extract;
 pub mod failover;

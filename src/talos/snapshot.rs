@@ -2,29 +2,19 @@
 //! trailer (the whole file is then `512·k + 32` bytes long), the integrity checks `etcd
 //! snapshot` and a restore make, and the `snapshot info` figures (hash, revision, keys, size).
 //!
-//! The database part is the simulated etcd's keyspace in pages of 4096 bytes (a header with
-//! magic, revision and the key/value pairs), not a bbolt file: a snapshot of a real etcd passes
-//! the length and trailer checks, but its figures cannot be read here.
+//! The database is etcd's bbolt file (see `bbolt` and `etcd_db`), whether a real etcd or the
+//! simulator wrote it; the figures are computed as `etcdutl snapshot status` does.
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use sha2::{Digest, Sha256};
+
+use super::bbolt::{self, Entry};
+pub use super::etcd_db::{decode, encode, Db, DbMember};
 
 /// Length of the SHA-256 trailer.
 pub const TRAILER: usize = 32;
 /// bbolt pages are multiples of 512 bytes.
 const SECTOR: usize = 512;
-/// The page size of the simulated database.
-const PAGE: usize = 4096;
-const MAGIC: &[u8; 16] = b"talm-sim-etcd-db";
-
-/// The keyspace a snapshot holds.
-#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
-pub struct Db {
-    /// etcd's latest revision.
-    pub revision: i64,
-    /// Keys and values, sorted by key.
-    pub kvs: Vec<(String, String)>,
-}
 
 /// What `etcdutl snapshot status` reports of a snapshot.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,34 +23,6 @@ pub struct Info {
     pub revision: i64,
     pub total_keys: usize,
     pub total_size: usize,
-}
-
-/// The database pages of `db`.
-pub fn encode(db: &Db) -> Vec<u8> {
-    // Cannot fail: strings and integers always serialise.
-    let body = serde_json::to_vec(db).unwrap_or_default();
-    let mut out = Vec::with_capacity(MAGIC.len() + 4 + body.len() + PAGE);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
-    out.extend_from_slice(&body);
-    let padded = out.len().div_ceil(PAGE).max(1) * PAGE;
-    out.resize(padded, 0);
-    out
-}
-
-/// The keyspace in database pages (without trailer).
-pub fn decode(db: &[u8]) -> Result<Db> {
-    if db.len() < MAGIC.len() + 4 || &db[..MAGIC.len()] != MAGIC {
-        bail!("invalid database: not an etcd database talm can read (a snapshot of the simulated etcd)");
-    }
-    let mut len = [0u8; 4];
-    len.copy_from_slice(&db[MAGIC.len()..MAGIC.len() + 4]);
-    let len = u32::from_le_bytes(len) as usize;
-    let start = MAGIC.len() + 4;
-    let body = db
-        .get(start..start + len)
-        .ok_or_else(|| anyhow::anyhow!("invalid database: the key/value page is cut short"))?;
-    serde_json::from_slice(body).map_err(|e| anyhow::anyhow!("invalid database: {e}"))
 }
 
 /// A snapshot file: the database followed by its SHA-256.
@@ -108,25 +70,51 @@ fn go_bytes(b: &[u8]) -> String {
     format!("[{}]", parts.join(" "))
 }
 
-/// The status figures of a snapshot file (trailer stripped when present).
+/// The status figures of a snapshot file (trailer stripped when present), as etcdutl's
+/// snapshot status computes them: CRC-32C over every top-level bucket's name followed by each
+/// of its keys and values (a nested bucket's value is empty), the `key` bucket's last main
+/// revision, the count of entries in all buckets, and the database size bbolt reports.
 pub fn info(file: &[u8]) -> Result<Info> {
     let db_bytes = if has_trailer(file) {
         &file[..file.len() - TRAILER]
     } else {
         file
     };
-    let db = decode(db_bytes)?;
+    let db = bbolt::Db::open(db_bytes)?;
     let mut h = Crc32c::default();
-    h.update(b"key");
-    for (k, v) in &db.kvs {
-        h.update(k.as_bytes());
-        h.update(v.as_bytes());
-    }
+    let (mut revision, mut total_keys) = (0i64, 0usize);
+    db.for_each(db.root(), &mut |name, e| {
+        let Entry::Bucket(b) = e else {
+            bail!(
+                "cannot get hash of bucket {}",
+                String::from_utf8_lossy(name)
+            );
+        };
+        h.update(name);
+        let is_key = name == b"key";
+        db.for_each(b, &mut |k, e| {
+            h.update(k);
+            if let Entry::Value(v) = e {
+                h.update(v);
+            }
+            if is_key {
+                revision = super::etcd_db::revision_of(k)?;
+            }
+            total_keys += 1;
+            Ok(())
+        })
+        .map_err(|e| {
+            anyhow!(
+                "cannot write bucket {} : {e:#}",
+                String::from_utf8_lossy(name)
+            )
+        })
+    })?;
     Ok(Info {
         hash: h.finish(),
-        revision: db.revision,
-        total_keys: db.kvs.len(),
-        total_size: db_bytes.len(),
+        revision,
+        total_keys,
+        total_size: db.size() as usize,
     })
 }
 
@@ -165,6 +153,7 @@ mod tests {
                 ("/registry/a".into(), "1".into()),
                 ("/registry/b".into(), "2".into()),
             ],
+            ..Db::default()
         }
     }
 
@@ -178,14 +167,15 @@ mod tests {
     #[test]
     fn a_sealed_snapshot_follows_the_length_rule_and_verifies() {
         let db = encode(&sample());
-        assert_eq!(db.len() % PAGE, 0);
+        assert_eq!(db.len() % 4096, 0);
         let file = seal(&db);
         assert_eq!(file.len() % 512, 32);
         check_length(&file).unwrap();
         assert_eq!(verified(&file, false).unwrap(), db.as_slice());
         assert_eq!(decode(verified(&file, false).unwrap()).unwrap(), sample());
         let i = info(&file).unwrap();
-        assert_eq!((i.revision, i.total_keys, i.total_size), (9, 2, db.len()));
+        // 2 keys, authEnabled and authRevision, clusterVersion, 4 meta entries.
+        assert_eq!((i.revision, i.total_keys, i.total_size), (9, 9, db.len()));
         assert_eq!(
             info(&db).unwrap(),
             i,
