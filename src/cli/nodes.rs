@@ -4,7 +4,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::common::{Connection, Endpoints, NodeArgs, ProjectFlags};
-use super::values::{GetOutput, GoDuration, Progress, RebootMode, WipeMode};
+use super::values::{GetOutput, GoDuration, Progress, RebootMode, UpgradeRebootMode, WipeMode};
 
 #[derive(Debug, Args, Serialize)]
 pub struct UpgradeArgs {
@@ -40,7 +40,7 @@ pub struct UpgradeArgs {
     pub preserve: bool,
     /// How the node reboots into the new version (powercycle: no kexec)
     #[arg(short = 'm', long, default_value = "default")]
-    pub reboot_mode: RebootMode,
+    pub reboot_mode: UpgradeRebootMode,
     /// Follow each node until it is back on a new boot (--wait=false: return once accepted)
     #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
     pub wait: bool,

@@ -62,6 +62,15 @@ pub enum RebootMode {
     Force,
 }
 
+/// `upgrade --reboot-mode`: how the node reboots into the new version (no `force` there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UpgradeRebootMode {
+    Default,
+    /// A full power cycle instead of kexec.
+    Powercycle,
+}
+
 /// `upgrade --progress`: talosctl's reporter styles (off a terminal both print plain lines).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]

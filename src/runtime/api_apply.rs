@@ -72,6 +72,9 @@ pub(super) fn apply(n: &Node, config: &str, o: &ApplyOpts) -> Result<Map> {
 
 /// `n.apply(config, opts)`: the config made whole from the project when it is a patch, sent.
 fn apply_config(session: &Session, n: &Node, config: &str, o: &ApplyOpts) -> Result<Map> {
+    if o.as_is {
+        return apply(n, config, o);
+    }
     let root = session.settings().root;
     let whole = super::api_render::whole_config(root.as_deref(), config)?;
     apply(n, &whole, o)
@@ -79,7 +82,7 @@ fn apply_config(session: &Session, n: &Node, config: &str, o: &ApplyOpts) -> Res
 
 pub fn register(engine: &mut Engine, session: &Session) {
     FuncRegistration::new("apply")
-        .with_comments(["/// Sends a machine config (YAML text or a map): a patch (what `render()` returns) is first merged into the config generated from the project's secrets, as `talm apply` does; a whole config goes as it is. `opts` has `mode` (auto, no-reboot, reboot, staged, try), `dry_run`, `timeout` (try-mode rollback, default 1m). Returns #{mode, mode_details, warnings}."])
+        .with_comments(["/// Sends a machine config (YAML text or a map): a patch (what `render()` returns) is first merged into the config generated from the project's secrets, as `talm apply` does; a whole config goes as it is. `opts` has `mode` (auto, no-reboot, reboot, staged, try), `dry_run`, `timeout` (try-mode rollback, default 1m), `as_is` (send the text unchanged even when it looks like a patch). Returns #{mode, mode_details, warnings}."])
         .register_into_engine(engine, {
             let session = session.clone();
             move |n: &mut Node, config: &str, opts: Map| native(|| apply_config(&session, n, config, &ApplyOpts::read(&opts)?))

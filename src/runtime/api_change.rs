@@ -254,6 +254,7 @@ fn patch(n: &Node, texts: Vec<String>, o: &PatchOpts) -> Result<Map> {
             mode: o.mode.clone(),
             dry_run: o.dry_run,
             timeout: o.timeout,
+            as_is: true,
         },
     );
     let mut m = match (apply, changed) {

@@ -47,6 +47,9 @@ options! {
         dry_run: bool,
         /// Try-mode rollback (default 1m).
         timeout: Option<Duration>,
+        /// Send the text exactly as given, even when it looks like a patch (`edit machineconfig`
+        /// sends what the user saved, as talosctl; the node judges it).
+        as_is: bool,
     }
 }
 
