@@ -6,7 +6,7 @@
 //! `cluster_health(#{...})`): one map per check with its last state.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{anyhow, Result};
@@ -18,7 +18,6 @@ use super::node_opts::TargetsOpts;
 use super::opts::options;
 use super::session::Session;
 use crate::error::hinted;
-use crate::project::{confine, root};
 use crate::proto::machine;
 use crate::talos::client::EtcdDowngrade;
 use crate::talos::{block_on, snapshot};
@@ -128,21 +127,11 @@ fn alarms(n: &Node, list: Vec<machine::EtcdMemberAlarm>) -> Array {
 
 /// A file the command line named (outputs and inputs alike), or one inside the project.
 fn allowed(session: &Session, path: &str, what: &str) -> Result<PathBuf> {
-    let abs = root::absolute(Path::new(path))?;
-    let s = session.settings();
-    let real = confine::resolve(&abs);
-    let named = s.outputs.iter().any(|o| confine::resolve(o) == real);
-    let in_project = s
-        .root
-        .as_ref()
-        .is_some_and(|r| abs.starts_with(r) && confine::check(r, &abs).is_ok());
-    if named || in_project {
-        return Ok(abs);
-    }
-    Err(hinted(
-        format!("{what}: {path} is neither a file the command line names nor inside the project"),
+    session.named_or_inside(
+        what,
+        path,
         "scripts reach local files only where the user said: the command's own argument (talm etcd snapshot PATH, talm bootstrap --recover-from FILE) or the project folder",
-    ))
+    )
 }
 
 fn info_map(i: &snapshot::Info) -> Map {

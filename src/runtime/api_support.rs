@@ -4,7 +4,7 @@
 //! bars on a terminal, a line per finished source otherwise, a line per step when verbose; and
 //! `n.resources_yaml(type, namespace, redact)` lists resources as the support bundle holds them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
@@ -16,27 +16,17 @@ use super::native;
 use super::opts::options;
 use super::session::Session;
 use crate::error::hinted;
-use crate::project::{confine, fsutil, root};
+use crate::project::fsutil;
 use crate::talos::{block_on, resources};
 
 /// Where `path` may be written: a file the command line named as an output, or a path inside
 /// the session's project (links followed).
 fn writable(session: &Session, path: &str) -> Result<PathBuf> {
-    let abs = root::absolute(Path::new(path))?;
-    let s = session.settings();
-    let real = confine::resolve(&abs);
-    let named = s.outputs.iter().any(|o| confine::resolve(o) == real);
-    let in_project = s
-        .root
-        .as_ref()
-        .is_some_and(|r| abs.starts_with(r) && confine::check(r, &abs).is_ok());
-    if named || in_project {
-        return Ok(abs);
-    }
-    Err(hinted(
-        format!("archive::zip: {path} is neither a file the command line names nor inside the project"),
+    session.named_or_inside(
+        "archive::zip",
+        path,
         "scripts write archives only where the user said: the command's output flag (e.g. talm support -O FILE) or the project folder",
-    ))
+    )
 }
 
 /// An entry's content: text or a blob.

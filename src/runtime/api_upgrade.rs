@@ -3,7 +3,7 @@
 //! talosctl's action tracker when `wait`), and `nodefile::sync_install_image(file, image)`, the
 //! writeback of the new image into a node file.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use super::native;
 use super::node_opts::UpgradeOpts;
 use super::session::Session;
 use crate::error::hinted;
-use crate::project::{confine, install_image, root};
+use crate::project::install_image;
 use crate::proto::machine;
 use crate::talos::{block_on, tracker};
 
@@ -89,21 +89,11 @@ fn upgrade(n: &Node, o: &UpgradeOpts) -> Result<Map> {
 
 /// Where a node file may be rewritten: inside the project, or named on the command line.
 fn rewritable(session: &Session, path: &str) -> Result<PathBuf> {
-    let abs = root::absolute(Path::new(path))?;
-    let s = session.settings();
-    let real = confine::resolve(&abs);
-    let named = s.outputs.iter().any(|o| confine::resolve(o) == real);
-    let in_project = s
-        .root
-        .as_ref()
-        .is_some_and(|r| abs.starts_with(r) && confine::check(r, &abs).is_ok());
-    if named || in_project {
-        return Ok(abs);
-    }
-    Err(hinted(
-        format!("nodefile::sync_install_image: {path} is neither a -f file of the command nor inside the project"),
+    session.named_or_inside(
+        "nodefile::sync_install_image",
+        path,
         "node files are rewritten only where the user pointed: the command's -f files or the project folder",
-    ))
+    )
 }
 
 pub fn register(engine: &mut Engine, session: &Session) {

@@ -120,6 +120,29 @@ impl Session {
         Ok(PathBuf::from(path))
     }
 
+    /// A local file a native reads or writes for its command: one the command line named (an
+    /// output or input of the command), or one inside the project, links followed. Anything
+    /// else is refused naming `what` and `path`, with `hint` saying where files may be.
+    pub fn named_or_inside(&self, what: &str, path: &str, hint: &str) -> Result<PathBuf> {
+        let abs = root::absolute(Path::new(path))?;
+        let s = self.settings();
+        let real = confine::resolve(&abs);
+        let named = s.outputs.iter().any(|o| confine::resolve(o) == real);
+        let in_project = s
+            .root
+            .as_ref()
+            .is_some_and(|r| abs.starts_with(r) && confine::check(r, &abs).is_ok());
+        if named || in_project {
+            return Ok(abs);
+        }
+        Err(hinted(
+            format!(
+                "{what}: {path} is neither a file the command line names nor inside the project"
+            ),
+            hint,
+        ))
+    }
+
     /// Makes `dir` the session's project (`use_project`): for a playbook it must be a talm
     /// project (Chart.yaml and secrets), which its natives are then confined to.
     pub fn switch_project(&self, dir: &str) -> Result<()> {
