@@ -29,6 +29,7 @@ use std::ffi::OsString;
 /// Runs the CLI with the given process arguments and returns the process exit code (130 when
 /// Ctrl-C stopped a script).
 pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
+    talos::humanize::mark_start();
     let args: Vec<OsString> = args.into_iter().collect();
     if let Some(code) = completion::respond(&args) {
         return code;

@@ -24,10 +24,10 @@ pub struct ShutdownArgs {
     /// Skip cordoning and draining the Kubernetes node
     #[arg(long)]
     pub force: bool,
-    /// Wait until the node is down
-    #[arg(long)]
+    /// Wait until the node is down, as talosctl does (--wait=false: return once accepted)
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
     pub wait: bool,
-    /// How long to wait with --wait
+    /// How long to wait
     #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = GoDuration::parse)]
     pub timeout: GoDuration,
     #[command(flatten)]

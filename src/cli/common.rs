@@ -87,6 +87,11 @@ pub struct RenderArgs {
     /// Secrets bundle for the whole config (default: Chart.yaml templateOptions.withSecrets, secrets.yaml)
     #[arg(long, value_name = "FILE")]
     pub with_secrets: Option<String>,
+    /// Print the equivalent `talosctl gen config` calls with the rendered patches, and stop
+    /// (default: Chart.yaml templateOptions.debug)
+    #[arg(long)]
+    #[serde(rename = "gen_debug")]
+    pub debug: bool,
 }
 
 /// Value sources shared by `template` and `apply` (after Chart.yaml's own lists).

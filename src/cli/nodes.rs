@@ -63,9 +63,12 @@ pub struct RebootArgs {
     /// Reboot mode
     #[arg(short = 'm', long, default_value = "default")]
     pub mode: RebootMode,
-    /// Wait until the node is back
-    #[arg(long)]
+    /// Follow each node until it is back on a new boot, as talosctl does (--wait=false: return once accepted)
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
     pub wait: bool,
+    /// How long to wait for each node to come back
+    #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = GoDuration::parse)]
+    pub timeout: GoDuration,
 }
 
 #[derive(Debug, Args, Serialize)]
@@ -88,10 +91,11 @@ pub struct ResetArgs {
     /// User disks to wipe
     #[arg(long, value_delimiter = ',', value_name = "DISKS")]
     pub user_disks_to_wipe: Vec<String>,
-    /// Wait until the reset is done: the node is down, or with --reboot back in maintenance mode
-    #[arg(long)]
+    /// Wait until the reset is done, as talosctl does: the node is down, or with --reboot back
+    /// in maintenance mode (--wait=false: return once accepted)
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
     pub wait: bool,
-    /// How long to wait with --wait
+    /// How long to wait
     #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = GoDuration::parse)]
     pub timeout: GoDuration,
 }

@@ -86,6 +86,27 @@ fn text_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
         .unwrap_or("")
 }
 
+/// The node's machine type, cluster name and endpoint: the patches applied to a control-plane
+/// base with neither name nor endpoint (the first of the two generations).
+pub fn identify(
+    base: &Base<'_>,
+    patches: &[patch::Patch],
+) -> Result<(MachineType, String, String)> {
+    let probe = patch::apply(
+        &generated(base, MachineType::ControlPlane, "", "")?,
+        patches,
+    )
+    .context("applying the rendered patches")?;
+    let probe = first_doc(&probe)?;
+    let kind = match text_at(&probe, &["machine", "type"]) {
+        "controlplane" | "init" => MachineType::ControlPlane,
+        _ => MachineType::Worker,
+    };
+    let name = text_at(&probe, &["cluster", "clusterName"]).to_string();
+    let endpoint = text_at(&probe, &["cluster", "controlPlane", "endpoint"]).to_string();
+    Ok((kind, name, endpoint))
+}
+
 /// The full config: machine type, cluster name and endpoint are read from the patches applied
 /// to a control-plane base, then the base of that type is generated and patched; its v1alpha1
 /// document is followed by the render's own typed documents.
@@ -97,18 +118,7 @@ pub fn full(rendered: &str, base: &Base<'_>) -> Result<String> {
         .map(|p| patch::load_patch(p))
         .collect::<Result<Vec<_>>>()
         .context("loading the rendered patches")?;
-    let probe = patch::apply(
-        &generated(base, MachineType::ControlPlane, "", "")?,
-        &patches,
-    )
-    .context("applying the rendered patches")?;
-    let probe = first_doc(&probe)?;
-    let kind = match text_at(&probe, &["machine", "type"]) {
-        "controlplane" | "init" => MachineType::ControlPlane,
-        _ => MachineType::Worker,
-    };
-    let name = text_at(&probe, &["cluster", "clusterName"]).to_string();
-    let endpoint = text_at(&probe, &["cluster", "controlPlane", "endpoint"]).to_string();
+    let (kind, name, endpoint) = identify(base, &patches)?;
     let patched = patch::apply(&generated(base, kind, &name, &endpoint)?, &patches)
         .context("applying the rendered patches")?;
     let mut out = encode::encode(&[first_doc(&patched)?]);

@@ -6,6 +6,7 @@ pub mod declared;
 pub mod decode;
 pub mod drift;
 pub mod encode;
+pub mod gen_debug;
 pub mod generate;
 mod jsonpatch;
 mod merge;

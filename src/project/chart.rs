@@ -52,6 +52,8 @@ pub struct TemplateOptions {
     pub literal_values: Vec<String>,
     pub offline: bool,
     pub full: bool,
+    /// `--debug` by default.
+    pub debug: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

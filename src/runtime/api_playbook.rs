@@ -101,6 +101,7 @@ fn render(s: &Session, o: RenderOpts) -> Result<String> {
         offline: o.offline,
         facts,
         with_secrets: String::new(),
+        gen_debug: false,
     })?;
     Ok(r.get("text").map(|t| t.to_string()).unwrap_or_default())
 }

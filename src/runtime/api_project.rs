@@ -171,6 +171,7 @@ pub fn register(engine: &mut Engine, session: &Session) {
                 map.insert("secrets".into(), c.secrets().into());
                 map.insert("talos_version".into(), c.template.talos_version.clone().into());
                 map.insert("offline".into(), c.template.offline.into());
+                map.insert("gen_debug".into(), c.template.debug.into());
                 let files: Array = c.template.value_files.iter().cloned().map(Dynamic::from).collect();
                 map.insert("value_files".into(), files.into());
                 Ok(map)

@@ -1,7 +1,7 @@
 //! `render::` script functions: rendering a project's templates against values and node facts,
 //! and sealing user secrets out of the result.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Result;
@@ -9,7 +9,7 @@ use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
 
 use super::native;
 use super::opts::options;
-use crate::config::assemble;
+use crate::config::{assemble, gen_debug};
 use crate::error::hinted;
 use crate::project::{chart::Chart, fsutil, values};
 use crate::render::{facts::Facts, pipeline, seal};
@@ -41,6 +41,9 @@ options! {
         facts: Dynamic,
         full: bool,
         with_secrets: String,
+        /// Also return the `talosctl gen config` invocations (`gen_debug`), as `--debug` prints
+        /// them (`debug` is a Rhai keyword).
+        gen_debug: bool,
     }
 }
 
@@ -148,7 +151,22 @@ pub(super) fn template(o: TemplateOpts) -> Result<Map> {
         kubernetes_version: kubernetes_version.trim_start_matches('v').to_string(),
     };
     let mut out = pipeline::render(&req).map_err(|e| vals.attribute(e))?;
-    let full = o.full || t.full;
+    let debug = if o.gen_debug || t.debug {
+        let kube_raw = o
+            .kubernetes_version
+            .clone()
+            .unwrap_or_else(|| t.kubernetes_version.clone());
+        debug_dump(
+            &out,
+            (&o.root, &o.with_secrets),
+            &chart,
+            &req.talos_version,
+            &kube_raw,
+        )?
+    } else {
+        String::new()
+    };
+    let full = (o.full || t.full) && debug.is_empty();
     if full {
         out = full_config(
             &out,
@@ -161,6 +179,7 @@ pub(super) fn template(o: TemplateOpts) -> Result<Map> {
     let mut m = Map::new();
     m.insert("text".into(), out.into());
     m.insert("full".into(), full.into());
+    m.insert("gen_debug".into(), debug.into());
     let secrets: Array = seal::secret_strings(&vals.secrets)
         .into_iter()
         .map(Dynamic::from)
@@ -195,22 +214,16 @@ fn preset_defaults(root: &Path) -> Option<serde_yaml_ng::Value> {
     serde_yaml_ng::from_str(files.get("values.yaml")?).ok()
 }
 
-/// The whole machine config for a render (`--full`).
-/// `place` is the project root and the `--with-secrets` bundle ("" = Chart.yaml's).
-fn full_config(
-    rendered: &str,
-    place: (&str, &str),
-    chart: &Chart,
-    talos_version: &str,
-    kubernetes_version: &str,
-) -> Result<String> {
+/// The secrets bundle of a render and its path: `--with-secrets` ("" = Chart.yaml's), relative
+/// to the project root.
+fn secrets_bundle(place: (&str, &str), chart: &Chart) -> Result<(Bundle, PathBuf)> {
     let (root, with_secrets) = place;
     let secrets = match with_secrets {
         s if !s.is_empty() => s.to_string(),
         _ => chart.secrets(),
     };
     let path = if Path::new(&secrets).is_absolute() {
-        std::path::PathBuf::from(&secrets)
+        PathBuf::from(&secrets)
     } else {
         Path::new(&root).join(&secrets)
     };
@@ -220,7 +233,42 @@ fn full_config(
             "run `talm init -d` to open secrets.encrypted.yaml, or pass --with-secrets",
         )
     })?;
-    let bundle = Bundle::load(&bundle_text, &secrets)?;
+    Ok((Bundle::load(&bundle_text, &secrets)?, path))
+}
+
+/// What `--debug` prints for a render: the `talosctl gen config` invocations of both
+/// generations with the rendered patches. `kube_raw` is the Kubernetes version as configured.
+fn debug_dump(
+    rendered: &str,
+    place: (&str, &str),
+    chart: &Chart,
+    talos_version: &str,
+    kube_raw: &str,
+) -> Result<String> {
+    let (bundle, path) = secrets_bundle(place, chart)?;
+    let base = assemble::Base {
+        contract: Contract::parse(talos_version)?,
+        kubernetes_version: kube_raw.trim_start_matches('v'),
+        bundle: &bundle,
+    };
+    let call = gen_debug::Invocation {
+        with_secrets: &path.display().to_string(),
+        talos_version,
+        kubernetes_version: kube_raw,
+    };
+    gen_debug::dump(rendered, &base, &call)
+}
+
+/// The whole machine config for a render (`--full`).
+/// `place` is the project root and the `--with-secrets` bundle ("" = Chart.yaml's).
+fn full_config(
+    rendered: &str,
+    place: (&str, &str),
+    chart: &Chart,
+    talos_version: &str,
+    kubernetes_version: &str,
+) -> Result<String> {
+    let (bundle, _) = secrets_bundle(place, chart)?;
     if kubernetes_version.is_empty() {
         eprintln!("WARN: templateOptions.kubernetesVersion is empty: no image is set for kubelet, kube-proxy or the control-plane components, so Talos uses its own defaults. Pin it in Chart.yaml (or --kubernetes-version) to control the Kubernetes version.");
     }
@@ -255,7 +303,7 @@ pub fn register(engine: &mut Engine) {
     let mut m = Module::new();
     FuncRegistration::new("template")
         .with_comments([
-            "/// Renders templates: `opts` has `root`, `templates`, `values` (#{values, set, set_string, set_file, set_json, set_literal}), `talos_version`/`kubernetes_version` (Chart.yaml's when absent or `()`), `offline`, `facts` (a facts file). Returns #{text, full (whether it is the whole machine config, private keys included), secrets, warnings}.",
+            "/// Renders templates: `opts` has `root`, `templates`, `values` (#{values, set, set_string, set_file, set_json, set_literal}), `talos_version`/`kubernetes_version` (Chart.yaml's when absent or `()`), `offline`, `facts` (a facts file), `gen_debug` (`--debug`; or Chart.yaml templateOptions.debug). Returns #{text, full (whether it is the whole machine config, private keys included), secrets, warnings, gen_debug (what `--debug` prints, \"\" when off)}.",
         ])
         .set_into_module(&mut m, |opts: Map| native(|| template(TemplateOpts::read(&opts)?)));
     FuncRegistration::new("full")
@@ -270,6 +318,19 @@ pub fn register(engine: &mut Engine) {
                     &chart,
                 );
                 full_config(&o.text, (&o.root, &o.with_secrets), &chart, &talos, &kube)
+            })
+        });
+    FuncRegistration::new("gen_debug")
+        .with_comments(["/// What `--debug` prints for a patch without templates: the `talosctl gen config` invocations (placeholder name and endpoint, then what the patch sets) with the patch. `opts` as `render::full`."])
+        .set_into_module(&mut m, |opts: Map| {
+            native(|| {
+                let o = FullOpts::read(&opts)?;
+                let chart = Chart::load(Path::new(&o.root))?;
+                let (talos, _) = versions(o.talos_version.as_deref(), None, &chart);
+                let kube_raw = o
+                    .kubernetes_version
+                    .unwrap_or_else(|| chart.template.kubernetes_version.clone());
+                debug_dump(&o.text, (&o.root, &o.with_secrets), &chart, &talos, &kube_raw)
             })
         });
     FuncRegistration::new("seal")

@@ -11,6 +11,7 @@ pub mod columns;
 pub mod cosi;
 pub mod etcd;
 pub mod etcd_calls;
+pub mod etcd_upgrade;
 pub mod event_stream;
 pub mod events;
 pub mod facts;

@@ -413,10 +413,13 @@ impl Node {
         super::kubeconfig::archive(cfg).map_err(|e| Status::internal(format!("{e:#}")))
     }
 
+    /// The legacy upgrade; `etcd_check` is the control plane's etcd validation, run after the
+    /// request itself was checked (it reads other nodes, so it gets no lock held).
     pub fn upgrade(
         &self,
         req: &machine::UpgradeRequest,
         roles: &[String],
+        etcd_check: impl FnOnce(&Node) -> Result<(), Status>,
     ) -> Result<machine::Upgrade, Status> {
         if !is_admin(roles) {
             return Err(denied());
@@ -427,7 +430,7 @@ impl Node {
                 "method is not supported in container mode",
             ));
         }
-        let mut st = self.state();
+        let st = self.state();
         if st.installed_disk.is_none() {
             return Err(Status::failed_precondition("Talos is not installed"));
         }
@@ -441,6 +444,10 @@ impl Node {
                 )))
             }
         };
+        // The etcd checks read every node's state, this one's too.
+        drop(st);
+        etcd_check(self)?;
+        let mut st = self.state();
         let mode =
             machine::upgrade_request::RebootMode::try_from(req.reboot_mode).unwrap_or_default();
         let plan = super::upgrade::Plan::of(req, mode, &tag);

@@ -468,7 +468,11 @@ impl machine::machine_service_server::MachineService for Svc {
     ) -> Result<Response<machine::UpgradeResponse>, Status> {
         let body = req.get_ref().clone();
         let messages = self
-            .unary(&req, "Upgrade", |n, roles| n.upgrade(&body, roles))
+            .unary(&req, "Upgrade", |n, roles| {
+                n.upgrade(&body, roles, |n| {
+                    super::etcd_upgrade::validate(n, body.force, body.preserve, &self.registry)
+                })
+            })
             .await?;
         Ok(Response::new(machine::UpgradeResponse { messages }))
     }

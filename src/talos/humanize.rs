@@ -106,6 +106,30 @@ pub fn go_time(secs: i64, nanos: u32) -> String {
     )
 }
 
+/// When the process started, for the monotonic reading of [`go_now`].
+static STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Notes the process start (the origin of Go's monotonic clock reading).
+pub fn mark_start() {
+    STARTED.get_or_init(std::time::Instant::now);
+}
+
+/// Go's `time.Now().String()` in UTC: the wall clock, then the monotonic reading since the
+/// process started, `2026-12-01 14:40:00.123456789 +0000 UTC m=+0.012345678`.
+pub fn go_now() -> String {
+    let since = STARTED.get_or_init(std::time::Instant::now).elapsed();
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = i64::try_from(wall.as_secs()).unwrap_or(0);
+    format!(
+        "{} m=+{}.{:09}",
+        go_time(secs, wall.subsec_nanos()),
+        since.as_secs(),
+        since.subsec_nanos()
+    )
+}
+
 /// RFC 3339 in UTC with whole seconds: `2026-08-01T10:00:00Z`.
 pub fn rfc3339(secs: i64) -> String {
     let t = utc(secs, 0);

@@ -15,6 +15,7 @@ mod config_patch;
 mod config_schema;
 mod dashboard;
 mod day2;
+mod day2_gaps;
 mod drift;
 mod follow;
 mod gen_config;

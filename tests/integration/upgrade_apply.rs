@@ -246,11 +246,13 @@ fn upgrade_without_waiting_and_its_refusals() {
             "-F",
         ])
         .ok();
+    // talosctl's table of the accepted requests (its exact form: day2_gaps).
+    assert!(o.stdout.starts_with("NODE"), "{}", o.stdout);
     assert!(
-        o.stderr
-            .contains(&format!("{ip}: Upgrade request received (actor ")),
+        o.stdout
+            .contains(&format!("\n{ip}   Upgrade request received   ")),
         "{}",
-        o.stderr
+        o.stdout
     );
     assert!(!o.stderr.contains("actor ID:"), "no tracking: {}", o.stderr);
     assert!(o
