@@ -405,6 +405,7 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
             None => node_command("bootstrap", args_of(&b)?, &b.node)?,
         },
         Command::Health(h) => node_command("health", args_of(&h)?, &h.node)?,
+        Command::RotateCa(r) => node_command("rotate_ca", args_of(&r)?, &r.node)?,
         Command::Etcd(e) => {
             let (action, node, extra) = e.parts();
             let mut args = with(node, extra)?;

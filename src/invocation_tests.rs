@@ -40,6 +40,7 @@ fn commands_map_to_scripts() {
         (&["get", "links"], "get"),
         (&["g", "links"], "get"),
         (&["kubeconfig"], "kubeconfig"),
+        (&["rotate-ca", "--dry-run=false"], "rotate_ca"),
         (&["reboot"], "reboot"),
         (&["reset"], "reset"),
         (&["logs", "kubelet"], "logs"),

@@ -1,5 +1,5 @@
-//! Flags of the cluster commands: `health`, the `etcd` family and `bootstrap` (with recovery
-//! from a snapshot), as talosctl defines them.
+//! Flags of the cluster commands: `health`, the `etcd` family, `bootstrap` (with recovery
+//! from a snapshot) and `rotate-ca`, as talosctl defines them.
 
 use clap::{Args, Subcommand};
 use serde::Serialize;
@@ -27,6 +27,44 @@ pub struct HealthArgs {
     /// Run the checks on the node (false: from this client, over each node's API)
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub server: bool,
+}
+
+/// `rotate-ca`: talosctl's flags, with talm's defaults (`--with-docs`/`--with-examples` off).
+#[derive(Debug, Args, Serialize)]
+pub struct RotateCaArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub node: NodeArgs,
+    /// Rotate the Talos API CA
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub talos: bool,
+    /// Rotate the Kubernetes API CA
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub kubernetes: bool,
+    /// Only print what would be done (--dry-run=false changes the cluster)
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub dry_run: bool,
+    /// Path of the new talosconfig (default: the talosconfig in use)
+    #[arg(short = 'o', long, value_name = "PATH")]
+    pub output: Option<String>,
+    /// IPs of the control-plane nodes
+    #[arg(long, value_delimiter = ',', value_name = "IPS")]
+    pub control_plane_nodes: Vec<String>,
+    /// IPs of the worker nodes
+    #[arg(long, value_delimiter = ',', value_name = "IPS")]
+    pub worker_nodes: Vec<String>,
+    /// IP of the init node (counted as a control plane)
+    #[arg(long, value_name = "IP")]
+    pub init_node: Option<String>,
+    /// Kubernetes API endpoint instead of the kubeconfig's
+    #[arg(long, value_name = "URL")]
+    pub k8s_endpoint: Option<String>,
+    /// Patch machine configs with the documentation of each field (talm: off)
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub with_docs: bool,
+    /// Patch machine configs with the commented examples (talm: off)
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub with_examples: bool,
 }
 
 #[derive(Debug, Args, Serialize)]

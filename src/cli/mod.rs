@@ -67,6 +67,8 @@ pub enum Command {
     Etcd(cluster::EtcdCommand),
     /// Fetch the cluster's admin kubeconfig from a control-plane node
     Kubeconfig(KubeconfigArgs),
+    /// Rotate the cluster CAs (Talos and Kubernetes APIs); a dry run unless --dry-run=false
+    RotateCa(cluster::RotateCaArgs),
     /// Upgrade Talos on nodes (image from values.yaml unless --image), then check the version
     Upgrade(UpgradeArgs),
     /// Reboot nodes

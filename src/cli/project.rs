@@ -172,6 +172,10 @@ pub struct ApplyArgs {
     /// Connect in maintenance mode (no client certificate, server not verified)
     #[arg(short = 'i', long)]
     pub insecure: bool,
+    /// With -i: the maintenance server certificate's fingerprint must be one of these
+    /// (base64 SHA-256 of its public key, as talosctl)
+    #[arg(long = "cert-fingerprint", value_name = "FP", value_delimiter = ',')]
+    pub cert_fingerprint: Vec<String>,
     #[command(flatten)]
     #[serde(flatten)]
     pub render: RenderArgs,

@@ -407,6 +407,7 @@ pub fn register(engine: &mut Engine, session: &Session) {
                         endpoints: o.endpoints,
                         files: o.files,
                         insecure: o.insecure,
+                        cert_fingerprints: Vec::new(),
                         talosconfig: o.talosconfig,
                         context: o.context,
                         timeout: o.timeout,

@@ -75,6 +75,20 @@ impl Node {
         self.opts.auth.is_insecure()
     }
 
+    /// The same node through the same endpoints with other credentials (its own connection).
+    pub(super) fn with_auth(&self, auth: Auth) -> Node {
+        Node {
+            name: self.name.clone(),
+            endpoints: self.endpoints.clone(),
+            target: self.target.clone(),
+            opts: client::Options {
+                auth,
+                timeout: self.opts.timeout,
+            },
+            conn: Arc::new(Mutex::new(None)),
+        }
+    }
+
     /// Drops the kept connection (the node rebooted under it).
     pub(super) fn forget(&self) {
         *self.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -110,9 +124,18 @@ fn auth(
     context: &str,
     insecure: bool,
     skip_verify: bool,
+    pins: &[String],
 ) -> Result<(Auth, Option<creds::Context>)> {
     if insecure {
-        return Ok((Auth::Insecure, None));
+        let pins = crate::talos::fingerprint::parse_all(pins)?;
+        return Ok((
+            if pins.is_empty() {
+                Auth::Insecure
+            } else {
+                Auth::Pinned(pins)
+            },
+            None,
+        ));
     }
     let d = session.settings();
     let skip_verify = skip_verify || d.skip_verify;
@@ -155,6 +178,7 @@ fn node_with(session: &Session, addr: &str, o: &NodeOpts) -> Result<Node> {
         &o.context,
         o.insecure,
         o.skip_verify,
+        &[],
     )?;
     let endpoints = match (&o.endpoint, &o.endpoints) {
         _ if o.insecure => vec![addr.to_string()],
@@ -175,7 +199,14 @@ fn node_with(session: &Session, addr: &str, o: &NodeOpts) -> Result<Node> {
 /// `endpoints` (else the context's), the first that answers, or directly in maintenance mode.
 pub(super) fn targets(session: &Session, o: &TargetsOpts) -> Result<Array> {
     let insecure = o.insecure;
-    let (auth, ctx) = auth(session, &o.talosconfig, &o.context, insecure, false)?;
+    let (auth, ctx) = auth(
+        session,
+        &o.talosconfig,
+        &o.context,
+        insecure,
+        false,
+        &o.cert_fingerprints,
+    )?;
     let mut nodes = o.nodes.clone();
     let mut endpoints = o.endpoints.clone();
     let (nodes_cli, endpoints_cli) = (!nodes.is_empty(), !endpoints.is_empty());
@@ -578,7 +609,7 @@ pub fn register(engine: &mut Engine, session: &Session) {
 
     let mut m = Module::new();
     FuncRegistration::new("targets")
-        .with_comments(["/// The nodes a command acts on, from #{nodes, endpoints, files, insecure, talosconfig, context, timeout}: flags win, then the node files' modelines, then the talosconfig context."])
+        .with_comments(["/// The nodes a command acts on, from #{nodes, endpoints, files, insecure, cert_fingerprints, talosconfig, context, timeout} (cert_fingerprints: with insecure, the maintenance certificate must match one, talosctl's base64 SHA-256 of its public key): flags win, then the node files' modelines, then the talosconfig context."])
         .set_into_module(&mut m, {
             let session = session.clone();
             move |opts: Map| native(|| targets(&session, &TargetsOpts::read(&opts)?))

@@ -33,6 +33,8 @@ options! {
         /// Node files whose modelines give nodes and endpoints.
         files: Vec<String>,
         insecure: bool,
+        /// With `insecure`: the server certificate's fingerprint must be one of these.
+        cert_fingerprints: Vec<String>,
         talosconfig: String,
         context: String,
         timeout: Option<Duration>,

@@ -137,7 +137,7 @@ pub fn engine(limits: &Limits) -> Engine {
     engine.register_type_with_name::<ScriptError>("Error");
     engine.register_fn("to_string", |e: &mut ScriptError| e.0.message.clone());
     FuncRegistration::new("error_kind")
-        .with_comments(["/// What kind of node failure a caught error was: refused, unreachable, timeout, in-maintenance, not-maintenance, foreign-ca, wrong-name, bad-server-cert, client-cert-rejected, handshake, not-talos, cut, denied, maintenance-unimplemented, status; \"\" for other errors."])
+        .with_comments(["/// What kind of node failure a caught error was: refused, unreachable, timeout, in-maintenance, not-maintenance, foreign-ca, wrong-name, bad-server-cert, fingerprint-mismatch, client-cert-rejected, handshake, not-talos, cut, denied, maintenance-unimplemented, status; \"\" for other errors."])
         .register_into_engine(&mut engine, |e: ScriptError| {
             e.1.map(|k| k.name()).unwrap_or_default().to_string()
         });

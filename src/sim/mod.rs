@@ -26,6 +26,7 @@ pub mod load;
 pub mod node;
 pub mod protospec;
 pub mod query;
+pub mod reload;
 pub mod serve;
 pub mod server;
 pub mod service;

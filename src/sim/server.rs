@@ -12,7 +12,6 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::server::TlsStream;
-use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::transport::server::Connected;
 use tonic::transport::Server;
@@ -127,16 +126,23 @@ async fn serve_boot(
     boot: &CancellationToken,
 ) -> anyhow::Result<()> {
     let maintenance = node.state().in_maintenance();
-    let acceptor = TlsAcceptor::from(Arc::new(tls));
+    let mut tls_now = super::reload::Tls::new(node, tls);
     let (tx, rx) = tokio::sync::mpsc::channel::<io::Result<Conn>>(64);
     let accepting = boot.clone();
+    let (reloading, peers_of) = (Arc::clone(node), Arc::clone(registry));
     tokio::spawn(async move {
         loop {
             let (tcp, _) = tokio::select! {
                 _ = accepting.cancelled() => break,
                 r = listener.accept() => match r { Ok(c) => c, Err(_) => continue },
             };
-            let (acceptor, tx, kill) = (acceptor.clone(), tx.clone(), accepting.child_token());
+            // A configured node takes a changed machine CA without a reboot (apid reloads).
+            let acceptor = if maintenance {
+                tls_now.acceptor()
+            } else {
+                tls_now.current(&reloading, &peers_of)
+            };
+            let (tx, kill) = (tx.clone(), accepting.child_token());
             tokio::spawn(async move {
                 let Ok(Ok(tls)) =
                     tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await

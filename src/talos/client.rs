@@ -146,7 +146,7 @@ impl Client {
             })?
             .connect_timeout(opts.timeout);
         let (ca, identity) = match &opts.auth {
-            Auth::Insecure => (None, None),
+            Auth::Insecure | Auth::Pinned(_) => (None, None),
             Auth::Mutual { ca_pem, identity } => (
                 Some(super::verify::ca_verifier(ca_pem)?),
                 Some(certified(identity)?),
@@ -162,6 +162,10 @@ impl Client {
             port,
             ca,
             identity,
+            pins: match &opts.auth {
+                Auth::Pinned(pins) => pins.clone().into(),
+                _ => Arc::from([]),
+            },
             wire: Wire::default(),
         };
         let connecting = ep.connect_with_connector(dialer.clone());

@@ -8,6 +8,7 @@ use serde_yaml_ng::Value;
 use time::OffsetDateTime;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
+use super::fingerprint::Fingerprint;
 use crate::error::hinted;
 use crate::secrets::{bundle::unb64, pki, talosconfig};
 
@@ -30,6 +31,9 @@ impl std::fmt::Debug for Identity {
 pub enum Auth {
     /// Maintenance mode: the server is not verified and no client certificate is sent.
     Insecure,
+    /// Maintenance mode with the server's certificate pinned: its fingerprint must be one of
+    /// these (`--cert-fingerprint`); no client certificate is sent.
+    Pinned(Vec<Fingerprint>),
     /// mTLS: the server is verified against `ca_pem`, the client presents `identity`.
     Mutual { ca_pem: String, identity: Identity },
     /// `--skip-verify`: the client presents `identity`, the server's certificate is taken
@@ -39,7 +43,7 @@ pub enum Auth {
 
 impl Auth {
     pub fn is_insecure(&self) -> bool {
-        matches!(self, Auth::Insecure)
+        matches!(self, Auth::Insecure | Auth::Pinned(_))
     }
 
     /// The same client certificate with the server left unverified (`--skip-verify`).

@@ -95,6 +95,13 @@ fn dial_failure(site: Site, f: &Facts, d: &Dial) -> anyhow::Error {
                 "connect through an address among the node's IPs or machine.certSANs",
             )
         }
+        Some(Presented::Unpinned(seen)) => {
+            return site.error(
+                Kind::FingerprintMismatch,
+                format!("the node's certificate has fingerprint {seen}, which matches none of --cert-fingerprint"),
+                "the node may not be the machine you mean (or it rebooted: a maintenance node makes a new certificate every boot); check its console for the fingerprint and pass that one with --cert-fingerprint",
+            )
+        }
         Some(Presented::Invalid(e)) => {
             return site.error(
                 Kind::BadServerCert,

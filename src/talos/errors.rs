@@ -43,6 +43,8 @@ pub enum Kind {
     WrongName,
     /// The node's certificate is unusable otherwise.
     BadServerCert,
+    /// In maintenance mode: the node's certificate matches none of `--cert-fingerprint`.
+    FingerprintMismatch,
     /// The node refused the client certificate.
     ClientCertRejected,
     /// Another TLS handshake failure.
@@ -70,6 +72,7 @@ impl Kind {
             Kind::ForeignCa => "foreign-ca",
             Kind::WrongName => "wrong-name",
             Kind::BadServerCert => "bad-server-cert",
+            Kind::FingerprintMismatch => "fingerprint-mismatch",
             Kind::ClientCertRejected => "client-cert-rejected",
             Kind::Handshake => "handshake",
             Kind::NotTalos(_) => "not-talos",

@@ -15,6 +15,7 @@ pub mod etcd_db;
 pub mod events;
 pub mod extract;
 pub mod failover;
+pub mod fingerprint;
 pub mod humanize;
 pub mod jsonpath;
 pub mod resources;

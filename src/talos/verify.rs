@@ -2,6 +2,7 @@
 //! mode not at all (the node's self-signed certificate is fresh on every boot). Either way what
 //! the server presented is written to the connection's record, so an error can say whether it
 //! met a node in the other mode, a node of another cluster, or something that is not Talos.
+//! Maintenance mode may pin the server's certificate by fingerprint (`--cert-fingerprint`).
 
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, SignatureScheme};
 
+use super::fingerprint::Fingerprint;
 use super::wire::{Presented, Record};
 
 /// The common name of the certificate a node in maintenance mode presents.
@@ -63,6 +65,8 @@ fn presented(err: &rustls::Error) -> Presented {
 pub struct NodeVerifier {
     /// `None`: maintenance mode (accepted here, judged once the handshake is done).
     ca: Option<Arc<WebPkiServerVerifier>>,
+    /// Maintenance mode: the leaf's fingerprint must be one of these (empty: not checked).
+    pins: Arc<[Fingerprint]>,
     provider: Arc<CryptoProvider>,
     record: Record,
 }
@@ -71,9 +75,15 @@ impl NodeVerifier {
     pub fn new(ca: Option<Arc<WebPkiServerVerifier>>, record: Record) -> NodeVerifier {
         NodeVerifier {
             ca,
+            pins: Arc::from([]),
             provider: provider(),
             record,
         }
+    }
+
+    /// In maintenance mode, accepts only a leaf certificate with one of these fingerprints.
+    pub fn pinned(self, pins: Arc<[Fingerprint]>) -> NodeVerifier {
+        NodeVerifier { pins, ..self }
     }
 
     fn note(&self, p: Presented) {
@@ -95,6 +105,25 @@ impl ServerCertVerifier for NodeVerifier {
     ) -> Result<ServerCertVerified, rustls::Error> {
         let maintenance = is_maintenance_cert(end_entity);
         match &self.ca {
+            // Pinned (talosctl's `MatchSPKIFingerprints`): only the leaf is compared.
+            None if !self.pins.is_empty() => {
+                let seen = Fingerprint::of_cert(end_entity).ok_or_else(|| {
+                    self.note(Presented::Invalid("the certificate does not parse".into()));
+                    rustls::Error::InvalidCertificate(CertificateError::BadEncoding)
+                })?;
+                if !self.pins.contains(&seen) {
+                    self.note(Presented::Unpinned(seen));
+                    return Err(rustls::Error::General(format!(
+                        "leaf peer certificate doesn't match the provided fingerprints (it has {seen})"
+                    )));
+                }
+                self.note(if maintenance {
+                    Presented::Maintenance
+                } else {
+                    Presented::Other
+                });
+                Ok(ServerCertVerified::assertion())
+            }
             // Maintenance mode sends no secret: the handshake may finish, so the protocol and
             // whether the server asks for a client certificate can be seen before judging.
             None => {

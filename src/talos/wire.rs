@@ -23,6 +23,7 @@ use tonic::body::Body;
 use tonic::codegen::{http, Service};
 use tonic::transport::Channel;
 
+use super::fingerprint::Fingerprint;
 use super::verify::NodeVerifier;
 
 /// The ALPN protocol of HTTP/2, which gRPC requires.
@@ -44,6 +45,8 @@ pub enum Presented {
     /// In maintenance mode: a certificate that is not a maintenance node's (judged once the
     /// handshake has shown the rest).
     Other,
+    /// In maintenance mode with pins: a certificate whose fingerprint (given) matches none.
+    Unpinned(Fingerprint),
 }
 
 /// How a dial or TLS handshake failed.
@@ -195,6 +198,8 @@ pub struct Dialer {
     pub ca: Option<Arc<rustls::client::WebPkiServerVerifier>>,
     /// The client certificate; `None` in maintenance mode.
     pub identity: Option<Arc<CertifiedKey>>,
+    /// Maintenance mode: the fingerprints the server certificate must match (empty: any).
+    pub pins: Arc<[Fingerprint]>,
     pub wire: Wire,
 }
 
@@ -260,7 +265,8 @@ impl Dialer {
     }
 
     fn config(&self, record: &Record) -> io::Result<ClientConfig> {
-        let verifier = NodeVerifier::new(self.ca.clone(), Arc::clone(record));
+        let verifier =
+            NodeVerifier::new(self.ca.clone(), Arc::clone(record)).pinned(Arc::clone(&self.pins));
         let resolver = ClientCert {
             key: self.identity.clone(),
             record: Arc::clone(record),

@@ -32,6 +32,7 @@ mod presets_golden;
 mod presets_values;
 mod presets_values_links;
 mod repl;
+mod rotate;
 mod secrets_bundle;
 mod sim_fidelity;
 mod sim_lifecycle;

@@ -1,0 +1,268 @@
+//! Trust changes through the real binary against simulated nodes: `apply --cert-fingerprint`
+//! pinning the maintenance certificate, and `rotate-ca` (dry run by default; a real rotation
+//! moves the nodes to new CAs, the project's secrets.yaml, talosconfig and twins following).
+
+use crate::common::sim::{template_node, Nodes};
+use crate::common::{net, Dir};
+
+/// A well-formed fingerprint no certificate has (SHA-256 of nothing in particular).
+const NOBODY: &str = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+
+#[test]
+fn cert_fingerprint_pins_the_maintenance_certificate() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = Dir::project("generic");
+    d.write("nodes/node1.yaml", &template_node(&d, &ip));
+    let apply = |pins: &[&str]| {
+        let mut args = vec!["apply", "-f", "nodes/node1.yaml", "-i"];
+        for p in pins {
+            args.extend(["--cert-fingerprint", p]);
+        }
+        d.talm(args)
+    };
+
+    apply(&["not!base64"]).fails_with("--cert-fingerprint \"not!base64\": not base64");
+    apply(&["AAAA"]).fails_with("3 bytes, a SHA-256 hash has 32");
+
+    let o = apply(&[NOBODY]).fails_with("which matches none of --cert-fingerprint");
+    let line = o
+        .stderr
+        .lines()
+        .find(|l| l.contains("matches none"))
+        .unwrap();
+    assert!(
+        line.contains(&format!("node {ip}")),
+        "names the node: {line}"
+    );
+    let seen = line
+        .split("has fingerprint ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .unwrap()
+        .to_string();
+    assert_eq!(seen.len(), 44, "talosctl's base64 SHA-256: {seen:?}");
+    assert_ne!(seen, NOBODY);
+    assert!(
+        o.stderr.contains("pass that one with --cert-fingerprint"),
+        "{}",
+        o.stderr
+    );
+
+    // The node's own fingerprint (among others, comma-separated as talosctl takes them too).
+    let boots = nodes.boots(&ip);
+    let both = format!("{NOBODY},{seen}");
+    let o = apply(&[&both]).ok();
+    assert!(
+        o.stderr.contains("Applied configuration without a reboot"),
+        "{}",
+        o.stderr
+    );
+    nodes.wait_reboot(&ip, boots);
+}
+
+/// A generic project with one control plane (`nodes/cp1.yaml`, bootstrapped) and, when given,
+/// one worker (`nodes/worker.yaml`).
+fn cluster(nodes: &Nodes, cp: &str, worker: Option<&str>) -> Dir {
+    let d = Dir::project("generic");
+    d.write("nodes/cp1.yaml", &template_node(&d, cp));
+    let boots = nodes.boots(cp);
+    d.talm(["apply", "-f", "nodes/cp1.yaml", "-i"]).ok();
+    nodes.wait_reboot(cp, boots);
+    if let Some(w) = worker {
+        let out = d
+            .talm([
+                "template",
+                "-e",
+                w,
+                "--nodes",
+                w,
+                "-t",
+                "templates/worker.yaml",
+                "-i",
+            ])
+            .ok()
+            .stdout;
+        d.write("nodes/worker.yaml", &out);
+        let boots = nodes.boots(w);
+        d.talm(["apply", "-f", "nodes/worker.yaml", "-i"]).ok();
+        nodes.wait_reboot(w, boots);
+    }
+    d.talm(["bootstrap", "-f", "nodes/cp1.yaml"]).ok();
+    d
+}
+
+/// (machine.ca.crt, cluster.ca.crt, machine.acceptedCAs) the node runs.
+fn cas(nodes: &Nodes, ip: &str) -> (String, String, Vec<String>) {
+    let st = nodes.node(ip).state();
+    let cfg = st.config.as_ref().expect("configured");
+    (cfg.machine_ca().0, cfg.cluster_ca().0, cfg.accepted_cas())
+}
+
+fn yaml(text: &str) -> serde_yaml_ng::Value {
+    serde_yaml_ng::from_str(text).unwrap()
+}
+
+#[test]
+fn rotate_ca_dry_run_changes_nothing() {
+    let cp = net::addr();
+    let nodes = Nodes::start(&[&cp], |_| {});
+    let d = cluster(&nodes, &cp, None);
+    let before = d.snapshot();
+    let config_before = nodes
+        .node(&cp)
+        .state()
+        .config
+        .as_ref()
+        .unwrap()
+        .text
+        .clone();
+    let o = d
+        .talm([
+            "rotate-ca",
+            "-f",
+            "nodes/cp1.yaml",
+            "--control-plane-nodes",
+            &cp,
+        ])
+        .ok();
+    let out = o.stdout;
+    for line in [
+        "> Starting Talos API PKI rotation, dry-run mode true...".to_string(),
+        format!("> Using Talos API endpoints: [\"{cp}\"]"),
+        format!("  - control plane nodes: [\"{cp}\"]"),
+        "  - worker nodes: []".to_string(),
+        "> Adding new Talos CA as accepted...".to_string(),
+        format!("  - {cp}: skipped (dry-run)"),
+        format!("  - {cp}: OK (dry-run)"),
+        "> Starting Kubernetes API PKI rotation, dry-run mode true...".to_string(),
+        " - OK (dry-run mode)".to_string(),
+        "> Dry-run mode enabled, no changes were made to the cluster, re-run with `--dry-run=false` to apply the changes.".to_string(),
+    ] {
+        assert!(out.lines().any(|l| l == line), "missing {line:?} in:\n{out}");
+    }
+    assert!(!out.contains("CA rotation completed"), "{out}");
+    assert_eq!(d.snapshot(), before, "a dry run writes nothing");
+    assert_eq!(
+        nodes.node(&cp).state().config.as_ref().unwrap().text,
+        config_before,
+        "a dry run changes no node"
+    );
+}
+
+#[test]
+fn rotate_ca_refuses_several_nodes_or_endpoints() {
+    let [a, b] = net::addrs();
+    let d = Dir::project("generic");
+    d.refused(
+        &["rotate-ca", "-n", &a, "-n", &b, "--control-plane-nodes", &a],
+        "rotate-ca requires exactly one control-plane node, but 2 nodes were provided",
+    );
+    d.refused(
+        &["rotate-ca", "-n", &a, "-e", &a, "-e", &b],
+        "rotate-ca requires exactly one control-plane node, but 2 endpoints were provided",
+    );
+}
+
+#[test]
+fn rotate_ca_rotates_both_cas_and_the_project_follows() {
+    let [cp, w] = net::addrs();
+    let nodes = Nodes::start(&[&cp, &w], |_| {});
+    let d = cluster(&nodes, &cp, Some(&w));
+    let (old_os, old_k8s, _) = cas(&nodes, &cp);
+    let old_tc = d.read("talosconfig");
+    let old_secrets = d.read("secrets.yaml");
+    d.write("old-talosconfig", &old_tc);
+    // Only twins that exist are refreshed: this project keeps none for the talosconfig.
+    d.remove("talosconfig.encrypted");
+    let enc_before = d.read("secrets.encrypted.yaml");
+
+    let o = d
+        .talm([
+            "rotate-ca",
+            "-f",
+            "nodes/cp1.yaml",
+            "--control-plane-nodes",
+            &cp,
+            "--worker-nodes",
+            &w,
+            "--dry-run=false",
+        ])
+        .ok();
+    let out = o.stdout;
+    let tc_path = d.join("talosconfig").display().to_string();
+    for line in [
+        "> Starting Talos API PKI rotation, dry-run mode false...".to_string(),
+        format!("  - worker nodes: [\"{w}\"]"),
+        "> Making new Talos CA the issuing CA, old Talos CA the accepted CA...".to_string(),
+        format!("  - {w}: OK"),
+        "> Verifying direct connectivity with new PKI:".to_string(),
+        format!("> Writing new talosconfig to \"{tc_path}\""),
+        "> Removing old Kubernetes CA from the accepted CAs...".to_string(),
+        "> Kubernetes CA rotation done, new 'kubeconfig' can be fetched with `talosctl kubeconfig`.".to_string(),
+        "> CA rotation completed successfully!".to_string(),
+    ] {
+        assert!(out.lines().any(|l| l == line), "missing {line:?} in:\n{out}");
+    }
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&format!("  - {cp}: OK (version "))),
+        "{out}"
+    );
+
+    // The nodes run the new CAs, the old ones no longer accepted.
+    let (os, k8s, accepted) = cas(&nodes, &cp);
+    assert_ne!(os, old_os);
+    assert_ne!(k8s, old_k8s);
+    assert!(accepted.is_empty(), "old CA dropped: {accepted:?}");
+    assert_eq!(cas(&nodes, &w).0, os, "the worker follows");
+
+    // secrets.yaml holds them; talosconfig was reissued from the new CA.
+    let secrets = yaml(&d.read("secrets.yaml"));
+    assert_eq!(secrets["certs"]["os"]["crt"].as_str(), Some(os.as_str()));
+    assert_eq!(secrets["certs"]["k8s"]["crt"].as_str(), Some(k8s.as_str()));
+    assert_eq!(
+        secrets["certs"]["etcd"],
+        yaml(&old_secrets)["certs"]["etcd"],
+        "the rest of the bundle is kept"
+    );
+    let tc = yaml(&d.read("talosconfig"));
+    let ctx = tc["context"].as_str().unwrap().to_string();
+    assert_eq!(
+        tc["contexts"][ctx.as_str()]["ca"].as_str(),
+        Some(os.as_str())
+    );
+    assert_eq!(d.mode("secrets.yaml"), 0o600);
+    assert_eq!(d.mode("talosconfig"), 0o600);
+
+    // The encrypted bundle was refreshed to the new content; no talosconfig twin appeared.
+    let enc = d.read("secrets.encrypted.yaml");
+    assert_ne!(enc, enc_before);
+    let id = talm::secrets::crypt::parse_key(&d.read("talm.key"), "talm.key").unwrap();
+    let opened = talm::secrets::crypt::decrypt_yaml(&id, &enc, "secrets.encrypted.yaml").unwrap();
+    assert_eq!(yaml(&opened), secrets);
+    assert!(!d.exists("talosconfig.encrypted"));
+
+    // The new talosconfig is answered, by the control plane and the worker; the old one not.
+    d.talm(["version", "-f", "nodes/cp1.yaml"]).ok();
+    d.talm(["version", "-n", &w, "-e", &w]).ok();
+    d.talm([
+        "version",
+        "-f",
+        "nodes/cp1.yaml",
+        "--talosconfig",
+        "old-talosconfig",
+    ])
+    .fails_with("talosconfig's CA");
+
+    // The project's kubeconfig was fetched again: it carries the new Kubernetes CA.
+    assert!(
+        out.lines().any(|l| l == "> Updating kubeconfig..."),
+        "{out}"
+    );
+    let kc = yaml(&d.read("kubeconfig"));
+    assert_eq!(
+        kc["clusters"][0]["cluster"]["certificate-authority-data"].as_str(),
+        Some(k8s.as_str())
+    );
+}
