@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use clap::{CommandFactory, Parser};
+use clap::CommandFactory;
 use rhai::{Dynamic, Map};
 
 use crate::cli::{Cli, ProjectFlags};
@@ -16,8 +16,8 @@ use crate::runtime::{Limits, Scope, Session, Settings};
 
 /// Parses the arguments and runs the command; returns the exit code.
 pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
-    let args = crate::cli::carry(args.into_iter().collect(), &Cli::command())?;
-    let cli = match Cli::try_parse_from(args) {
+    let args = crate::cli::carry(args.into_iter().collect(), command())?;
+    let cli = match parse(args) {
         Ok(c) => c,
         Err(e) => {
             if let Some(ours) = crate::cli::values::explained(&e) {
@@ -29,6 +29,19 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
         }
     };
     run(from_cli(cli)?)
+}
+
+/// The command line's definition, built once per process: a playbook runs a command per node.
+fn command() -> &'static clap::Command {
+    static COMMAND: std::sync::OnceLock<clap::Command> = std::sync::OnceLock::new();
+    COMMAND.get_or_init(Cli::command)
+}
+
+/// `Cli::try_parse_from` over the definition built once.
+fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
+    use clap::FromArgMatches;
+    let mut matches = command().clone().try_get_matches_from(args)?;
+    Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut command().clone()))
 }
 
 /// Runs what the command line decided.

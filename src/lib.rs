@@ -11,6 +11,7 @@ pub mod embedded;
 pub mod error;
 pub mod invocation;
 pub mod mask;
+pub mod memo;
 pub mod output;
 pub mod project;
 pub mod proto;

@@ -282,21 +282,26 @@ fn remove_empty_parents(stop: &Path, path: &Path) {
 /// process id that was reused (a container's pid 1) does not keep leftovers alive. Returns the
 /// lock, held while the caller recovers the folder.
 fn claim(staging: &Path) -> Option<fs::File> {
+    let young = || {
+        fs::metadata(staging)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .unwrap_or_default()
+            < UNLOCKED_GRACE
+    };
     match fs::File::open(staging.join(OWNER)) {
-        Ok(f) => f.try_lock().ok().map(|_| f),
+        // Unlocked, but its run may be between creating the lock file and locking it (another
+        // thread of this process, or another process): a young folder of a live run is left.
+        Ok(f) => {
+            f.try_lock().ok()?;
+            (!(owner_alive(staging) && young())).then_some(f)
+        }
         // No lock file: a run killed between making the folder and its lock — unless its
         // process is alive and the folder young: a run in its first microseconds.
-        Err(_) => {
-            let age = fs::metadata(staging)
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| t.elapsed().ok())
-                .unwrap_or_default();
-            let dead = !owner_alive(staging);
-            (dead || age >= UNLOCKED_GRACE)
-                .then(|| fs::File::open(staging).ok())
-                .flatten()
-        }
+        Err(_) => (!owner_alive(staging) || !young())
+            .then(|| fs::File::open(staging).ok())
+            .flatten(),
     }
 }
 
@@ -396,6 +401,30 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    #[test]
+    fn concurrent_transactions_in_one_folder_never_undo_each_other() {
+        // Threads of one process (a playbook's parallel() items) writing their own files in the
+        // same folder: one run's recovery must not take another's young staging folder.
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().to_path_buf();
+        std::thread::scope(|s| {
+            for t in 0..16 {
+                let dir = dir.clone();
+                s.spawn(move || {
+                    for i in 0..40 {
+                        let mut txn = Txn::begin(&dir, "write").unwrap();
+                        let f = dir.join(format!("node{t}.yaml"));
+                        txn.write(&f, format!("{t}-{i}").as_bytes(), Mode::Public)
+                            .unwrap();
+                        txn.commit().unwrap();
+                        assert_eq!(fs::read_to_string(&f).unwrap(), format!("{t}-{i}"));
+                    }
+                });
+            }
+        });
+        assert_eq!(listing(&dir).len(), 16);
     }
 
     #[test]

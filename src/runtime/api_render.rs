@@ -233,7 +233,12 @@ fn secrets_bundle(place: (&str, &str), chart: &Chart) -> Result<(Bundle, PathBuf
             "run `talm init -d` to open secrets.encrypted.yaml, or pass --with-secrets",
         )
     })?;
-    Ok((Bundle::load(&bundle_text, &secrets)?, path))
+    // Parsed and validated once per content: a fleet's renders all read the same bundle.
+    static BUNDLES: crate::memo::Memo<(String, String), Bundle> = crate::memo::Memo::new(4);
+    let bundle = BUNDLES.get_or_try((bundle_text, secrets), |(text, name)| {
+        Bundle::load(text, name)
+    })?;
+    Ok((bundle, path))
 }
 
 /// What `--debug` prints for a render: the `talosctl gen config` invocations of both

@@ -2,19 +2,34 @@
 
 use std::sync::OnceLock;
 
-use rhai::module_resolvers::StaticModuleResolver;
-use rhai::{Engine, Module, Scope, Shared};
+use rhai::{Engine, EvalAltResult, Module, ModuleResolver, Position, Scope, Shared};
 
 use crate::embedded::STDLIB;
 
-/// A resolver over the stdlib modules, compiled once per process and shared by every engine.
-pub fn resolver() -> StaticModuleResolver {
-    static MODULES: OnceLock<Vec<(String, Shared<Module>)>> = OnceLock::new();
-    let mut resolver = StaticModuleResolver::new();
-    for (name, module) in MODULES.get_or_init(compile_all) {
-        resolver.insert(name.as_str(), (**module).clone());
+/// The stdlib modules by name, compiled once per process and shared by every engine (an
+/// engine's resolver holds them, it does not copy them).
+pub struct Resolver(&'static [(String, Shared<Module>)]);
+
+impl ModuleResolver for Resolver {
+    fn resolve(
+        &self,
+        _engine: &Engine,
+        _source: Option<&str>,
+        path: &str,
+        pos: Position,
+    ) -> Result<Shared<Module>, Box<EvalAltResult>> {
+        self.0
+            .iter()
+            .find(|(name, _)| name == path)
+            .map(|(_, m)| m.clone())
+            .ok_or_else(|| Box::new(EvalAltResult::ErrorModuleNotFound(path.to_string(), pos)))
     }
-    resolver
+}
+
+/// A resolver over the stdlib modules.
+pub fn resolver() -> Resolver {
+    static MODULES: OnceLock<Vec<(String, Shared<Module>)>> = OnceLock::new();
+    Resolver(MODULES.get_or_init(compile_all))
 }
 
 /// Compiles every stdlib file into a module named by its path without `.rhai`. A stdlib file
@@ -35,7 +50,10 @@ fn compile_all() -> Vec<(String, Shared<Module>)> {
                 Module::eval_ast_as_new(Scope::new(), &ast, &engine).map_err(|e| e.to_string())
             });
         match module {
-            Ok(m) => out.push((name.to_string(), Shared::new(m))),
+            Ok(mut m) => {
+                m.build_index();
+                out.push((name.to_string(), Shared::new(m)))
+            }
             Err(e) => eprintln!("WARN: stdlib/{path} does not compile: {e}"),
         }
     }
