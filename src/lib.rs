@@ -12,6 +12,7 @@ pub mod error;
 pub mod invocation;
 pub mod mask;
 pub mod output;
+pub mod progress;
 pub mod project;
 pub mod proto;
 pub mod render;

@@ -25,7 +25,7 @@ pub struct Plain;
 
 impl Report for Plain {
     fn update(&mut self, node: &str, message: &str) {
-        eprintln!("{}: {message}", quoted(node));
+        crate::output::err(&format!("{}: {message}", quoted(node)));
     }
 }
 
