@@ -107,6 +107,44 @@ parallel([#{ node: "10.0.0.4" }, #{ other: 1 }], |m| { log("map"); }, 1);
 }
 
 #[test]
+fn lines_of_items_running_at_once_never_mix() {
+    let d = Dir::new();
+    d.write(
+        "many.rhai",
+        r#"
+let names = [];
+for i in 1..=8 { names.push(`node-${i}`); }
+let xs = "";
+for i in 0..120 { xs += "x"; }
+parallel(names, |name| {
+    for k in 0..300 {
+        log(`line ${k} of ${name}: ${xs}`);
+        out("data " + k + " of " + name + "\n");
+    }
+});
+"#,
+    );
+    let o = d.talm(["run", "many.rhai"]).ok();
+    let x = "x".repeat(120);
+    for (text, what) in [(&o.stderr, "line"), (&o.stdout, "data")] {
+        let mut next: BTreeMap<String, usize> = BTreeMap::new();
+        for line in text.lines() {
+            let (name, rest) = line.split_once(": ").expect("a prefixed line");
+            let k = next.entry(name.to_string()).or_default();
+            let want = if what == "line" {
+                format!("line {k} of {name}: {x}")
+            } else {
+                format!("data {k} of {name}")
+            };
+            assert_eq!(rest, want, "{what} lines of {name} in order, whole");
+            *k += 1;
+        }
+        assert_eq!(next.len(), 8, "{what}: every node");
+        assert!(next.values().all(|k| *k == 300), "{what}: {next:?}");
+    }
+}
+
+#[test]
 fn an_item_that_names_no_node_takes_the_node_its_work_dials() {
     let ips: [String; 2] = net::addrs();
     let _nodes = Nodes::start(&ips, |_| {});
