@@ -16,8 +16,9 @@
 //! An item's name: a node handle → its name; a string → itself (an address or host name), or,
 //! when it names a node file, the nodes of its modeline (`10.0.0.1` or `10.0.0.1,10.0.0.2`); a
 //! map → the name of its `node` key. Any other item (a number, a map without `node`, a list, a
-//! text with spaces) goes by itself (numbers) or by `#N`, its position, until its work first
-//! dials a node (`node()`, `talos::targets`), whose name it then takes for good.
+//! text with spaces, a `.yaml` file without a modeline or not found from the working folder)
+//! goes by itself (numbers, file paths) or by `#N`, its position, until its work first dials a
+//! node (`node()`, `talos::targets`), whose name it then takes for good.
 
 use std::cell::RefCell;
 use std::io::IsTerminal;

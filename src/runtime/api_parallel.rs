@@ -134,7 +134,8 @@ const NODE_FILE_MAX: u64 = 1 << 20;
 
 /// The name an item's lines and progress line carry (the rule is in `crate::progress`): a node
 /// handle's name, a string itself or, when it is a node file, its modeline's nodes, a map's
-/// `node`; anything else is pending until its work dials a node.
+/// `node`; anything else (a YAML file that is no node file here too) is pending until its work
+/// dials a node.
 fn progress_label(item: &Dynamic, index: usize) -> Label {
     if let Some(n) = item.read_lock::<super::api_talos::Node>() {
         return Label::Node(n.name.clone());
@@ -143,6 +144,11 @@ fn progress_label(item: &Dynamic, index: usize) -> Label {
         let text = s.as_str();
         if let Some(nodes) = node_file_nodes(text) {
             return Label::Node(nodes);
+        }
+        // A file that is no node file here (none, or not found from this folder): the node
+        // its work dials names it.
+        if text.ends_with(".yaml") || text.ends_with(".yml") {
+            return Label::Pending(text.to_string());
         }
         if !text.is_empty() && text.len() <= 253 && !text.contains(char::is_whitespace) {
             return Label::Node(text.to_string());
@@ -472,10 +478,15 @@ mod tests {
             named(path.as_str().into()),
             Label::Node("10.0.0.1,10.0.0.2".into())
         );
-        // A file without a modeline is named by its path, as any other string.
+        // A file without a modeline, or one not found, goes by its path until its work dials
+        // a node.
         let plain = dir.path().join("plain.yaml");
         std::fs::write(&plain, "machine: {}\n").unwrap();
         let path = plain.display().to_string();
-        assert_eq!(named(path.as_str().into()), Label::Node(path.clone()));
+        assert_eq!(named(path.as_str().into()), Label::Pending(path.clone()));
+        assert_eq!(
+            named("nodes/elsewhere.yaml".into()),
+            Label::Pending("nodes/elsewhere.yaml".into())
+        );
     }
 }
