@@ -13,6 +13,7 @@ pub mod invocation;
 pub mod mask;
 pub mod memo;
 pub mod output;
+pub mod progress;
 pub mod project;
 pub mod proto;
 pub mod render;

@@ -124,14 +124,16 @@ pub fn check(root: &Path, strict: bool) -> Result<()> {
                     "run `talm init --update --preset <preset>` to record a baseline, or unset strictCharts / drop --strict-charts",
                 ))
             }
-            (Err(e), false) => eprintln!("WARN: could not check drift: {e}"),
+            (Err(e), false) => crate::output::err(&format!("WARN: could not check drift: {e}")),
             (Err(e), true) => {
                 return Err(hinted(
                     format!("drift check failed under strict mode: {e}"),
                     "repair .talm-preset.lock and charts/talm/ with `talm init --update --preset <preset>`, or unset strictCharts / drop --strict-charts",
                 ))
             }
-            (Ok(Outcome::Drift { message, .. }), false) => eprintln!("WARN: {message}"),
+            (Ok(Outcome::Drift { message, .. }), false) => {
+                crate::output::err(&format!("WARN: {message}"))
+            }
             (Ok(Outcome::Drift { message, preset }), true) => {
                 return Err(Hinted {
                     message: message.replace(" (or ignore if this is intentional)", ""),

@@ -186,7 +186,7 @@ impl Plan {
         }
         txn.commit()?;
         for note in notes.into_iter().filter(|n| !n.is_empty()) {
-            eprintln!("{note}");
+            crate::output::err(&note);
         }
         Ok(n)
     }

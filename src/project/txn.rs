@@ -382,10 +382,10 @@ pub fn recover(dir: &Path) -> Result<Recovered> {
         }
     }
     for label in &out.completed {
-        eprintln!(
+        crate::output::err(&format!(
             "talm: completed the interrupted write of an earlier `{label}` in {}",
             dir.display()
-        );
+        ));
     }
     Ok(out)
 }

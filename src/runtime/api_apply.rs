@@ -72,6 +72,7 @@ pub(super) fn apply(n: &Node, config: &str, o: &ApplyOpts) -> Result<Map> {
 
 /// `n.apply(config, opts)`: the config made whole from the project when it is a patch, sent.
 fn apply_config(session: &Session, n: &Node, config: &str, o: &ApplyOpts) -> Result<Map> {
+    crate::progress::stage(crate::progress::Stage::Apply);
     if o.as_is {
         return apply(n, config, o);
     }

@@ -229,6 +229,7 @@ fn recover(session: &Session, n: &Node, path: &str, skip_hash_check: bool) -> Re
 
 /// The progress lines of a health check as one map per check (its last state).
 fn health(n: &Node, o: &HealthOpts) -> Result<Array> {
+    crate::progress::stage(crate::progress::Stage::Health);
     let wait = o.wait_timeout.unwrap_or(Duration::from_secs(20 * 60));
     let mut cps = o.control_plane_nodes.clone();
     if !o.init_node.is_empty() {
@@ -240,7 +241,7 @@ fn health(n: &Node, o: &HealthOpts) -> Result<Array> {
         block_on(
             c.health_check(wait, cps.clone(), o.worker_nodes.clone(), |line| {
                 if print {
-                    eprintln!("{line}");
+                    crate::output::err(line);
                 }
                 let Some(rest) = line.strip_prefix("waiting for ") else {
                     return;

@@ -8,7 +8,9 @@ use rhai::{Engine, FuncRegistration};
 pub fn register(engine: &mut Engine) {
     FuncRegistration::new("log")
         .with_comments(["/// Prints a line on stderr (stdout is kept for data)."])
-        .register_into_engine(engine, |msg: &str| eprintln!("{}", crate::mask::scrub(msg)));
+        .register_into_engine(engine, |msg: &str| {
+            crate::output::err(&crate::mask::scrub(msg))
+        });
     FuncRegistration::new("out")
         .with_comments(["/// Prints text on stdout, as is."])
         .register_into_engine(engine, |text: &str| {

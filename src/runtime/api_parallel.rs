@@ -3,18 +3,20 @@
 //! thread works too, and extra worker threads come from a process-wide budget, so nested
 //! `parallel` calls never multiply threads without bound and a pool that cannot grow still
 //! finishes. An item's error becomes its result (`is_error(r)`, `r.message`) unless
-//! `fail_fast` is asked for; Ctrl-C and a script limit stop the whole call. On a terminal each
-//! item gets a progress line on stderr, unless the call is `quiet` (a script showing its own).
+//! `fail_fast` is asked for; Ctrl-C and a script limit stop the whole call. Each item is the
+//! current item of the thread working on it (`crate::progress`): on a terminal it has a line
+//! with its stage on stderr (unless the call is `quiet`: a script showing its own), and when
+//! the call runs several items, every line it prints carries its node.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rhai::{
     Array, Dynamic, Engine, EvalAltResult, FnPtr, FuncRegistration, Map, NativeCallContext,
 };
 
 use crate::error::hinted;
+use crate::progress::{Group, Label};
 use crate::talos::duration::{self, Zero};
 
 /// Items one `parallel` call runs at once, at most (and without a `limit`).
@@ -127,12 +129,56 @@ fn label(item: &Dynamic) -> String {
     item.to_string()
 }
 
-fn bars(count: usize, quiet: bool) -> Option<MultiProgress> {
-    use std::io::IsTerminal;
-    if quiet || !std::io::stderr().is_terminal() || count == 0 {
+/// Node files larger than this are not read for their modeline's nodes.
+const NODE_FILE_MAX: u64 = 1 << 20;
+
+/// The name an item's lines and progress line carry (the rule is in `crate::progress`): a node
+/// handle's name, a string itself or, when it is a node file, its modeline's nodes, a map's
+/// `node`; anything else (a YAML file that is no node file here too) is pending until its work
+/// dials a node.
+fn progress_label(item: &Dynamic, index: usize) -> Label {
+    if let Some(n) = item.read_lock::<super::api_talos::Node>() {
+        return Label::Node(n.name.clone());
+    }
+    if let Some(s) = item.read_lock::<rhai::ImmutableString>() {
+        let text = s.as_str();
+        if let Some(nodes) = node_file_nodes(text) {
+            return Label::Node(nodes);
+        }
+        // A file that is no node file here (none, or not found from this folder): the node
+        // its work dials names it.
+        if text.ends_with(".yaml") || text.ends_with(".yml") {
+            return Label::Pending(text.to_string());
+        }
+        if !text.is_empty() && text.len() <= 253 && !text.contains(char::is_whitespace) {
+            return Label::Node(text.to_string());
+        }
+        return Label::Pending(format!("#{}", index + 1));
+    }
+    if let Some(m) = item.read_lock::<Map>() {
+        if let Some(node) = m.get("node") {
+            if let l @ Label::Node(_) = progress_label(node, index) {
+                return l;
+            }
+        }
+        return Label::Pending(format!("#{}", index + 1));
+    }
+    if item.is_int() || item.is_float() || item.is_bool() || item.is_char() {
+        return Label::Pending(item.to_string());
+    }
+    Label::Pending(format!("#{}", index + 1))
+}
+
+/// The nodes of a node file's modeline (`a` or `a,b`), when `path` names one.
+fn node_file_nodes(path: &str) -> Option<String> {
+    let p = std::path::Path::new(path);
+    let meta = std::fs::metadata(p).ok()?;
+    if !meta.is_file() || meta.len() > NODE_FILE_MAX {
         return None;
     }
-    Some(MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
+    let text = std::fs::read_to_string(p).ok()?;
+    let nf = crate::project::modeline::find(&text, path).ok()?;
+    (!nf.modeline.nodes.is_empty()).then(|| nf.modeline.nodes.join(","))
 }
 
 /// Whether an item's error must end the whole call: Ctrl-C or a script limit.
@@ -155,7 +201,7 @@ struct Work<'a> {
     f: &'a FnPtr,
     fail_fast: bool,
     results: Vec<Mutex<Option<Dynamic>>>,
-    lines: Vec<Option<ProgressBar>>,
+    group: Group,
     next: AtomicUsize,
     stop: AtomicBool,
     fatal: Mutex<Option<Box<EvalAltResult>>>,
@@ -169,21 +215,19 @@ impl Work<'_> {
             if i >= self.items.len() || self.stop.load(Ordering::SeqCst) {
                 return;
             }
-            if let Some(b) = &self.lines[i] {
-                b.set_message("running");
-                b.enable_steady_tick(std::time::Duration::from_millis(120));
-            }
-            let value = match self
+            let working = self.group.start(i);
+            let outcome = self
                 .f
-                .call_within_context::<Dynamic>(self.ctx, (self.items[i].clone(),))
-            {
+                .call_within_context::<Dynamic>(self.ctx, (self.items[i].clone(),));
+            // The item's last stdout text goes out before its line says how it ended.
+            drop(working);
+            let value = match outcome {
                 Ok(v) => {
-                    if let Some(b) = &self.lines[i] {
-                        b.finish_with_message("done");
-                    }
+                    self.group.finish(i, None);
                     v
                 }
                 Err(e) if stops_everything(&e) => {
+                    self.group.finish(i, Some("stopped"));
                     self.stop.store(true, Ordering::SeqCst);
                     self.fatal
                         .lock()
@@ -201,9 +245,7 @@ impl Work<'_> {
         let err = crate::sandbox::from_rhai(e, "parallel");
         let msg = crate::error::render(&err);
         let msg = msg.trim_start_matches("Error: ").trim_end().to_string();
-        if let Some(b) = &self.lines[i] {
-            b.finish_with_message(format!("failed: {}", msg.lines().next().unwrap_or("")));
-        }
+        self.group.finish(i, Some(&msg));
         if self.fail_fast {
             self.stop.store(true, Ordering::SeqCst);
             self.first_error
@@ -247,27 +289,18 @@ fn run(
         }
         Some(l) => (l as usize).min(MAX_AT_ONCE).min(n.max(1)),
     };
-    let multi = bars(n, quiet);
-    let style = ProgressStyle::with_template("{spinner} {prefix}: {msg}")
-        .unwrap_or_else(|_| ProgressStyle::default_spinner());
+    let labels = items
+        .iter()
+        .enumerate()
+        .map(|(i, it)| progress_label(it, i))
+        .collect();
     let work = Work {
         ctx,
         items: &items,
         f,
         fail_fast,
         results: (0..n).map(|_| Mutex::new(None)).collect(),
-        lines: items
-            .iter()
-            .map(|it| {
-                multi.as_ref().map(|m| {
-                    let b = m.add(ProgressBar::new_spinner());
-                    b.set_style(style.clone());
-                    b.set_prefix(label(it));
-                    b.set_message("waiting");
-                    b
-                })
-            })
-            .collect(),
+        group: Group::new(labels, !quiet),
         next: AtomicUsize::new(0),
         stop: AtomicBool::new(false),
         fatal: Mutex::new(None),
@@ -407,4 +440,53 @@ fn sleep(
 ) -> Result<(), Box<EvalAltResult>> {
     let d = crate::sandbox::native(|| duration::checked("sleep", &given, d, Zero::Allowed))?;
     crate::sandbox::sleep(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(item: Dynamic) -> Label {
+        progress_label(&item, 1)
+    }
+
+    #[test]
+    fn items_are_named_by_the_node_they_stand_for() {
+        assert_eq!(named("10.0.0.1".into()), Label::Node("10.0.0.1".into()));
+        assert_eq!(named("two words".into()), Label::Pending("#2".into()));
+        assert_eq!(named(Dynamic::from(7_i64)), Label::Pending("7".into()));
+        let mut m = Map::new();
+        m.insert("node".into(), "cp-1".into());
+        assert_eq!(named(m.into()), Label::Node("cp-1".into()));
+        let mut m = Map::new();
+        m.insert("step".into(), "x".into());
+        assert_eq!(named(m.into()), Label::Pending("#2".into()));
+        assert_eq!(named(Array::new().into()), Label::Pending("#2".into()));
+    }
+
+    #[test]
+    fn a_node_file_is_named_by_its_modelines_nodes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("node1.yaml");
+        std::fs::write(
+            &file,
+            "# talm: nodes=[\"10.0.0.1\",\"10.0.0.2\"], endpoints=[\"10.0.0.1\"], templates=[\"templates/controlplane.yaml\"]\nmachine: {}\n",
+        )
+        .unwrap();
+        let path = file.display().to_string();
+        assert_eq!(
+            named(path.as_str().into()),
+            Label::Node("10.0.0.1,10.0.0.2".into())
+        );
+        // A file without a modeline, or one not found, goes by its path until its work dials
+        // a node.
+        let plain = dir.path().join("plain.yaml");
+        std::fs::write(&plain, "machine: {}\n").unwrap();
+        let path = plain.display().to_string();
+        assert_eq!(named(path.as_str().into()), Label::Pending(path.clone()));
+        assert_eq!(
+            named("nodes/elsewhere.yaml".into()),
+            Label::Pending("nodes/elsewhere.yaml".into())
+        );
+    }
 }

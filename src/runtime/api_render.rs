@@ -106,6 +106,7 @@ fn versions(talos: Option<&str>, kubernetes: Option<&str>, chart: &Chart) -> (St
 }
 
 pub(super) fn template(o: TemplateOpts) -> Result<Map> {
+    crate::progress::stage(crate::progress::Stage::Render);
     let root_path = Path::new(&o.root);
     let chart = Chart::load(root_path)?;
     let flags = &o.values;
@@ -275,7 +276,7 @@ fn full_config(
 ) -> Result<String> {
     let (bundle, _) = secrets_bundle(place, chart)?;
     if kubernetes_version.is_empty() {
-        eprintln!("WARN: templateOptions.kubernetesVersion is empty: no image is set for kubelet, kube-proxy or the control-plane components, so Talos uses its own defaults. Pin it in Chart.yaml (or --kubernetes-version) to control the Kubernetes version.");
+        crate::output::err("WARN: templateOptions.kubernetesVersion is empty: no image is set for kubelet, kube-proxy or the control-plane components, so Talos uses its own defaults. Pin it in Chart.yaml (or --kubernetes-version) to control the Kubernetes version.");
     }
     let base = assemble::Base {
         contract: Contract::parse(talos_version)?,
@@ -315,6 +316,7 @@ pub fn register(engine: &mut Engine) {
         .with_comments(["/// The whole machine config from a patch without templates (a node file in direct-patch mode): the config Talos generates from the project's secrets, with `text` merged in. `opts` has `root`, `text`, `with_secrets`, `talos_version`/`kubernetes_version` (Chart.yaml's when absent or `()`)."])
         .set_into_module(&mut m, |opts: Map| {
             native(|| {
+                crate::progress::stage(crate::progress::Stage::Render);
                 let o = FullOpts::read(&opts)?;
                 let chart = Chart::load(Path::new(&o.root))?;
                 let (talos, kube) = versions(

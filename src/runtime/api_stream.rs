@@ -201,7 +201,7 @@ async fn drain<T>(
             },
             Ok(Some(Got::Done)) => live -= 1,
             Ok(Some(Got::Failed(e))) => {
-                eprintln!("ERROR: {e}");
+                crate::output::err(&format!("ERROR: {e}"));
                 failure.get_or_insert(e);
                 live -= 1;
             }

@@ -172,6 +172,7 @@ fn make(name: &str, endpoints: Vec<String>, insecure: bool, auth: Auth, timeout:
 
 /// `node(addr, #{insecure, endpoint, talosconfig, context, timeout})`.
 fn node_with(session: &Session, addr: &str, o: &NodeOpts) -> Result<Node> {
+    crate::progress::dialled(addr);
     let (auth, _) = auth(
         session,
         &o.talosconfig,
@@ -235,6 +236,7 @@ pub(super) fn targets(session: &Session, o: &TargetsOpts) -> Result<Array> {
             "use --nodes, a node file's modeline (-f), or set nodes in the talosconfig context",
         ));
     }
+    crate::progress::dialled(&nodes[0]);
     let t = session.timeout(o.timeout);
     Ok(nodes
         .iter()
@@ -304,6 +306,7 @@ async fn get_async(c: &Client, kind: &str, id: &str, namespace: &str) -> Result<
 
 /// A node's discovery as a script map.
 pub(super) fn discover(n: &Node) -> Result<Dynamic> {
+    crate::progress::stage(crate::progress::Stage::Discover);
     let facts = n.with(|c| block_on(discovery::discover(c)))?;
     Ok(rhai::serde::to_dynamic(&facts)?)
 }
@@ -350,11 +353,13 @@ fn poll(
 
 /// Waits until the node answers (after an apply or a reboot).
 fn wait_ready(n: &Node, limit: Duration) -> Result<bool, Box<rhai::EvalAltResult>> {
+    crate::progress::stage(crate::progress::Stage::Ready);
     poll(limit, || answers(n))
 }
 
 /// Waits for a reboot to happen: the node stops answering, then answers again.
 fn wait_reboot(n: &Node, limit: Duration) -> Result<bool, Box<rhai::EvalAltResult>> {
+    crate::progress::stage(crate::progress::Stage::Reboot);
     let start = std::time::Instant::now();
     let went_down = poll(limit.min(Duration::from_secs(300)), || {
         *n.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -548,6 +553,7 @@ pub fn register(engine: &mut Engine, session: &Session) {
                         ))
                     }
                 };
+                crate::progress::stage(crate::progress::Stage::Reboot);
                 n.with(|c| block_on(c.reboot(machine::RebootRequest { mode: mode as i32 })))?;
                 Ok(())
             })
@@ -556,6 +562,7 @@ pub fn register(engine: &mut Engine, session: &Session) {
         .with_comments(["/// Reboots the node."])
         .register_into_engine(engine, |n: &mut Node| {
             native(|| {
+                crate::progress::stage(crate::progress::Stage::Reboot);
                 n.with(|c| block_on(c.reboot(machine::RebootRequest::default())))?;
                 Ok(())
             })

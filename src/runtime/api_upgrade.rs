@@ -50,6 +50,7 @@ fn request(o: &UpgradeOpts) -> Result<machine::UpgradeRequest> {
 }
 
 fn upgrade(n: &Node, o: &UpgradeOpts) -> Result<Map> {
+    crate::progress::stage(crate::progress::Stage::Upgrade);
     let req = request(o)?;
     let reply = |ack: String, actor: String| {
         let mut m = Map::new();

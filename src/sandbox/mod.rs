@@ -122,7 +122,7 @@ pub fn engine(limits: &Limits) -> Engine {
     FuncRegistration::new("warn")
         .with_comments(["/// Prints `WARN: <msg>` on stderr."])
         .register_into_engine(&mut engine, |msg: &str| {
-            eprintln!("WARN: {}", crate::mask::scrub(msg))
+            crate::output::err(&format!("WARN: {}", crate::mask::scrub(msg)))
         });
     FuncRegistration::new("fail")
         .with_comments(["/// Stops the script with an error message."])

@@ -25,7 +25,7 @@ pub struct Plain;
 
 impl Report for Plain {
     fn update(&mut self, node: &str, message: &str) {
-        eprintln!("{}: {message}", quoted(node));
+        crate::output::err(&format!("{}: {message}", quoted(node)));
     }
 }
 
@@ -215,6 +215,7 @@ where
             }
         }
         report.update(node, "unavailable, retrying...");
+        crate::progress::stage(crate::progress::Stage::Reboot);
         events = loop {
             if left().is_some_and(|l| l.is_zero()) {
                 return Err(gave_up("the node did not come back"));
@@ -226,6 +227,7 @@ where
             }
         };
         replayed = true;
+        crate::progress::stage(crate::progress::Stage::Ready);
     }
     let Some(before) = before else {
         return Ok(actor);

@@ -31,6 +31,7 @@ mod playbooks;
 mod presets_golden;
 mod presets_values;
 mod presets_values_links;
+mod progress;
 mod repl;
 mod rotate;
 mod secrets_bundle;

@@ -433,7 +433,7 @@ fn cgroups(n: &Node, o: &CgroupsOpts) -> Result<Map> {
                 );
             }
         }
-        Err(e) => eprintln!("WARNING: error getting processes: {e:#}"),
+        Err(e) => crate::output::err(&format!("WARNING: error getting processes: {e:#}")),
     }
     let mut devices = std::collections::HashMap::new();
     match copy_blob(n, "/sys/dev/block") {
@@ -452,7 +452,7 @@ fn cgroups(n: &Node, o: &CgroupsOpts) -> Result<Map> {
                 }
             }
         }
-        Err(e) => eprintln!("WARNING: error copying devices: {e:#}"),
+        Err(e) => crate::output::err(&format!("WARNING: error copying devices: {e:#}")),
     }
     let bytes = copy_blob(n, "/sys/fs/cgroup").map_err(|e| anyhow!("error copying: {e:#}"))?;
     let mut tree =
@@ -475,7 +475,7 @@ fn cgroups(n: &Node, o: &CgroupsOpts) -> Result<Map> {
                     }
                 }
             }
-            Err(e) => eprintln!("WARNING: error getting containers: {e:#}"),
+            Err(e) => crate::output::err(&format!("WARNING: error getting containers: {e:#}")),
         }
     }
     cgroups::resolve(&mut tree, &names, &procs, &devices);
