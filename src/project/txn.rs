@@ -126,8 +126,10 @@ impl Txn {
         set_mode(&staging, 0o700)?;
         let owner = fs::File::create(staging.join(OWNER))
             .with_context(|| format!("creating {}", staging.display()))?;
+        // Blocking: another run's recovery may hold the fresh lock file for a moment while it
+        // looks (and leaves a young folder of a live run alone).
         owner
-            .try_lock()
+            .lock()
             .map_err(|e| anyhow::anyhow!("locking {}: {e}", staging.display()))?;
         write_new(
             &staging.join(".gitignore"),
