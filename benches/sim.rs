@@ -9,17 +9,18 @@
 //! `TALM_SIM_BIN=/path/to/talm` measures another build's simulator (an older one, for a
 //! before/after): its nodes are then listed in a `--config` file, which every build reads.
 //!
-//! Measured on the 2-core machine of issue 12 (bench profile, one run each, other builds
-//! running; "before" is main at ed589a1 through `TALM_SIM_BIN`):
+//! Measured on the 2-core machine of issue 12 (bench profile, other builds competing for the
+//! cores; "before" is main at ed589a1 through `TALM_SIM_BIN`, one run; "after" two runs):
 //!
 //! | nodes | what | before | after |
 //! |---|---|---|---|
-//! | 1,000 | resident once all listen | 60 MiB | 42 MiB |
-//! | 1,000 | peak RSS after every node answered | 73 MiB | 48 MiB |
+//! | 1,000 | resident once all listen | 60 MiB | 42–43 MiB |
+//! | 1,000 | peak RSS after every node answered | 73 MiB | 48–49 MiB |
 //! | 5,000 | resident once all listen | 364 MiB | 153 MiB |
 //! | 5,000 | peak RSS after every node answered | 403 MiB | 160 MiB |
-//! | 5,000 | start-up (all listening) | 1.3 s | 1.9 s |
-//! | 5,000 | Version p99 / max (64 at a time) | 80 / 105 ms | 116 / 158 ms |
+//! | 5,000 | start-up (all listening) | 1.3 s | 0.7–1.9 s |
+//! | 5,000 | Version p99 / max (64 at a time) | 80 / 105 ms | 67–116 / 77–158 ms |
+//! | 5,000 | sim CPU, start-up and every Version | 3.8 s | 3.3–3.4 s |
 //!
 //! Where the memory went before (heaptrack, 5,000 nodes, once all listen; heap per node): the
 //! channel that hands accepted connections to each node's gRPC server allocated a 32-slot block
