@@ -256,6 +256,19 @@ fn other_actions() {
             Duration::from_secs(2)
         )
     );
+    let Action::Sim(o) = inv(&[
+        "sim",
+        "--node-range",
+        "127.0.1.0/24",
+        "--node-range",
+        "127.0.2.1-127.0.2.9",
+    ])
+    .unwrap()
+    .action
+    else {
+        panic!()
+    };
+    assert_eq!(o.ranges, ["127.0.1.0/24", "127.0.2.1-127.0.2.9"]);
     assert_eq!(
         inv(&["help", "api"]).unwrap().action,
         Action::Help(vec!["api".into()])

@@ -57,6 +57,11 @@ pub struct SimArgs {
     /// A node address (loopback, e.g. 127.0.0.11); repeat for more nodes
     #[arg(long = "node", value_name = "IP", value_delimiter = ',')]
     pub node: Vec<String>,
+    /// Many nodes at once: a range FIRST-LAST (127.200.0.1-127.200.19.136) or a CIDR block
+    /// (127.200.0.0/22) of loopback addresses, one node each; repeatable. The open-file limit
+    /// is raised to its hard limit for them
+    #[arg(long = "node-range", value_name = "RANGE")]
+    pub node_range: Vec<String>,
     /// Port every node listens on
     #[arg(long, default_value_t = 50000)]
     pub port: u16,
@@ -73,6 +78,7 @@ impl SimArgs {
     pub fn options(&self) -> crate::sim::serve::Options {
         crate::sim::serve::Options {
             nodes: self.node.clone(),
+            ranges: self.node_range.clone(),
             port: self.port,
             config: self.config.clone(),
             reboot_delay: self.reboot_delay.value,

@@ -16,6 +16,7 @@ pub mod event_stream;
 pub mod events;
 pub mod facts;
 pub mod faults;
+pub mod fdlimit;
 pub mod follow;
 pub mod hardware;
 pub mod inspect;
@@ -26,6 +27,7 @@ pub mod load;
 pub mod node;
 pub mod protospec;
 pub mod query;
+pub mod range;
 pub mod reload;
 pub mod serve;
 pub mod server;
@@ -164,8 +166,9 @@ pub struct NodeEntry {
 /// Checks that no address is given twice (a node is known by its address); `given` pairs each
 /// address with where it came from, for the message.
 pub fn check_unique(given: &[(IpAddr, String)]) -> Result<()> {
-    for (i, (addr, origin)) in given.iter().enumerate() {
-        if let Some((_, first)) = given[..i].iter().find(|(a, _)| a == addr) {
+    let mut seen: HashMap<IpAddr, &str> = HashMap::with_capacity(given.len());
+    for (addr, origin) in given {
+        if let Some(first) = seen.insert(*addr, origin) {
             return Err(hinted(
                 format!("{addr} is given twice: {first} and {origin}"),
                 "each simulated node needs an address of its own: drop one, or give it another loopback address",

@@ -1,0 +1,330 @@
+//! Simulator capacity: one release `talm sim` process serving 1,000 and then 5,000 nodes on
+//! loopback (127.200.0.0/16, `--node-range FIRST-LAST`), every node asked for its Version in
+//! maintenance mode (insecure TLS, as `talm version -i` does) through talm's own client, 64
+//! calls at a time; then the real CLI, `talm version -i -n IP`, against the first, middle and
+//! last node. Prints one row per size: start-up time, the sim's peak RSS (VmHWM) and CPU,
+//! Version latency (p50, p99, max) and failures, next to the goal (issue 12: 5,000 nodes in
+//! ≤ 256 MiB, each answering within 1 s). Exits non-zero when a node did not answer; the
+//! figures are printed, not asserted. Run: `cargo bench --bench sim [-- N ...]`.
+//! `TALM_SIM_BIN=/path/to/talm` measures another build's simulator (an older one, for a
+//! before/after): its nodes are then listed in a `--config` file, which every build reads.
+//!
+//! Measured on the 2-core machine of issue 12 (bench profile, other builds competing for the
+//! cores; "before" is main at ed589a1 through `TALM_SIM_BIN`, one run; "after" two runs):
+//!
+//! | nodes | what | before | after |
+//! |---|---|---|---|
+//! | 1,000 | resident once all listen | 60 MiB | 42–43 MiB |
+//! | 1,000 | peak RSS after every node answered | 73 MiB | 48–49 MiB |
+//! | 5,000 | resident once all listen | 364 MiB | 153 MiB |
+//! | 5,000 | peak RSS after every node answered | 403 MiB | 160 MiB |
+//! | 5,000 | start-up (all listening) | 1.3 s | 0.7–1.9 s |
+//! | 5,000 | Version p99 / max (64 at a time) | 80 / 105 ms | 67–116 / 77–158 ms |
+//! | 5,000 | sim CPU, start-up and every Version | 3.8 s | 3.3–3.4 s |
+//!
+//! Where the memory went before (heaptrack, 5,000 nodes, once all listen; heap per node): the
+//! channel that hands accepted connections to each node's gRPC server allocated a 32-slot block
+//! holding TLS streams inline (40 KiB); rustls's default server session cache reserved 256
+//! entries (31 KiB); each node's boot-loop and tonic server future (7 KiB); tonic's router
+//! (3.5 KiB); node state, journal, event ring, hardware and certificates (a few KiB). After
+//! boxing the stream in the channel and replacing the session cache by Go's behaviour (one
+//! stateless ticket, no server-side cache): 26 KiB of heap per node, most of it the boot-loop
+//! future, the router, the ticket key (2.3 KiB) and the event ring. A live client connection
+//! adds the h2 codec buffers (24 KiB) and TLS buffers while it is open.
+
+use std::io::{BufRead, BufReader};
+use std::net::Ipv4Addr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use talm::talos::client::{Client, Options};
+use talm::talos::creds::Auth;
+
+/// The talm binary built by cargo for the bench (the CLI calls, and the simulator by default).
+const TALM: &str = env!("CARGO_BIN_EXE_talm");
+/// The first node's address; the rest follow it.
+const FIRST: Ipv4Addr = Ipv4Addr::new(127, 200, 0, 1);
+/// Calls in flight at once.
+const CONCURRENCY: usize = 64;
+/// The goals of issue 12 for 5,000 nodes.
+const GOAL_RSS_MIB: f64 = 256.0;
+const GOAL_MAX: Duration = Duration::from_secs(1);
+
+/// The simulator process; killed when dropped.
+struct SimProcess {
+    child: Child,
+}
+
+impl Drop for SimProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl SimProcess {
+    fn status_kib(&self, key: &str) -> f64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with(key))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|kb| kb.parse().ok())
+            })
+            .unwrap_or(0.0)
+    }
+
+    /// User + system CPU seconds so far.
+    fn cpu_seconds(&self) -> f64 {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        // Fields after the command name (which is in parentheses): utime is the 12th, stime 13th.
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let f: Vec<f64> = rest
+            .split_whitespace()
+            .map(|x| x.parse().unwrap_or(0.0))
+            .collect();
+        let ticks = f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0);
+        ticks / 100.0
+    }
+}
+
+/// Starts `talm sim` with `n` nodes and waits until it says it serves them all.
+fn start(n: u32) -> (SimProcess, Duration) {
+    let last = Ipv4Addr::from(u32::from(FIRST) + n - 1);
+    let mut cmd = match std::env::var("TALM_SIM_BIN") {
+        Ok(other) => {
+            let file = std::env::temp_dir().join(format!("talm-sim-bench-{n}.yaml"));
+            let mut yaml = String::from("nodes:\n");
+            for i in 0..n {
+                yaml.push_str(&format!(
+                    "  - address: {}\n",
+                    Ipv4Addr::from(u32::from(FIRST) + i)
+                ));
+            }
+            std::fs::write(&file, yaml).expect("the node list is written");
+            let mut c = Command::new(other);
+            c.arg("sim").arg("--config").arg(file);
+            c
+        }
+        Err(_) => {
+            let mut c = Command::new(TALM);
+            c.args(["sim", "--node-range", &format!("{FIRST}-{last}")]);
+            c
+        }
+    };
+    let started = Instant::now();
+    let mut child = cmd
+        .args(["--port", "50000"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("talm sim starts");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let sim = SimProcess { child };
+    let mut said = String::new();
+    for line in BufReader::new(stderr).lines() {
+        let line = line.unwrap_or_default();
+        if line.contains("serving until interrupted") {
+            return (sim, started.elapsed());
+        }
+        said.push_str(&line);
+        said.push('\n');
+    }
+    panic!("talm sim with {n} nodes ended before serving:\n{said}");
+}
+
+/// One `version -i` through the library: connect (insecure TLS) and call Version.
+async fn version(addr: String) -> Result<Duration, String> {
+    let started = Instant::now();
+    let opts = Options {
+        auth: Auth::Insecure,
+        timeout: Duration::from_secs(10),
+    };
+    let client = Client::connect(&addr, None, &opts)
+        .await
+        .map_err(|e| format!("{addr}: {e:#}"))?;
+    let v = client
+        .version()
+        .await
+        .map_err(|e| format!("{addr}: {e:#}"))?;
+    if v.version.is_none() {
+        return Err(format!("{addr}: a Version reply without a version"));
+    }
+    Ok(started.elapsed())
+}
+
+/// Asks every node, `CONCURRENCY` at a time; the latencies and the failures.
+fn ask_all(addrs: &[String]) -> (Vec<Duration>, Vec<String>) {
+    talm::talos::block_on(async {
+        let mut set = tokio::task::JoinSet::new();
+        let (mut lat, mut failed) = (Vec::new(), Vec::new());
+        let mut next = addrs.iter();
+        loop {
+            while set.len() < CONCURRENCY {
+                match next.next() {
+                    Some(a) => {
+                        set.spawn(version(a.clone()));
+                    }
+                    None => break,
+                }
+            }
+            let Some(done) = set.join_next().await else {
+                break;
+            };
+            match done {
+                Ok(Ok(d)) => lat.push(d),
+                Ok(Err(e)) => failed.push(e),
+                Err(e) => failed.push(format!("task: {e}")),
+            }
+        }
+        (lat, failed)
+    })
+}
+
+/// `talm version -i -n IP` as a process: its wall time, or why it failed.
+fn cli_version(ip: &str) -> Result<Duration, String> {
+    let started = Instant::now();
+    let out = Command::new(TALM)
+        .args(["version", "-i", "-n", ip])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{ip}: {e}"))?;
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || !stdout.contains(&format!("NODE:        {ip}")) {
+        return Err(format!(
+            "talm version -i -n {ip}: {}\n{stdout}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(took)
+}
+
+fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.0} ms", d.as_secs_f64() * 1e3)
+}
+
+struct Row {
+    nodes: u32,
+    startup: Duration,
+    rss_mib: f64,
+    hwm_mib: f64,
+    cpu: f64,
+    p50: Duration,
+    p99: Duration,
+    max: Duration,
+    failures: usize,
+    cli: String,
+}
+
+fn run(n: u32) -> (Row, Vec<String>) {
+    let (sim, startup) = start(n);
+    let idle = sim.status_kib("VmRSS:") / 1024.0;
+    let addrs: Vec<String> = (0..n)
+        .map(|i| Ipv4Addr::from(u32::from(FIRST) + i).to_string())
+        .collect();
+    eprintln!(
+        "sim: {n} nodes up in {}, {idle:.0} MiB resident; asking each for its Version...",
+        ms(startup)
+    );
+    let (mut lat, mut failed) = ask_all(&addrs);
+    lat.sort();
+    let mut cli = Vec::new();
+    for ip in [&addrs[0], &addrs[addrs.len() / 2], &addrs[addrs.len() - 1]] {
+        match cli_version(ip) {
+            Ok(d) => cli.push(format!("{ip} {}", ms(d))),
+            Err(e) => {
+                cli.push(format!("{ip} FAILED"));
+                failed.push(e);
+            }
+        }
+    }
+    let row = Row {
+        nodes: n,
+        startup,
+        rss_mib: sim.status_kib("VmRSS:") / 1024.0,
+        hwm_mib: sim.status_kib("VmHWM:") / 1024.0,
+        cpu: sim.cpu_seconds(),
+        p50: quantile(&lat, 0.50),
+        p99: quantile(&lat, 0.99),
+        max: lat.last().copied().unwrap_or_default(),
+        failures: failed.len(),
+        cli: cli.join(", "),
+    };
+    drop(sim);
+    (row, failed)
+}
+
+fn main() {
+    let sizes: Vec<u32> = {
+        let given: Vec<u32> = std::env::args()
+            .skip(1)
+            .filter_map(|a| a.parse().ok())
+            .filter(|n| (1..=65_000).contains(n))
+            .collect();
+        if given.is_empty() {
+            vec![1000, 5000]
+        } else {
+            given
+        }
+    };
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for n in sizes {
+        let (row, failed) = run(n);
+        rows.push(row);
+        failures.extend(failed);
+    }
+    println!(
+        "talm sim capacity: one process, Version in maintenance mode on every node ({CONCURRENCY} at a time)"
+    );
+    println!(
+        "{:>6}  {:>9}  {:>9}  {:>8}  {:>7}  {:>7}  {:>7}  {:>7}  {:>8}  goal (5,000 nodes)",
+        "nodes", "start-up", "peak RSS", "RSS now", "CPU s", "p50", "p99", "max", "failures"
+    );
+    for r in &rows {
+        let goal = if r.nodes >= 5000 {
+            let ok = r.hwm_mib <= GOAL_RSS_MIB && r.max <= GOAL_MAX && r.failures == 0;
+            format!(
+                "≤ {GOAL_RSS_MIB:.0} MiB, max ≤ {}: {}",
+                ms(GOAL_MAX),
+                if ok { "met" } else { "NOT met" }
+            )
+        } else {
+            String::from("-")
+        };
+        println!(
+            "{:>6}  {:>9}  {:>5.0} MiB  {:>4.0} MiB  {:>7.1}  {:>7}  {:>7}  {:>7}  {:>8}  {goal}",
+            r.nodes,
+            ms(r.startup),
+            r.hwm_mib,
+            r.rss_mib,
+            r.cpu,
+            ms(r.p50),
+            ms(r.p99),
+            ms(r.max),
+            r.failures,
+        );
+    }
+    for r in &rows {
+        println!("  talm version -i -n ({} nodes): {}", r.nodes, r.cli);
+    }
+    if !failures.is_empty() {
+        eprintln!("{} call(s) failed; the first:", failures.len());
+        for f in failures.iter().take(5) {
+            eprintln!("  {f}");
+        }
+        std::process::exit(1);
+    }
+}
