@@ -32,6 +32,7 @@ pub mod server;
 pub mod service;
 pub mod state;
 pub mod store;
+pub mod unhealthy;
 pub mod upgrade;
 pub mod watch;
 
