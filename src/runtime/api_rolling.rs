@@ -295,6 +295,22 @@ fn check(
     )))
 }
 
+/// The node a workers-only roll checks the cluster from: the first worker's endpoint (as
+/// `talosctl health` runs on the endpoint when no node is named), when it has one of its own.
+fn through_endpoint(ctx: &NativeCallContext, w: &Node) -> Result<Node, Box<EvalAltResult>> {
+    let ep = w.endpoint();
+    let host = crate::talos::client::host(&ep);
+    if ep.is_empty() || host == w.name {
+        return Err(to_rhai(hinted(
+            "rolling: no control plane among the nodes to run the cluster health check on",
+            "name one: #{health: #{via: node(CONTROL_PLANE)}}, reach the workers through a control plane endpoint (-e), or pass #{health: false}",
+        )));
+    }
+    let mut o = Map::new();
+    o.insert("endpoint".into(), ep.into());
+    ctx.call_native_fn::<Node>("node", (Dynamic::from(host), o))
+}
+
 fn rolling(
     ctx: &NativeCallContext,
     items: Array,
@@ -355,19 +371,15 @@ fn rolling(
             Role::Worker => workers.push(n),
         }
     }
-    let via =
-        match &health {
-            Health::Off => None,
-            Health::On { via: Some(v), .. } => Some(v.clone()),
-            Health::On { via: None, .. } => match first_cp {
-                Some(cp) => Some(cp),
-                None if workers.is_empty() => None,
-                None => return Err(to_rhai(hinted(
-                    "rolling: no control plane among the nodes to run the cluster health check on",
-                    "name one: #{health: #{via: node(CONTROL_PLANE)}}, or pass #{health: false}",
-                ))),
-            },
-        };
+    let via = match &health {
+        Health::Off => None,
+        Health::On { via: Some(v), .. } => Some(v.clone()),
+        Health::On { via: None, .. } => match first_cp {
+            Some(cp) => Some(cp),
+            None if workers.is_empty() => None,
+            None => Some(through_endpoint(ctx, &workers[0])?),
+        },
+    };
     let mut batches: Vec<(Role, Vec<Node>)> = cps
         .into_iter()
         .map(|n| (Role::ControlPlane, vec![n]))
@@ -562,7 +574,7 @@ fn call_hook(h: &Hook, which: &str, n: Node) -> Result<Dynamic, Box<EvalAltResul
 pub fn register(engine: &mut Engine, session: &Session) {
     engine.register_type_with_name::<Hook>("Hook");
     FuncRegistration::new("rolling")
-        .with_comments(["/// A rolling operation: `f(n)` on the control planes one at a time, then on the workers `max_parallel` at a time (default 1), each batch through `parallel()`; after each the cluster health check (`n.health`, as `talm health`) must pass before the next. `opts`: max_parallel, health (true (default), false, or a map of n.health's options plus `via`, the node to check from: default the first control plane), before / after (closures called with each node; false or an error stops the roll), skip (a closure: true leaves a node out, e.g. one already done; a skipped control plane still runs the check). A node's role is its machine type. The first failure (f failing, a veto, the health check) stops the roll with an error naming the nodes done, failed and not started. Returns #{node, role, result} per node, in roll order."])
+        .with_comments(["/// A rolling operation: `f(n)` on the control planes one at a time, then on the workers `max_parallel` at a time (default 1), each batch through `parallel()`; after each the cluster health check (`n.health`, as `talm health`) must pass before the next. `opts`: max_parallel, health (true (default), false, or a map of n.health's options plus `via`, the node to check from: default the first control plane, else the workers' endpoint), before / after (closures called with each node; false or an error stops the roll), skip (a closure: true leaves a node out, e.g. one already done; a skipped control plane still runs the check). A node's role is its machine type. The first failure (f failing, a veto, the health check) stops the roll with an error naming the nodes done, failed and not started. Returns #{node, role, result} per node, in roll order."])
         .register_into_engine(
             engine,
             |ctx: NativeCallContext, nodes: Array, f: FnPtr, opts: Map| {

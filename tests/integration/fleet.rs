@@ -430,3 +430,38 @@ fn fleet_flags_say_what_they_risk_and_need() {
     d.talm(["upgrade", "--rolling", "--wait=false", "-i", NEW])
         .fails_with("cannot use --rolling and --wait=false together");
 }
+
+#[test]
+fn a_roll_of_workers_alone_checks_the_cluster_through_their_endpoint() {
+    let [cp, w] = net::addrs();
+    let nodes = Nodes::start(&[&cp, &w], |_| {});
+    let d = cluster(&nodes, &[&cp], &[&w]);
+    // The worker reached through the control plane, as a project's endpoints usually are.
+    let text = d.read("nodes/w1.yaml");
+    let own = format!("endpoints=[\"{w}\"]");
+    assert!(text.contains(&own), "{text}");
+    d.write(
+        "nodes/w1.yaml",
+        &text.replacen(&own, &format!("endpoints=[\"{cp}\"]"), 1),
+    );
+    let o = d
+        .talm([
+            "upgrade",
+            "-f",
+            "nodes/w1.yaml",
+            "--rolling",
+            "--image",
+            NEW,
+        ])
+        .ok();
+    assert_eq!(
+        steps(&o.stderr),
+        [
+            format!("start {w}"),
+            format!("done {w}"),
+            format!("healthy {w}")
+        ]
+    );
+    assert_eq!(version(&nodes, &w), "v1.13.9");
+    assert_eq!(version(&nodes, &cp), OLD);
+}
