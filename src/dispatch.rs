@@ -16,7 +16,9 @@ use crate::runtime::{Limits, Scope, Session, Settings};
 
 /// Parses the arguments and runs the command; returns the exit code.
 pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
-    let args = crate::cli::carry(args.into_iter().collect(), command())?;
+    let typed: Vec<OsString> = args.into_iter().collect();
+    let line = command_line(&typed);
+    let args = crate::cli::carry(typed, command())?;
     let cli = match parse(args) {
         Ok(c) => c,
         Err(e) => {
@@ -28,7 +30,36 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             return Ok(code);
         }
     };
-    run(from_cli(cli)?)
+    let mut inv = from_cli(cli)?;
+    if let Action::Script {
+        script: "upgrade",
+        args,
+        ..
+    } = &mut inv.action
+    {
+        // What a stopped roll prints to run the command again with --resume.
+        if let Some(m) = args.as_object_mut() {
+            m.insert("command_line".into(), line.into());
+        }
+    }
+    run(inv)
+}
+
+/// The command line as typed, shell-quoted, with the program named `talm`.
+fn command_line(args: &[OsString]) -> String {
+    let mut words = vec!["talm".to_string()];
+    for a in args.iter().skip(1) {
+        let a = a.to_string_lossy();
+        let plain = !a.is_empty()
+            && a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c));
+        words.push(if plain {
+            a.into_owned()
+        } else {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        });
+    }
+    words.join(" ")
 }
 
 /// The command line's definition, built once per process: a playbook runs a command per node.

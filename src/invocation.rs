@@ -313,6 +313,18 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
                 }
                 u.timeout.nonzero("--timeout", "the upgrade waits for each node up to --timeout; to not wait at all, pass --wait=false")?;
             }
+            if u.rolling {
+                if !u.wait {
+                    return Err(hinted(
+                        "cannot use --rolling and --wait=false together",
+                        "a roll follows each node back up and checks the cluster before the next; drop --wait=false",
+                    ));
+                }
+                u.health_timeout.nonzero(
+                    "--health-timeout",
+                    "the health check after each node may take up to --health-timeout; give e.g. 10m",
+                )?;
+            }
             let mut session = SessionSpec::of(&u.conn)?;
             // The -f files get the new image written back into them.
             session.outputs.extend(u.files.iter().cloned());

@@ -53,6 +53,24 @@ pub struct UpgradeArgs {
     /// Do not check afterwards that each node runs the new version
     #[arg(long)]
     pub skip_post_upgrade_verify: bool,
+    /// Roll through the nodes: control planes one at a time, then workers --max-parallel at a
+    /// time, the cluster health check passing after each before the next; stops at the first
+    /// failure and prints how to resume
+    #[arg(long)]
+    pub rolling: bool,
+    /// With --rolling: how many workers upgrade at once (control planes always one at a time)
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32), requires = "rolling")]
+    pub max_parallel: u32,
+    /// With --rolling: a Rhai file defining before(node) and/or after(node); returning false
+    /// (or failing) stops the roll
+    #[arg(long, value_name = "FILE.rhai", requires = "rolling")]
+    pub hook: Option<String>,
+    /// With --rolling: skip the nodes already running the target version (after a stopped roll)
+    #[arg(long, requires = "rolling")]
+    pub resume: bool,
+    /// With --rolling: how long the cluster health check may take after each node or batch
+    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = GoDuration::parse)]
+    pub health_timeout: GoDuration,
 }
 
 #[derive(Debug, Args, Serialize)]

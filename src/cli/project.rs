@@ -166,9 +166,15 @@ pub struct ApplyArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub endpoints: Endpoints,
-    /// Node file (the anchor) followed by side-patches merged on top, in order
+    /// Node file (the anchor) followed by side-patches merged on top, in order; a folder (or
+    /// --parallel) applies every node file given on its own, each to the nodes of its modeline
     #[arg(short = 'f', long = "file", value_delimiter = ',', value_name = "PATH", add = clap_complete::engine::ArgValueCandidates::new(crate::completion::node_files))]
     pub files: Vec<String>,
+    /// Apply up to N node files at once (default 1), each on its own; the first failure stops
+    /// new ones from starting. Applying to all control planes at once can cost etcd quorum
+    /// (a reboot or a bad config on every member together): keep control planes at 1
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
+    pub parallel: Option<u32>,
     /// Connect in maintenance mode (no client certificate, server not verified)
     #[arg(short = 'i', long)]
     pub insecure: bool,

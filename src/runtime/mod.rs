@@ -13,6 +13,7 @@ pub mod api_playbook;
 mod api_preset;
 mod api_project;
 mod api_render;
+mod api_rolling;
 mod api_rotate;
 mod api_secrets;
 mod api_stream;
@@ -64,6 +65,7 @@ fn engine_with(limits: &Limits, session: &Session, unchecked: &api_parallel::Unc
     api_change::register(&mut engine);
     api_upgrade::register(&mut engine, session);
     api_rotate::register(&mut engine);
+    api_rolling::register(&mut engine, session);
     api_yaml::register(&mut engine);
     engine
 }

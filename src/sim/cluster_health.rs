@@ -302,13 +302,18 @@ impl Checker {
         ))
     }
 
-    fn kubernetes_ready(&self) -> Result<Pass, String> {
+    /// Whether every node is up; with `kubelet`, also Ready (its kubelet healthy), as
+    /// `all k8s nodes to report ready` asks.
+    fn kubernetes_ready(&self, kubelet: bool) -> Result<Pass, String> {
         self.kubernetes_api()?;
         let down: Vec<String> = self
             .info
             .all()
             .into_iter()
-            .filter(|n| self.svc.target(n).is_err())
+            .filter(|n| match self.svc.target(n) {
+                Ok(node) => kubelet && super::unhealthy::failing(&node).contains(&"kubelet".into()),
+                Err(_) => true,
+            })
             .collect();
         match down.is_empty() {
             true => Ok(Pass::Ok),
@@ -328,7 +333,8 @@ impl Checker {
             7 => self.service_health("kubelet"),
             8 => self.booted(),
             9 | 11 | 15 => self.kubernetes_api().map(|_| Pass::Ok),
-            _ => self.kubernetes_ready(),
+            12 => self.kubernetes_ready(true),
+            _ => self.kubernetes_ready(false),
         }
     }
 }

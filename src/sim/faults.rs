@@ -34,6 +34,9 @@ pub struct Faults {
     /// made over the damage): rehearses a backup whose figures cannot be read.
     #[serde(default)]
     pub damaged_etcd_snapshot: bool,
+    /// Services that run but fail their health check (`super::unhealthy`).
+    #[serde(default)]
+    pub unhealthy: Option<super::unhealthy::Unhealthy>,
 }
 
 /// A Go duration read from its text; bad text is an error serde places at its key and line.

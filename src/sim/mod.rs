@@ -34,6 +34,7 @@ pub mod server;
 pub mod service;
 pub mod state;
 pub mod store;
+pub mod unhealthy;
 pub mod upgrade;
 pub mod watch;
 

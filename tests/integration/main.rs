@@ -17,6 +17,7 @@ mod dashboard;
 mod day2;
 mod day2_gaps;
 mod drift;
+mod fleet;
 mod follow;
 mod gen_config;
 mod guide;

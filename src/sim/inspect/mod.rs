@@ -74,6 +74,8 @@ pub struct World {
     pub services: Vec<(&'static str, &'static str)>,
     /// Why etcd failed, when its service did.
     pub etcd_failure: String,
+    /// Running services whose health check fails (a fault, `super::unhealthy`).
+    pub unhealthy: Vec<String>,
 }
 
 impl World {
@@ -141,6 +143,11 @@ impl World {
                 Some(super::etcd::Down::Failed(why)) => why.clone(),
                 _ => String::new(),
             },
+            unhealthy: node
+                .faults()
+                .unhealthy
+                .map(|u| u.now(&st.version))
+                .unwrap_or_default(),
             hw,
         }
     }
@@ -293,6 +300,7 @@ pub mod testing {
             config: String::new(),
             services,
             etcd_failure: String::new(),
+            unhealthy: Vec::new(),
         }
     }
 }

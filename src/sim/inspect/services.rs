@@ -127,10 +127,20 @@ fn info(w: &World, load: &Workload, id: &str, state: &str) -> ServiceInfo {
         });
     }
     let checked = state == "Running" && id != "machined";
+    let failing = checked && w.unhealthy.iter().any(|s| s == id);
+    let why = if failing {
+        crate::sim::unhealthy::message(id)
+    } else {
+        String::new()
+    };
     if checked {
         last += 1.5;
         events.push(ServiceEvent {
-            msg: "Health check successful".into(),
+            msg: if failing {
+                format!("Health check failed: {why}")
+            } else {
+                "Health check successful".into()
+            },
             state: "Running".into(),
             ts: Some(ts(last)),
         });
@@ -141,8 +151,8 @@ fn info(w: &World, load: &Workload, id: &str, state: &str) -> ServiceInfo {
         events: Some(ServiceEvents { events }),
         health: Some(ServiceHealth {
             unknown: !checked,
-            healthy: checked,
-            last_message: String::new(),
+            healthy: checked && !failing,
+            last_message: why,
             last_change: checked.then(|| ts(last)),
         }),
     }

@@ -1,6 +1,7 @@
 //! A small builder for driving the real `talm` binary in a temporary folder.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod net;
 pub mod sim;
 pub mod values;

@@ -1,0 +1,467 @@
+//! Fleet commands through the real binary against simulated clusters: `upgrade --rolling`
+//! (control planes one at a time, workers --max-parallel at a time, the health check between,
+//! a stop on a node whose kubelet fails health after the upgrade, the printed --resume line
+//! finishing the roll), a hook whose before() vetoes, the Rhai `rolling()`, and
+//! `apply -f nodes/ --parallel N` (every node file applied, the report of a failing one).
+
+use talm::sim::faults::Faults;
+use talm::sim::unhealthy::Unhealthy;
+
+use crate::common::cluster::cluster;
+use crate::common::sim::Nodes;
+use crate::common::{net, Dir};
+
+const OLD: &str = "v1.13.7";
+const NEW: &str = "ghcr.io/siderolabs/installer:v1.13.9";
+
+/// What the roll did, in the order stderr shows it: `start X`, `done X`, `healthy X`.
+fn steps(stderr: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in stderr.lines() {
+        if let Some(rest) = line.split("- talm: upgrading ").nth(1) {
+            out.push(format!("start {}", rest.split(' ').next().unwrap_or("")));
+        } else if let Some((node, _)) = line.split_once(": running v") {
+            let node = node.rsplit(' ').next().unwrap_or(node);
+            out.push(format!("done {node}"));
+        } else if let Some(rest) = line.split("rolling: cluster healthy after ").nth(1) {
+            out.push(format!("healthy {rest}"));
+        }
+    }
+    out
+}
+
+/// The most nodes upgrading at once, seen from the start/done lines.
+fn most_at_once(steps: &[String], among: &[String]) -> usize {
+    let (mut now, mut most) = (0usize, 0usize);
+    for s in steps {
+        let (what, node) = s.split_once(' ').unwrap();
+        if !among.iter().any(|n| n == node) {
+            continue;
+        }
+        match what {
+            "start" => now += 1,
+            "done" => now -= 1,
+            _ => {}
+        }
+        most = most.max(now);
+    }
+    most
+}
+
+fn version(nodes: &Nodes, ip: &str) -> String {
+    nodes.node(ip).state().version.clone()
+}
+
+fn kubelet_fails_at_new(nodes: &Nodes, ip: &str) {
+    nodes.node(ip).set_faults(Faults {
+        unhealthy: Some(Unhealthy {
+            services: vec!["kubelet".into()],
+            version: Some("v1.13.9".into()),
+        }),
+        ..Faults::default()
+    });
+}
+
+#[test]
+fn rolling_upgrade_stops_when_a_node_fails_health_and_resumes() {
+    let ips: [String; 6] = net::addrs();
+    let nodes = Nodes::start(&ips, |_| {});
+    let (cps, ws) = (&ips[..3], &ips[3..]);
+    let d = cluster(&nodes, cps, ws);
+    // The node files pin the installer they run (written back once the roll is done).
+    let files = [
+        "nodes/cp1.yaml",
+        "nodes/cp2.yaml",
+        "nodes/cp3.yaml",
+        "nodes/w1.yaml",
+        "nodes/w2.yaml",
+        "nodes/w3.yaml",
+    ];
+    let pinned = format!("    image: ghcr.io/siderolabs/installer:{OLD}\n");
+    for f in files {
+        let text = d.read(f);
+        assert!(text.contains("\n  install:\n"), "{text}");
+        d.write(
+            f,
+            &text.replacen("\n  install:\n", &format!("\n  install:\n{pinned}"), 1),
+        );
+    }
+    // The second worker's kubelet does not come up on the new version.
+    kubelet_fails_at_new(&nodes, &ws[1]);
+    let args = [
+        "upgrade",
+        "-f",
+        "nodes",
+        "--rolling",
+        "--max-parallel",
+        "2",
+        "--image",
+        NEW,
+        "--health-timeout",
+        "2s",
+    ];
+    let o = d.talm(args).run();
+    assert_ne!(o.code, 0, "{}", o.stderr);
+    let s = steps(&o.stderr);
+    // Control planes one at a time, each followed by a passing health check.
+    let mut want = Vec::new();
+    for cp in cps {
+        want.push(format!("start {cp}"));
+        want.push(format!("done {cp}"));
+        want.push(format!("healthy {cp}"));
+    }
+    assert_eq!(s[..9], want[..], "{}", o.stderr);
+    // Then the first two workers together; the third never starts.
+    let mut batch: Vec<String> = s[9..].to_vec();
+    assert_eq!(batch.len(), 4, "{}", o.stderr);
+    assert!(batch[..2].iter().all(|x| x.starts_with("start ")), "{s:?}");
+    batch.sort();
+    assert_eq!(
+        batch,
+        [
+            format!("done {}", ws[0]),
+            format!("done {}", ws[1]),
+            format!("start {}", ws[0]),
+            format!("start {}", ws[1]),
+        ]
+    );
+    assert_eq!(most_at_once(&s, ws), 2);
+    for ip in &ips[..5] {
+        assert_eq!(version(&nodes, ip), "v1.13.9", "{ip}");
+    }
+    assert_eq!(version(&nodes, &ws[2]), OLD);
+    let tail = format!(
+        "Error: rolling: the cluster health check failed after {w1}, {w2}: HEALTH\n  done: {c1}, {c2}, {c3}, {w1}, {w2}\n  not started: {w3}\nhint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade -f nodes --rolling --max-parallel 2 --image {NEW} --health-timeout 2s --resume\n",
+        c1 = cps[0],
+        c2 = cps[1],
+        c3 = cps[2],
+        w1 = ws[0],
+        w2 = ws[1],
+        w3 = ws[2],
+    );
+    let health = format!("healthcheck error: rpc error: code = DeadlineExceeded desc = context deadline exceeded (waiting for all k8s nodes to report ready: some nodes are not ready: [{}])", ws[1]);
+    assert!(
+        o.stderr.ends_with(&tail.replace("HEALTH", &health)),
+        "{}",
+        o.stderr
+    );
+    // A stopped roll writes no image back: the node files still name the old one.
+    for f in files {
+        assert!(d.read(f).contains(&pinned), "{f}");
+    }
+
+    // Once the kubelet is fixed, the printed line finishes the roll: only w3 is upgraded.
+    nodes.node(&ws[1]).set_faults(Faults::default());
+    let boots: Vec<u64> = ips.iter().map(|ip| nodes.boots(ip)).collect();
+    let mut again = args.to_vec();
+    again.push("--resume");
+    let o = d.talm(again).ok();
+    for ip in &ips[..5] {
+        assert!(
+            o.stderr.contains(&format!(
+                "{ip}: already running v1.13.9, skipped (--resume)\n"
+            )),
+            "{}",
+            o.stderr
+        );
+    }
+    assert_eq!(
+        steps(&o.stderr),
+        [
+            format!("start {}", ws[2]),
+            format!("done {}", ws[2]),
+            format!("healthy {}", ws[2])
+        ]
+    );
+    let after: Vec<u64> = ips.iter().map(|ip| nodes.boots(ip)).collect();
+    assert_eq!(after[..5], boots[..5], "skipped nodes did not reboot");
+    assert_eq!(after[5], boots[5] + 1);
+    assert_eq!(version(&nodes, &ws[2]), "v1.13.9");
+    for f in files {
+        assert!(d.read(f).contains(&format!("    image: {NEW}\n")), "{f}");
+    }
+}
+
+#[test]
+fn a_hook_that_vetoes_stops_the_roll_before_that_node() {
+    let [cp, w1, w2] = net::addrs();
+    let nodes = Nodes::start(&[&cp, &w1, &w2], |_| {});
+    let d = cluster(&nodes, &[&cp], &[&w1, &w2]);
+    d.write(
+        "hooks/roll.rhai",
+        &format!(
+            "fn before(n) {{\n    if n.name == \"{w1}\" {{ log(`hook: not now for ${{n.name}}`); return false; }}\n    true\n}}\nfn after(n) {{ log(`hook: after ${{n.name}}`); }}\n"
+        ),
+    );
+    let o = d
+        .talm([
+            "upgrade",
+            "-f",
+            "nodes",
+            "--rolling",
+            "--image",
+            NEW,
+            "--hook",
+            "hooks/roll.rhai",
+        ])
+        .run();
+    assert_ne!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!("hook: after {cp}\n")),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains(&format!("hook: not now for {w1}\n")),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(
+        steps(&o.stderr),
+        [
+            format!("start {cp}"),
+            format!("done {cp}"),
+            format!("healthy {cp}")
+        ]
+    );
+    assert!(o.stderr.ends_with(&format!(
+        "Error: rolling: before({w1}) vetoed the roll\n  done: {cp}\n  not started: {w1}, {w2}\nhint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade -f nodes --rolling --image {NEW} --hook hooks/roll.rhai --resume\n"
+    )), "{}", o.stderr);
+    assert_eq!(version(&nodes, &cp), "v1.13.9");
+    assert_eq!(version(&nodes, &w1), OLD);
+    assert_eq!(version(&nodes, &w2), OLD);
+
+    // A hook runs confined to the project, as a playbook: reading outside it stops the roll.
+    d.write(
+        "hooks/peek.rhai",
+        "fn before(n) { project::read(\"/etc\", \"hostname\"); true }\n",
+    );
+    let o = d
+        .talm([
+            "upgrade",
+            "-f",
+            "nodes",
+            "--rolling",
+            "--image",
+            NEW,
+            "--hook",
+            "hooks/peek.rhai",
+            "--resume",
+        ])
+        .run();
+    assert_ne!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "Error: rolling: before({w1}) failed: project::read: /etc is outside the project at "
+        )),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(version(&nodes, &w1), OLD);
+    // A hook file with neither function is refused before anything starts.
+    d.write("hooks/empty.rhai", "let x = 1;\n");
+    d.talm([
+        "upgrade",
+        "-f",
+        "nodes",
+        "--rolling",
+        "--image",
+        NEW,
+        "--hook",
+        "hooks/empty.rhai",
+    ])
+    .fails_with("hook hooks/empty.rhai defines neither before(node) nor after(node)");
+    assert_eq!(version(&nodes, &w1), OLD);
+}
+
+#[test]
+fn rolling_in_a_playbook_orders_control_planes_first_and_batches_workers() {
+    let [cp, w1, w2, w3] = net::addrs();
+    let nodes = Nodes::start(&[&cp, &w1, &w2, &w3], |_| {});
+    let d = cluster(&nodes, &[&cp], &[&w1, &w2, &w3]);
+    // Workers listed first: the roll still starts with the control plane.
+    d.write(
+        "roll.rhai",
+        "let ns = talos::targets(#{ files: [\"nodes/w1.yaml\", \"nodes/w2.yaml\", \"nodes/w3.yaml\", \"nodes/cp1.yaml\"] });\n\
+         let seen = [];\n\
+         let r = rolling(ns, |n| { log(`turn ${n.name}`); n.version().tag }, #{ max_parallel: 2, health: false, after: |n| { seen.push(n.name); true } });\n\
+         for x in r { out(`${x.node} ${x.role} ${x.result}` + \"\\n\"); }\n\
+         out(`after: ${seen.len()}` + \"\\n\");\n",
+    );
+    let o = d.talm(["run", "roll.rhai"]).ok();
+    assert_eq!(
+        o.stdout,
+        format!("{cp} controlplane {OLD}\n{w1} worker {OLD}\n{w2} worker {OLD}\n{w3} worker {OLD}\nafter: 4\n")
+    );
+    let turns: Vec<&str> = o
+        .stderr
+        .lines()
+        .filter(|l| l.contains("rolling: "))
+        .collect();
+    assert_eq!(
+        turns,
+        [
+            format!("rolling: control plane {cp}"),
+            format!("rolling: workers {w1}, {w2}"),
+            format!("rolling: worker {w3}"),
+        ]
+    );
+    // Typed options: a typo is named.
+    d.write(
+        "typo.rhai",
+        "rolling(talos::targets(#{ files: [\"nodes/cp1.yaml\"] }), |n| 1, #{ max_paralel: 2 });\n",
+    );
+    d.talm(["run", "typo.rhai"])
+        .fails_with("unknown option \"max_paralel\" for rolling");
+}
+
+/// Adds a sysctl to the body of the node file `rel` (applied without a reboot).
+fn with_sysctl(d: &Dir, rel: &str) {
+    let text = d.read(rel);
+    assert!(!text.contains("\n  sysctls:\n"), "{text}");
+    let text = text.replacen(
+        "\nmachine:\n",
+        "\nmachine:\n  sysctls:\n    vm.max_map_count: \"262144\"\n",
+        1,
+    );
+    d.write(rel, &text);
+}
+
+#[test]
+fn apply_a_folder_of_node_files_in_parallel_and_report_a_failure() {
+    let ips: [String; 6] = net::addrs();
+    let nodes = Nodes::start(&ips, |_| {});
+    let d = cluster(&nodes, &ips[..3], &ips[3..]);
+    let files = [
+        "nodes/cp1.yaml",
+        "nodes/cp2.yaml",
+        "nodes/cp3.yaml",
+        "nodes/w1.yaml",
+        "nodes/w2.yaml",
+        "nodes/w3.yaml",
+    ];
+    for f in files {
+        with_sysctl(&d, f);
+    }
+    let o = d.talm(["apply", "-f", "nodes/", "--parallel", "3"]).ok();
+    for (f, ip) in files.iter().zip(&ips) {
+        assert!(
+            o.stderr
+                .contains(&format!("- talm: file={f}, nodes=[{ip}]")),
+            "{}",
+            o.stderr
+        );
+        let cfg = nodes.node(ip).state().config.clone().unwrap();
+        assert!(cfg.text.contains("vm.max_map_count: \"262144\""), "{ip}");
+    }
+
+    // A node that refuses its config: the last file, so every other one was started.
+    nodes.node(&ips[5]).set_faults(Faults {
+        fail: [(
+            "ApplyConfiguration".to_string(),
+            "Unavailable: disk is on fire".to_string(),
+        )]
+        .into(),
+        ..Faults::default()
+    });
+    let o = d.talm(["apply", "-f", "nodes/", "--parallel", "3"]).run();
+    assert_ne!(o.code, 0);
+    assert!(o.stderr.ends_with(&format!(
+        "Error: apply: 1 of 6 node files failed; no new one started after the first failure\n  applied: nodes/cp1.yaml, nodes/cp2.yaml, nodes/cp3.yaml, nodes/w1.yaml, nodes/w2.yaml\n  failed: nodes/w3.yaml: node {}: ApplyConfiguration: rpc error: code = Unavailable desc = disk is on fire\n  not started: none\nhint: fix the failure, then apply the files not applied (applying a node file again is safe)\n",
+        ips[5]
+    )), "{}", o.stderr);
+
+    // One at a time, a failure on the second file leaves the rest unstarted.
+    nodes.node(&ips[5]).set_faults(Faults::default());
+    nodes.node(&ips[1]).set_faults(Faults {
+        fail: [(
+            "ApplyConfiguration".to_string(),
+            "Unavailable: disk is on fire".to_string(),
+        )]
+        .into(),
+        ..Faults::default()
+    });
+    let o = d.talm(["apply", "-f", "nodes", "--parallel", "1"]).run();
+    assert_ne!(o.code, 0);
+    assert!(o.stderr.ends_with(&format!(
+        "Error: apply: 1 of 6 node files failed; no new one started after the first failure\n  applied: nodes/cp1.yaml\n  failed: nodes/cp2.yaml: node {}: ApplyConfiguration: rpc error: code = Unavailable desc = disk is on fire\n  not started: nodes/cp3.yaml, nodes/w1.yaml, nodes/w2.yaml, nodes/w3.yaml\nhint: fix the failure, then apply the files not applied (applying a node file again is safe)\n",
+        ips[1]
+    )), "{}", o.stderr);
+    assert!(
+        !o.stderr.contains("- talm: file=nodes/cp3.yaml"),
+        "{}",
+        o.stderr
+    );
+
+    // Ambiguous lines are refused: a side-patch in fleet mode, --nodes over several files.
+    d.write("patches/extra.yaml", "machine:\n  sysctls:\n    a: \"1\"\n");
+    d.refused(
+        &["apply", "-f", "nodes", "-f", "patches/extra.yaml"],
+        "-f names a folder, so every file is a node file: patches/extra.yaml has no modeline, so it is no node file of its own",
+    );
+    d.refused(
+        &["apply", "-f", "nodes/cp1.yaml", "-f", "patches/extra.yaml", "--parallel", "2"],
+        "--parallel applies every -f file as a node file of its own: patches/extra.yaml has no modeline",
+    );
+    d.refused(
+        &["apply", "-f", "nodes", "--nodes", &ips[0]],
+        "--nodes with 6 node files: each node file names its own nodes",
+    );
+    // Without a folder or --parallel, several -f files keep the Go talm's meaning.
+    d.refused(
+        &["apply", "-f", "nodes/cp1.yaml", "-f", "nodes/cp2.yaml"],
+        "side-patch nodes/cp2.yaml carries its own modeline",
+    );
+}
+
+#[test]
+fn fleet_flags_say_what_they_risk_and_need() {
+    let d = Dir::new();
+    let help = d.talm(["apply", "--help"]).ok().stdout;
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        help.contains("Applying to all control planes at once can cost etcd quorum"),
+        "{help}"
+    );
+    let help = d.talm(["upgrade", "--help"]).ok().stdout;
+    assert!(help.contains("--rolling"), "{help}");
+    d.talm(["upgrade", "--resume", "-i", NEW])
+        .fails_with("--rolling");
+    d.talm(["upgrade", "--rolling", "--wait=false", "-i", NEW])
+        .fails_with("cannot use --rolling and --wait=false together");
+}
+
+#[test]
+fn a_roll_of_workers_alone_checks_the_cluster_through_their_endpoint() {
+    let [cp, w] = net::addrs();
+    let nodes = Nodes::start(&[&cp, &w], |_| {});
+    let d = cluster(&nodes, &[&cp], &[&w]);
+    // The worker reached through the control plane, as a project's endpoints usually are.
+    let text = d.read("nodes/w1.yaml");
+    let own = format!("endpoints=[\"{w}\"]");
+    assert!(text.contains(&own), "{text}");
+    d.write(
+        "nodes/w1.yaml",
+        &text.replacen(&own, &format!("endpoints=[\"{cp}\"]"), 1),
+    );
+    let o = d
+        .talm([
+            "upgrade",
+            "-f",
+            "nodes/w1.yaml",
+            "--rolling",
+            "--image",
+            NEW,
+        ])
+        .ok();
+    assert_eq!(
+        steps(&o.stderr),
+        [
+            format!("start {w}"),
+            format!("done {w}"),
+            format!("healthy {w}")
+        ]
+    );
+    assert_eq!(version(&nodes, &w), "v1.13.9");
+    assert_eq!(version(&nodes, &cp), OLD);
+}
