@@ -7,14 +7,19 @@ use rhai::{Engine, Module, Scope, Shared};
 
 use crate::embedded::STDLIB;
 
-/// A resolver over the stdlib modules, compiled once per process and shared by every engine.
+/// A resolver over the stdlib modules, compiled and indexed once per process and shared by
+/// every engine (a copy of the resolver shares the modules).
 pub fn resolver() -> StaticModuleResolver {
-    static MODULES: OnceLock<Vec<(String, Shared<Module>)>> = OnceLock::new();
-    let mut resolver = StaticModuleResolver::new();
-    for (name, module) in MODULES.get_or_init(compile_all) {
-        resolver.insert(name.as_str(), (**module).clone());
-    }
-    resolver
+    static RESOLVER: OnceLock<StaticModuleResolver> = OnceLock::new();
+    RESOLVER
+        .get_or_init(|| {
+            let mut resolver = StaticModuleResolver::new();
+            for (name, module) in compile_all() {
+                resolver.insert(name.as_str(), (*module).clone());
+            }
+            resolver
+        })
+        .clone()
 }
 
 /// Compiles every stdlib file into a module named by its path without `.rhai`. A stdlib file
