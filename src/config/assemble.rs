@@ -2,6 +2,9 @@
 //! render (documents with `machine`/`cluster`) are merged into the config Talos would generate
 //! for the node's type, cluster name and endpoint; the render's typed documents (HostnameConfig,
 //! LinkConfig, ...) follow as they are. This is what `template --full` prints and apply sends.
+//! The generated configs are kept (a few, by all they are made from): a fleet's nodes share them.
+
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use serde_yaml_ng::Value;
@@ -60,7 +63,43 @@ pub struct Base<'a> {
     pub bundle: &'a Bundle,
 }
 
-fn generated(base: &Base<'_>, kind: MachineType, name: &str, endpoint: &str) -> Result<String> {
+/// The generated configs a process rendered last, by everything they are made from: a fleet's
+/// nodes share their cluster's, so each is generated once (a few kept, as for the templates).
+struct Generated {
+    contract: Contract,
+    kubernetes_version: String,
+    bundle: Bundle,
+    kind: MachineType,
+    name: String,
+    endpoint: String,
+    text: Arc<str>,
+}
+
+/// How many generated configs are kept (control plane and worker of a couple of clusters, and
+/// the anonymous control-plane probe each render starts with).
+const KEEP_GENERATED: usize = 8;
+
+static GENERATED: Mutex<Vec<Generated>> = Mutex::new(Vec::new());
+
+fn generated(base: &Base<'_>, kind: MachineType, name: &str, endpoint: &str) -> Result<Arc<str>> {
+    let same = |g: &Generated| {
+        g.kind == kind
+            && g.contract == base.contract
+            && g.name == name
+            && g.endpoint == endpoint
+            && g.kubernetes_version == base.kubernetes_version
+            && g.bundle == *base.bundle
+    };
+    let kept = || GENERATED.lock().unwrap_or_else(|e| e.into_inner());
+    {
+        let mut kept = kept();
+        if let Some(i) = kept.iter().position(same) {
+            let g = kept.remove(i);
+            let text = g.text.clone();
+            kept.insert(0, g);
+            return Ok(text);
+        }
+    }
     let input = Input {
         cluster_name: name.to_string(),
         endpoint: endpoint.to_string(),
@@ -69,7 +108,22 @@ fn generated(base: &Base<'_>, kind: MachineType, name: &str, endpoint: &str) -> 
         bundle: base.bundle.clone(),
         options: Options::default(),
     };
-    Ok(encode::encode(&generate::generate(&input, kind)?))
+    let text: Arc<str> = encode::encode(&generate::generate(&input, kind)?).into();
+    let mut kept = kept();
+    kept.insert(
+        0,
+        Generated {
+            contract: base.contract,
+            kubernetes_version: base.kubernetes_version.to_string(),
+            bundle: input.bundle,
+            kind,
+            name: name.to_string(),
+            endpoint: endpoint.to_string(),
+            text: text.clone(),
+        },
+    );
+    kept.truncate(KEEP_GENERATED);
+    Ok(text)
 }
 
 fn first_doc(text: &str) -> Result<Value> {
@@ -173,6 +227,42 @@ mod tests {
                 .starts_with("invalid YAML in template output"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn generated_configs_are_kept_by_all_they_are_made_from() {
+        let bundle = Bundle::load(
+            include_str!("../../tests/fixtures/talos/stability/secrets.yaml"),
+            "s",
+        )
+        .unwrap();
+        let base = Base {
+            contract: Contract::parse("v1.12").unwrap(),
+            kubernetes_version: "1.34.3",
+            bundle: &bundle,
+        };
+        let w = MachineType::Worker;
+        let first = generated(&base, w, "kept", "https://10.9.0.1:6443").unwrap();
+        let again = generated(&base, w, "kept", "https://10.9.0.1:6443").unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        let other = generated(&base, w, "kept", "https://10.9.0.2:6443").unwrap();
+        assert!(other.contains("https://10.9.0.2:6443"));
+        let older = Base {
+            contract: Contract::parse("v1.11").unwrap(),
+            ..base
+        };
+        assert!(!Arc::ptr_eq(
+            &first,
+            &generated(&older, w, "kept", "https://10.9.0.1:6443").unwrap()
+        ));
+        let mut rotated = bundle.clone();
+        rotated.trustdinfo.as_mut().unwrap().token = "abcdef.0123456789abcdef".into();
+        let rotated_base = Base {
+            bundle: &rotated,
+            ..older
+        };
+        let text = generated(&rotated_base, w, "kept", "https://10.9.0.1:6443").unwrap();
+        assert!(text.contains("abcdef.0123456789abcdef"), "{text}");
     }
 
     #[test]

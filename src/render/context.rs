@@ -1,49 +1,90 @@
 //! Preset logic in Rhai: a project's `templates/_context.rhai` runs in the sandbox before the
 //! templates, with `lookup(kind, namespace, id)` over the node's facts, and returns the map the
 //! templates see as `node` (default link, addresses, hostname, disks, ...). Preset logic and
-//! Rhai templates run under the strict limits (`Limits::TEMPLATE`).
+//! Rhai templates run under the strict limits (`Limits::TEMPLATE`), on one sandbox engine per
+//! process; each script is compiled once (`Script`) and run for every node, `lookup` reading
+//! the facts of the node being rendered (`facts::with_current`).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::Result;
-use rhai::{Dynamic, FuncRegistration};
+use rhai::{Dynamic, FuncRegistration, AST};
 
-use super::facts::Facts;
+use super::facts::{self, Facts};
 use crate::sandbox::Limits;
 
 /// The file name of a preset's context script, inside `templates/`.
 pub const CONTEXT_SCRIPT: &str = "_context.rhai";
 
-/// The sandbox with `lookup` bound to the node's facts.
-fn engine(facts: Arc<Facts>) -> rhai::Engine {
-    let mut engine = crate::sandbox::engine(&Limits::TEMPLATE);
-    FuncRegistration::new("lookup")
-        .with_comments([
-            "/// A node resource by kind and id (`{}` when missing), or all of a kind as `#{apiVersion, kind: \"List\", items}` when `id` is \"\".",
-        ])
-        .register_into_engine(&mut engine, move |kind: &str, namespace: &str, id: &str| {
-            crate::sandbox::native(|| {
-                Ok(rhai::serde::to_dynamic(facts.lookup(kind, namespace, id))?)
-            })
-        });
-    engine
+/// The sandbox with `lookup` over the current node's facts, built once per process.
+fn engine() -> &'static rhai::Engine {
+    static ENGINE: OnceLock<rhai::Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| {
+        let mut engine = crate::sandbox::engine(&Limits::TEMPLATE);
+        FuncRegistration::new("lookup")
+            .with_comments([
+                "/// A node resource by kind and id (`{}` when missing), or all of a kind as `#{apiVersion, kind: \"List\", items}` when `id` is \"\".",
+            ])
+            .register_into_engine(&mut engine, |kind: &str, namespace: &str, id: &str| {
+                crate::sandbox::native(|| {
+                    Ok(rhai::serde::to_dynamic(facts::lookup_current(
+                        kind, namespace, id,
+                    ))?)
+                })
+            });
+        engine
+    })
 }
 
-fn eval(name: &str, source: &str, facts: Arc<Facts>, args: &serde_json::Value) -> Result<Dynamic> {
+/// A Rhai script of a project (`templates/_context.rhai`, `templates/*.rhai`): its name as
+/// errors show it, its text, and its compiled form once compiled.
+pub struct Script {
+    pub name: String,
+    pub source: String,
+    ast: OnceLock<Arc<AST>>,
+}
+
+impl Script {
+    pub fn new(name: impl Into<String>, source: impl Into<String>) -> Script {
+        Script {
+            name: name.into(),
+            source: source.into(),
+            ast: OnceLock::new(),
+        }
+    }
+
+    /// The compiled script (compiled on first use; a syntax error is reported on every use).
+    fn ast(&self) -> Result<Arc<AST>> {
+        if let Some(ast) = self.ast.get() {
+            return Ok(ast.clone());
+        }
+        let ast = Arc::new(crate::sandbox::compile(engine(), &self.name, &self.source)?);
+        Ok(self.ast.get_or_init(|| ast).clone())
+    }
+
+    /// Whether the script has been compiled (tests of the render cache).
+    pub fn compiled(&self) -> bool {
+        self.ast.get().is_some()
+    }
+}
+
+fn eval(script: &Script, facts: &Arc<Facts>, args: &serde_json::Value) -> Result<Dynamic> {
+    let ast = script.ast()?;
     let args: rhai::Map = rhai::serde::to_dynamic(args)?
         .try_cast::<rhai::Map>()
         .unwrap_or_default();
-    crate::sandbox::run(&engine(facts), &Limits::TEMPLATE, name, source, args)
+    facts::with_current(facts, || {
+        crate::sandbox::eval_ast(engine(), &Limits::TEMPLATE, &script.name, &ast, args)
+    })
 }
 
 /// Runs the context script with `args` (values, chart, talos, template) as `ARGS`.
 pub fn run(
-    name: &str,
-    source: &str,
-    facts: Arc<Facts>,
+    script: &Script,
+    facts: &Arc<Facts>,
     args: &serde_json::Value,
 ) -> Result<serde_json::Value> {
-    let out = eval(name, source, facts, args)?;
+    let out = eval(script, facts, args)?;
     if out.is_unit() {
         return Ok(serde_json::Value::Object(Default::default()));
     }
@@ -53,12 +94,11 @@ pub fn run(
 /// Runs a template written in Rhai (`templates/*.rhai`): it sees the render context as `ARGS`
 /// and returns the patch, as YAML text or as a map (written as YAML).
 pub fn render_script(
-    name: &str,
-    source: &str,
-    facts: Arc<Facts>,
+    script: &Script,
+    facts: &Arc<Facts>,
     ctx: &serde_json::Value,
 ) -> Result<String> {
-    let out = eval(name, source, facts, ctx)?;
+    let out = eval(script, facts, ctx)?;
     if out.is_string() {
         return Ok(out.into_string().unwrap_or_default());
     }
@@ -78,10 +118,10 @@ mod tests {
         )
         .unwrap();
         let src = "let l = lookup(\"links\", \"\", \"eth0\");\n#{ mtu: l.spec.mtu, type: ARGS.machine_type, none: lookup(\"disks\", \"\", \"\").len() }";
+        let script = Script::new("templates/_context.rhai", src);
         let out = run(
-            "templates/_context.rhai",
-            src,
-            Arc::new(facts),
+            &script,
+            &Arc::new(facts),
             &serde_json::json!({"machine_type": "worker"}),
         )
         .unwrap();
@@ -90,17 +130,15 @@ mod tests {
             serde_json::json!({"mtu": 9000, "none": 0, "type": "worker"})
         );
         let err = run(
-            "templates/_context.rhai",
-            "fail(\"no default route\")",
-            Arc::new(Facts::empty()),
+            &Script::new("templates/_context.rhai", "fail(\"no default route\")"),
+            &Arc::new(Facts::empty()),
             &serde_json::json!({}),
         )
         .unwrap_err();
         assert_eq!(err.to_string(), "no default route");
         let err = run(
-            "templates/_context.rhai",
-            "let x = ;",
-            Arc::new(Facts::empty()),
+            &Script::new("templates/_context.rhai", "let x = ;"),
+            &Arc::new(Facts::empty()),
             &serde_json::json!({}),
         )
         .unwrap_err();

@@ -1,6 +1,7 @@
 //! The Tera environment of one project: its templates (by path below `templates/`), the
 //! library's (as `talm/...`), and the functions and filters templates may use: `lookup` over the
-//! node's facts, `to_yaml`, `to_json`, `scalar` (free text as a YAML scalar that cannot break
+//! facts of the node being rendered (`facts::with_current`, so one compiled environment serves
+//! every node), `to_yaml`, `to_json`, `scalar` (free text as a YAML scalar that cannot break
 //! out), `indent`, `required`, `fail`. Template errors keep Tera's file:line:column report. Tera
 //! bounds recursion itself (components, include cycles, `range`); a render runs watched under
 //! the strict profile's time and memory bounds (`sandbox::guard`).
@@ -10,10 +11,10 @@ use std::sync::Arc;
 use anyhow::Result;
 use tera::{Kwargs, State, Tera};
 
-use super::facts::Facts;
+use super::facts::{self, Facts};
 use crate::error::hinted;
 
-/// A project's templates, ready to render against one node's facts.
+/// A project's templates, compiled once, ready to render against any node's facts.
 pub struct Engine {
     tera: Arc<Tera>,
 }
@@ -97,11 +98,8 @@ fn required(value: &tera::Value, kwargs: Kwargs, _: &State) -> tera::TeraResult<
 }
 
 impl Engine {
-    /// Builds the environment from `(name, source)` pairs and the facts `lookup` reads.
-    pub fn new<'a>(
-        templates: impl IntoIterator<Item = (&'a str, &'a str)>,
-        facts: Arc<Facts>,
-    ) -> Result<Engine> {
+    /// Builds the environment from `(name, source)` pairs.
+    pub fn new<'a>(templates: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Engine> {
         let mut tera = Tera::default();
         tera.autoescape_on(Vec::<&'static str>::new());
         tera.register_filter("to_yaml", to_yaml);
@@ -120,13 +118,13 @@ impl Engine {
         );
         tera.register_function(
             "lookup",
-            move |kwargs: Kwargs, _: &State| -> tera::TeraResult<tera::Value> {
+            |kwargs: Kwargs, _: &State| -> tera::TeraResult<tera::Value> {
                 let kind = kwargs.must_get::<&str>("kind")?;
                 let namespace = kwargs.get::<&str>("namespace")?.unwrap_or("");
                 let id = kwargs.get::<&str>("id")?.unwrap_or("");
-                Ok(tera::Value::from_serializable(
-                    &facts.lookup(kind, namespace, id),
-                ))
+                Ok(tera::Value::from_serializable(&facts::lookup_current(
+                    kind, namespace, id,
+                )))
             },
         );
         tera.add_raw_templates(templates).map_err(tera_err)?;
@@ -135,8 +133,13 @@ impl Engine {
         })
     }
 
-    /// Renders a template with the given context (a serialisable map).
-    pub fn render(&self, template: &str, context: &impl serde::Serialize) -> Result<String> {
+    /// Renders a template with the given context (a serialisable map) for the node of `facts`.
+    pub fn render(
+        &self,
+        template: &str,
+        context: &impl serde::Serialize,
+        facts: &Arc<Facts>,
+    ) -> Result<String> {
         if !self.tera.get_template_names().any(|n| n == template) {
             return Err(hinted(
                 format!("template {template} not found"),
@@ -150,8 +153,9 @@ impl Engine {
             Some(lib) => format!("charts/talm/templates/{lib}"),
             None => format!("templates/{template}"),
         };
+        let facts = facts.clone();
         crate::sandbox::guard::watched(&shown, &crate::sandbox::Limits::TEMPLATE, move || {
-            tera.render(&name, &ctx)
+            facts::with_current(&facts, || tera.render(&name, &ctx))
         })?
         .map_err(tera_err)
     }
@@ -162,12 +166,17 @@ mod tests {
     use super::*;
 
     fn engine(templates: &[(&str, &str)]) -> Engine {
-        let facts = Facts::parse(
-            "resources:\n  links:\n    - metadata: {id: eth0}\n      spec: {kind: physical, mtu: 1500}\n",
-            "facts.yaml",
+        Engine::new(templates.iter().copied()).unwrap()
+    }
+
+    fn facts() -> Arc<Facts> {
+        Arc::new(
+            Facts::parse(
+                "resources:\n  links:\n    - metadata: {id: eth0}\n      spec: {kind: physical, mtu: 1500}\n",
+                "facts.yaml",
+            )
+            .unwrap(),
         )
-        .unwrap();
-        Engine::new(templates.iter().copied(), Arc::new(facts)).unwrap()
     }
 
     #[test]
@@ -178,13 +187,14 @@ mod tests {
         )]);
         let ctx = serde_json::json!({"values": {"m": {"b": [1, 2], "a": "x"}, "name": "n"}});
         assert_eq!(
-            e.render("t.yaml", &ctx).unwrap(),
+            e.render("t.yaml", &ctx, &facts()).unwrap(),
             "mtu: 1500\nnone: 0\nv:\n  b:\n  - 1\n  - 2\n  a: x\nr: n\n"
         );
         let err = e
             .render(
                 "t.yaml",
                 &serde_json::json!({"values": {"m": 1, "name": ""}}),
+                &facts(),
             )
             .unwrap_err();
         assert!(err.to_string().contains("name is required"), "{err}");
@@ -194,22 +204,19 @@ mod tests {
     fn errors_name_template_and_position() {
         let e = engine(&[("t.yaml", "a: {{ values.nope }}\n")]);
         let err = e
-            .render("t.yaml", &serde_json::json!({"values": {}}))
+            .render("t.yaml", &serde_json::json!({"values": {}}), &facts())
             .unwrap_err();
         assert!(err.to_string().contains("t.yaml:1:"), "{err}");
         assert!(e
-            .render("missing.yaml", &serde_json::json!({}))
+            .render("missing.yaml", &serde_json::json!({}), &facts())
             .unwrap_err()
             .to_string()
             .contains("template missing.yaml not found"));
-        let facts = Arc::new(Facts::empty());
-        let err = Engine::new([("bad.yaml", "{{ oops ")], facts)
-            .err()
-            .unwrap();
+        let err = Engine::new([("bad.yaml", "{{ oops ")]).err().unwrap();
         assert!(err.to_string().contains("bad.yaml:1:"), "{err}");
         let e = engine(&[("f.yaml", "{{ fail(message=\"stop here\") }}")]);
         assert!(e
-            .render("f.yaml", &serde_json::json!({}))
+            .render("f.yaml", &serde_json::json!({}), &facts())
             .unwrap_err()
             .to_string()
             .contains("stop here"));

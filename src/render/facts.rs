@@ -1,7 +1,12 @@
 //! Node facts: the resources a render may look up (links, addresses, routes, disks, ...), from
-//! a live node or from a file recorded by `talm discover`, and `lookup(kind, namespace, id)`.
+//! a live node or from a file recorded by `talm discover`, and `lookup(kind, namespace, id)`
+//! (indexed by kind and id on first use). A render names the node it is for with
+//! [`with_current`]; the project's compiled templates and preset logic read that node's facts
+//! through [`lookup_current`], so one compiled engine serves every node.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock};
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -10,7 +15,7 @@ use serde_yaml_ng::{Mapping, Value};
 use crate::error::hinted;
 
 /// A node's resources by lookup kind, each `{metadata: {namespace, type, id, ...}, spec}`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Facts {
     /// The node the facts were read from, when known.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -20,6 +25,59 @@ pub struct Facts {
     pub version: Option<Value>,
     #[serde(default)]
     pub resources: BTreeMap<String, Vec<Value>>,
+    /// Built from `resources` on the first lookup (fill `resources` before that; leave it as
+    /// `Memo::default()` when building facts by hand).
+    #[serde(skip)]
+    pub derived: Memo,
+}
+
+/// The indexes of a node's facts, computed once.
+#[derive(Debug, Clone, Default)]
+pub struct Memo(OnceLock<Derived>);
+
+/// What a render reads from the facts again and again, computed once.
+#[derive(Debug, Clone, Default)]
+struct Derived {
+    /// kind -> id -> positions in `resources[kind]`, in order.
+    ids: HashMap<String, HashMap<String, Vec<usize>>>,
+    /// `resources` as JSON (what `verify::check` scans for values that could break out).
+    json: serde_json::Value,
+}
+
+impl PartialEq for Facts {
+    fn eq(&self, other: &Facts) -> bool {
+        self.node == other.node
+            && self.version == other.version
+            && self.resources == other.resources
+    }
+}
+
+thread_local! {
+    /// The facts of the node this thread is rendering for.
+    static CURRENT: RefCell<Option<Arc<Facts>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with `facts` as this thread's current node (restoring the previous one after).
+pub fn with_current<R>(facts: &Arc<Facts>, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Arc<Facts>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            CURRENT.with(|c| *c.borrow_mut() = previous);
+        }
+    }
+    let previous = CURRENT.with(|c| c.borrow_mut().replace(facts.clone()));
+    let _restore = Restore(previous);
+    f()
+}
+
+/// `lookup` over the current node's facts (`{}` for everything outside a render).
+pub fn lookup_current(kind: &str, namespace: &str, id: &str) -> Value {
+    let facts = CURRENT.with(|c| c.borrow().clone());
+    match facts {
+        Some(f) => f.lookup(kind, namespace, id),
+        None => Value::Mapping(Mapping::new()),
+    }
 }
 
 fn field<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
@@ -54,31 +112,54 @@ impl Facts {
         Ok(crate::yaml::to_string(&serde_yaml_ng::to_value(self)?))
     }
 
+    fn derived(&self) -> &Derived {
+        self.derived.0.get_or_init(|| {
+            let mut ids: HashMap<String, HashMap<String, Vec<usize>>> = HashMap::new();
+            for (kind, items) in &self.resources {
+                let by_id = ids.entry(kind.clone()).or_default();
+                for (i, r) in items.iter().enumerate() {
+                    if let Some(id) = field(r, &["metadata", "id"]).and_then(Value::as_str) {
+                        by_id.entry(id.to_string()).or_default().push(i);
+                    }
+                }
+            }
+            let json = serde_json::to_value(&self.resources).unwrap_or_default();
+            Derived { ids, json }
+        })
+    }
+
+    /// The resources as JSON (computed once).
+    pub fn resources_json(&self) -> &serde_json::Value {
+        &self.derived().json
+    }
+
     /// Talos-style lookup. With an `id`: that resource, or `{}`. Without: `{apiVersion: v1,
     /// kind: List, items: [...]}`, or `{}` when there is none. A non-empty `namespace` keeps
     /// only resources in that namespace.
     pub fn lookup(&self, kind: &str, namespace: &str, id: &str) -> Value {
-        let items: Vec<&Value> = self
-            .resources
-            .get(kind)
-            .map(|v| v.iter().collect())
-            .unwrap_or_default();
-        let items: Vec<&Value> = items
-            .into_iter()
-            .filter(|r| {
-                namespace.is_empty()
-                    || field(r, &["metadata", "namespace"])
-                        .and_then(Value::as_str)
-                        .is_none_or(|ns| ns == namespace)
-            })
-            .collect();
+        let in_namespace = |r: &Value| {
+            namespace.is_empty()
+                || field(r, &["metadata", "namespace"])
+                    .and_then(Value::as_str)
+                    .is_none_or(|ns| ns == namespace)
+        };
+        let all = self.resources.get(kind).map(Vec::as_slice).unwrap_or(&[]);
         if !id.is_empty() {
-            return items
-                .into_iter()
-                .find(|r| field(r, &["metadata", "id"]).and_then(Value::as_str) == Some(id))
+            let at = self
+                .derived()
+                .ids
+                .get(kind)
+                .and_then(|by_id| by_id.get(id))
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            return at
+                .iter()
+                .map(|&i| &all[i])
+                .find(|r| in_namespace(r))
                 .cloned()
                 .unwrap_or_else(|| Value::Mapping(Mapping::new()));
         }
+        let items: Vec<&Value> = all.iter().filter(|r| in_namespace(r)).collect();
         if items.is_empty() {
             return Value::Mapping(Mapping::new());
         }

@@ -1,5 +1,7 @@
 //! One render: a project's templates (and its `_context.rhai` preset logic) with the merged
-//! values and a node's facts, giving the config patch text of the requested templates.
+//! values and a node's facts, giving the config patch text of the requested templates. The
+//! templates come compiled from the process's cache (`render::cache`), so rendering many nodes
+//! reads and compiles them once.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -7,9 +9,8 @@ use std::sync::Arc;
 use anyhow::Result;
 use serde_json::json;
 
-use super::{context, engine::Engine, facts::Facts};
+use super::{context, facts::Facts};
 use crate::error::hinted;
-use crate::project::fsutil::files_below;
 use crate::secrets::contract::Contract;
 
 /// The newest Talos version contract the presets know.
@@ -66,38 +67,7 @@ pub fn render(req: &Request<'_>) -> Result<String> {
         ));
     }
     let multidoc = multidoc(&req.talos_version)?;
-    let mut sources: Vec<(String, String)> = Vec::new();
-    let mut scripts: Vec<(String, String)> = Vec::new();
-    let mut context_script = None;
-    let tdir = req.root.join("templates");
-    if tdir.is_dir() {
-        for (rel, path) in files_below(&tdir)? {
-            let text = crate::project::confine::read_text(req.root, &path)?;
-            if rel == context::CONTEXT_SCRIPT {
-                context_script = Some(text);
-            } else if rel.ends_with(".rhai") {
-                scripts.push((rel, text));
-            } else {
-                sources.push((rel, text));
-            }
-        }
-    }
-    // The library's templates; its context script serves presets that ship none of their own.
-    let ldir = req.root.join("charts/talm/templates");
-    if ldir.is_dir() {
-        for (rel, path) in files_below(&ldir)? {
-            let text = crate::project::confine::read_text(req.root, &path)?;
-            if rel == context::CONTEXT_SCRIPT {
-                context_script.get_or_insert(text);
-            } else if !rel.ends_with(".rhai") {
-                sources.push((format!("talm/{rel}"), text));
-            }
-        }
-    }
-    let engine = Engine::new(
-        sources.iter().map(|(n, c)| (n.as_str(), c.as_str())),
-        req.facts.clone(),
-    )?;
+    let project = super::cache::load(req.root)?;
     let mut outputs = Vec::new();
     for t in &req.templates {
         let name = template_name(t);
@@ -108,35 +78,29 @@ pub fn render(req: &Request<'_>) -> Result<String> {
             "kubernetes_version": req.kubernetes_version,
             "template": name,
         });
-        let node = match &context_script {
-            Some(src) => context::run(
-                &format!("templates/{}", context::CONTEXT_SCRIPT),
-                src,
-                req.facts.clone(),
-                &base,
-            )?,
+        let node = match &project.context {
+            Some(script) => context::run(script, &req.facts, &base)?,
             None => json!({}),
         };
         let mut ctx = base;
         ctx["node"] = node;
-        let facts_json = serde_json::to_value(&*req.facts)?;
         let out = if name.ends_with(".rhai") {
-            let (_, src) = scripts.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+            let script = project.scripts.get(&name).ok_or_else(|| {
                 hinted(
                     format!("template {name} not found"),
                     "templates are named by their path below templates/, e.g. controlplane.yaml",
                 )
             })?;
-            context::render_script(&format!("templates/{name}"), src, req.facts.clone(), &ctx)?
+            context::render_script(script, &req.facts, &ctx)?
         } else {
-            engine.render(&name, &ctx)?
+            project.tera.render(&name, &ctx, &req.facts)?
         };
         super::verify::check(
             &format!("templates/{name}"),
             &out,
             &[
                 ("values", &ctx["values"]),
-                ("facts", &facts_json["resources"]),
+                ("facts", req.facts.resources_json()),
             ],
         )?;
         outputs.push(out.trim_end_matches('\n').to_string());

@@ -1,10 +1,11 @@
 //! Bounds for work that cannot be stopped midway: a Tera render has no operation counter, so it
-//! runs on a thread of its own while the caller watches the clock and the process's resident
+//! runs on a worker thread while the caller watches the clock and the process's resident
 //! memory. Past either bound of the profile talm ends with an error naming the work and the
 //! limit: the runaway thread cannot be cancelled, so the process exits (nothing is written
-//! before a command's render finishes, so nothing on disk is lost).
+//! before a command's render finishes, so nothing on disk is lost). Workers are kept between
+//! renders (up to [`IDLE_WORKERS`] idle), so a render does not pay for starting a thread.
 
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -16,6 +17,64 @@ use crate::error::{hinted, Hinted};
 const STACK: usize = 16 << 20;
 /// How often the watcher looks at the clock and the memory.
 const TICK: Duration = Duration::from_millis(5);
+/// Idle workers kept for the next renders (more start when renders run side by side).
+pub const IDLE_WORKERS: usize = 8;
+
+/// A job a worker runs: the work, which sends its result back itself.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A waiting worker thread: jobs go in through `jobs`.
+struct Worker {
+    jobs: mpsc::Sender<Job>,
+}
+
+static IDLE: Mutex<Vec<Worker>> = Mutex::new(Vec::new());
+
+fn idle() -> std::sync::MutexGuard<'static, Vec<Worker>> {
+    IDLE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Worker {
+    fn start() -> std::io::Result<Worker> {
+        let (jobs, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("talm-render".into())
+            .stack_size(STACK)
+            .spawn(move || {
+                // A job that panics drops its result sender (the watcher reports it); the
+                // worker goes on with the next job.
+                for job in rx {
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                }
+            })?;
+        Ok(Worker { jobs })
+    }
+
+    /// Hands `job` to an idle worker, or to a new one; the worker to give back after.
+    fn run(mut job: Job) -> std::io::Result<Worker> {
+        loop {
+            let Some(w) = idle().pop() else { break };
+            match w.jobs.send(job) {
+                Ok(()) => return Ok(w),
+                // That worker is gone (it cannot be in practice): try the next.
+                Err(mpsc::SendError(back)) => job = back,
+            }
+        }
+        let w = Worker::start()?;
+        w.jobs
+            .send(job)
+            .map_err(|_| std::io::Error::other("the new render worker ended at once"))?;
+        Ok(w)
+    }
+
+    /// Keeps the worker for the next render, unless enough are waiting.
+    fn give_back(self) {
+        let mut idle = idle();
+        if idle.len() < IDLE_WORKERS {
+            idle.push(self);
+        }
+    }
+}
 
 /// The process's resident memory in KiB (Linux), or None where it cannot be read.
 pub fn resident_kib() -> Option<u64> {
@@ -44,23 +103,23 @@ pub fn watched<T: Send + 'static>(
         return Ok(work());
     }
     let (tx, rx) = mpsc::sync_channel(1);
-    std::thread::Builder::new()
-        .name("talm-render".into())
-        .stack_size(STACK)
-        .spawn(move || {
-            let _ = tx.send(work());
-        })
-        .map_err(|e| {
-            hinted(
-                format!("{what}: cannot start the render thread: {e}"),
-                "the system is out of threads or memory; close other programs and try again",
-            )
-        })?;
+    let base = limits.max_memory_mib.and(resident_kib());
     let start = Instant::now();
-    let base = resident_kib();
+    let worker = Worker::run(Box::new(move || {
+        let _ = tx.send(work());
+    }))
+    .map_err(|e| {
+        hinted(
+            format!("{what}: cannot start the render thread: {e}"),
+            "the system is out of threads or memory; close other programs and try again",
+        )
+    })?;
     loop {
         match rx.recv_timeout(TICK) {
-            Ok(v) => return Ok(v),
+            Ok(v) => {
+                worker.give_back();
+                return Ok(v);
+            }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 return Err(hinted(
                     format!("{what}: the render stopped unexpectedly"),
@@ -102,5 +161,20 @@ mod tests {
             "inline"
         );
         assert!(resident_kib().is_some_and(|k| k > 0));
+    }
+
+    #[test]
+    fn workers_are_reused_and_survive_a_panic() {
+        let name = || std::thread::current().id();
+        let first = watched("t", &Limits::TEMPLATE, name).unwrap();
+        // Tests run side by side, so another test may hold a worker: a kept worker serves at
+        // least one of the next renders.
+        let next: Vec<_> = (0..IDLE_WORKERS * 2)
+            .map(|_| watched("t", &Limits::TEMPLATE, name).unwrap())
+            .collect();
+        assert!(next.contains(&first), "no worker was reused");
+        let err = watched("t", &Limits::TEMPLATE, || -> u8 { panic!("boom") }).unwrap_err();
+        assert!(err.to_string().contains("stopped unexpectedly"), "{err}");
+        assert_eq!(watched("t", &Limits::TEMPLATE, || 7).unwrap(), 7);
     }
 }

@@ -14,8 +14,10 @@ pub mod text;
 
 pub use limits::{Limits, Profile};
 
+use std::cell::Cell;
+
 use anyhow::Result;
-use rhai::{Dynamic, Engine, EvalAltResult, FuncRegistration, Position, Scope};
+use rhai::{Dynamic, Engine, EvalAltResult, FuncRegistration, Position, Scope, AST};
 
 use crate::error::Hinted;
 
@@ -89,17 +91,25 @@ pub fn sleep(d: std::time::Duration) -> Result<(), Box<EvalAltResult>> {
     interrupt::sleep(d).map_err(|_| terminated())
 }
 
+thread_local! {
+    /// talm's resident memory (KiB) when this thread's current [`eval_ast`] run started.
+    static RUN_BASE: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
 /// Settings every talm engine shares: the profile's limits, Ctrl-C checked between
 /// operations, and a missing map property being an error (`m.get("k")` reads optional keys).
 pub fn configure(engine: &mut Engine, limits: &Limits) {
     limits.apply(engine);
     engine.set_fail_on_invalid_map_property(true);
     let max_kib = limits.max_memory_mib.map(|m| m * 1024);
-    let base = guard::resident_kib().unwrap_or(0);
+    let built = guard::resident_kib().unwrap_or(0);
     engine.on_progress(move |count| {
         if interrupt::pending() {
             return Some(INTERRUPT_TOKEN.into());
         }
+        // Growth is measured from the start of the run when the run says so ([`eval_ast`]:
+        // an engine compiled once serves a long-lived process), else from the engine's build.
+        let base = RUN_BASE.with(Cell::get).unwrap_or(built);
         let over = |max| guard::resident_kib().is_some_and(|k| k.saturating_sub(base) > max);
         match max_kib {
             Some(max) if count % MEMORY_CHECK_EVERY == 0 && over(max) => {
@@ -171,20 +181,50 @@ pub fn run(
     source: &str,
     args: rhai::Map,
 ) -> Result<Dynamic> {
-    let ast = compiled::compile(engine, limits, name, source).map_err(|e| {
-        crate::error::hinted(
-            format!(
-                "{name}:{}: syntax error: {}",
-                pos(e.position()),
-                e.err_type()
-            ),
-            format!("fix the script {name} at the position shown"),
-        )
-    })?;
+    let ast =
+        compiled::compile(engine, limits, name, source).map_err(|e| syntax_error(name, &e))?;
+    eval_ast(engine, limits, name, &ast, args)
+}
+
+/// Compiles script text; a syntax error names the script, line and column.
+pub fn compile(engine: &Engine, name: &str, source: &str) -> Result<AST> {
+    let mut ast = engine.compile(source).map_err(|e| syntax_error(name, &e))?;
+    ast.set_source(name);
+    Ok(ast)
+}
+
+fn syntax_error(name: &str, e: &rhai::ParseError) -> anyhow::Error {
+    crate::error::hinted(
+        format!(
+            "{name}:{}: syntax error: {}",
+            pos(e.position()),
+            e.err_type()
+        ),
+        format!("fix the script {name} at the position shown"),
+    )
+}
+
+/// Runs a compiled script with `args` bound to the constant `ARGS`; the memory limit counts
+/// from the start of this run. Errors as [`run`]'s.
+pub fn eval_ast(
+    engine: &Engine,
+    limits: &Limits,
+    name: &str,
+    ast: &AST,
+    args: rhai::Map,
+) -> Result<Dynamic> {
+    struct Restore(Option<u64>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            RUN_BASE.with(|b| b.set(self.0));
+        }
+    }
+    let base = limits.max_memory_mib.and(guard::resident_kib());
+    let _restore = Restore(RUN_BASE.with(|b| b.replace(base.or(b.get()))));
     let mut scope = Scope::new();
     scope.push_constant("ARGS", args);
     engine
-        .eval_ast_with_scope::<Dynamic>(&mut scope, &ast)
+        .eval_ast_with_scope::<Dynamic>(&mut scope, ast)
         .map_err(|e| from_rhai_within(*e, name, limits))
 }
 

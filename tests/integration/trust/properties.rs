@@ -460,7 +460,7 @@ proptest! {
         node in "\\PC{0,12}",
         resources in prop::collection::btree_map("[a-z]{1,6}", prop::collection::vec(resource(), 0..3), 0..3),
     ) {
-        let f = Facts { node, version: None, resources };
+        let f = Facts { node, version: None, resources, ..Facts::default() };
         let text = f.to_yaml().unwrap();
         let back = Facts::parse(&text, "facts.yaml").unwrap();
         prop_assert_eq!(yaml_as_json(&back.to_yaml().unwrap()), yaml_as_json(&text));

@@ -1,0 +1,257 @@
+//! A project's templates compiled once per process: the Tera environment, the preset logic
+//! (`_context.rhai`) and the Rhai templates, reused for every node and every render until a file
+//! changes. Freshness: each render lists the two template folders and stats their files (size,
+//! modification and change times, inode); when nothing differs the compiled project is reused
+//! without reading a file. A file whose times are too close to the moment it was read (within
+//! [`SETTLE`], finer than the file system may tell apart) is read again and compared by content,
+//! so an edit in the same clock tick is not missed. Changed files are read, and the project is
+//! recompiled only when some content differs. The last [`KEEP`] projects are kept, each by its
+//! root: two projects never share a compiled environment.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use anyhow::Result;
+
+use super::context::{self, Script};
+use super::engine::Engine;
+use crate::error::hinted;
+
+/// How many compiled projects a process keeps (a long REPL session moving between projects
+/// and versions of them).
+pub const KEEP: usize = 8;
+
+/// How long after a file's last change its stamp is trusted: file systems record times in
+/// ticks (coarse kernel clock, 2 s on FAT), so an edit in the same tick as the read keeps the
+/// stamp; a file changed more recently than this is compared by content instead.
+pub const SETTLE: Duration = Duration::from_secs(2);
+
+/// A project's templates, ready to render.
+pub struct Compiled {
+    /// Tera templates: `templates/` by relative path, the library's as `talm/...`.
+    pub tera: Engine,
+    /// The preset logic: the project's `templates/_context.rhai`, else the library's.
+    pub context: Option<Script>,
+    /// Templates written in Rhai, by name (`x.rhai`).
+    pub scripts: BTreeMap<String, Script>,
+}
+
+/// What changes on disk when a file is written, replaced or re-linked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<SystemTime>,
+    /// (change time s, ns, device, inode) where the platform has them.
+    inode: Option<(i64, i64, u64, u64)>,
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        #[cfg(unix)]
+        let inode = {
+            use std::os::unix::fs::MetadataExt;
+            Some((meta.ctime(), meta.ctime_nsec(), meta.dev(), meta.ino()))
+        };
+        #[cfg(not(unix))]
+        let inode = None;
+        Stamp {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            inode,
+        }
+    }
+
+    /// The file's last change as the system recorded it (the change time where there is one:
+    /// it cannot be set back by hand, unlike the modification time).
+    fn changed(&self) -> Option<SystemTime> {
+        match self.inode {
+            Some((s, ns, _, _)) if s >= 0 => Some(
+                SystemTime::UNIX_EPOCH + Duration::new(s as u64, ns.clamp(0, 999_999_999) as u32),
+            ),
+            _ => self.modified,
+        }
+    }
+
+    /// Whether the stamp alone tells this file apart from what was read at `read_at`.
+    fn settled(&self, read_at: SystemTime) -> bool {
+        match (self.changed(), read_at.checked_sub(SETTLE)) {
+            (Some(t), Some(limit)) => t < limit,
+            _ => false,
+        }
+    }
+}
+
+/// The template files of a project: (folder key, relative path, full path, stamp), sorted.
+type Listing = Vec<(Folder, String, PathBuf, Stamp)>;
+
+/// The two folders templates come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Folder {
+    Project,
+    Library,
+}
+
+impl Folder {
+    fn path(self, root: &Path) -> PathBuf {
+        match self {
+            Folder::Project => root.join("templates"),
+            Folder::Library => root.join("charts/talm/templates"),
+        }
+    }
+}
+
+fn list(root: &Path) -> Result<Listing> {
+    fn walk(folder: Folder, base: &Path, dir: &Path, out: &mut Listing) -> std::io::Result<()> {
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            let meta = std::fs::metadata(&path)?;
+            if meta.is_dir() {
+                walk(folder, base, &path, out)?;
+            } else {
+                let rel = path
+                    .strip_prefix(base)
+                    .unwrap_or(&path)
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                out.push((folder, rel, path, Stamp::of(&meta)));
+            }
+        }
+        Ok(())
+    }
+    let mut out = Listing::new();
+    for folder in [Folder::Project, Folder::Library] {
+        let dir = folder.path(root);
+        if dir.is_dir() {
+            walk(folder, &dir, &dir, &mut out).map_err(|e| {
+                hinted(
+                    format!("cannot read the templates in {}: {e}", dir.display()),
+                    "check that the folder and its files are readable by you",
+                )
+            })?;
+        }
+    }
+    out.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    Ok(out)
+}
+
+/// One kept project.
+struct Entry {
+    root: PathBuf,
+    listing: Listing,
+    /// The files' text as read (in listing order), to tell a real edit from a touch.
+    texts: Vec<String>,
+    /// When the files were last read or found unchanged (taken before reading).
+    read_at: SystemTime,
+    compiled: Arc<Compiled>,
+}
+
+impl Entry {
+    /// Whether the listing proves the files are still what was read.
+    fn fresh(&self, listing: &Listing) -> bool {
+        self.listing.len() == listing.len()
+            && self
+                .listing
+                .iter()
+                .zip(listing)
+                .all(|(a, b)| a.0 == b.0 && a.1 == b.1 && a.3 == b.3 && b.3.settled(self.read_at))
+    }
+}
+
+static CACHE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+fn cache() -> std::sync::MutexGuard<'static, Vec<Entry>> {
+    // A panic while holding the lock leaves at worst a stale list, which the checks redo.
+    CACHE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The compiled templates of the project at `root`, compiled now only when a file changed.
+pub fn load(root: &Path) -> Result<Arc<Compiled>> {
+    // Kept by absolute path: a relative root means another project after a change of folder.
+    let key = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    let listing = list(root)?;
+    {
+        let mut kept = cache();
+        if let Some(i) = kept.iter().position(|e| e.root == key) {
+            if kept[i].fresh(&listing) {
+                let entry = kept.remove(i);
+                let compiled = entry.compiled.clone();
+                kept.insert(0, entry);
+                return Ok(compiled);
+            }
+        }
+    }
+    let read_at = SystemTime::now();
+    let mut texts = Vec::with_capacity(listing.len());
+    for (_, _, path, _) in &listing {
+        texts.push(crate::project::confine::read_text(root, path)?);
+    }
+    let mut kept = cache();
+    let same = kept
+        .iter()
+        .position(|e| e.root == key)
+        .map(|i| kept.remove(i))
+        .filter(|e| e.texts == texts && same_names(&e.listing, &listing))
+        .map(|e| e.compiled);
+    let compiled = match same {
+        Some(c) => c,
+        None => Arc::new(compile(&listing, &texts)?),
+    };
+    kept.insert(
+        0,
+        Entry {
+            root: key,
+            listing,
+            texts,
+            read_at,
+            compiled: compiled.clone(),
+        },
+    );
+    kept.truncate(KEEP);
+    Ok(compiled)
+}
+
+fn same_names(a: &Listing, b: &Listing) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.0 == y.0 && x.1 == y.1)
+}
+
+fn compile(listing: &Listing, texts: &[String]) -> Result<Compiled> {
+    let mut tera_sources: Vec<(String, &str)> = Vec::new();
+    let mut scripts = BTreeMap::new();
+    let mut own_context = None;
+    let mut library_context = None;
+    for ((folder, rel, _, _), text) in listing.iter().zip(texts) {
+        match folder {
+            Folder::Project if rel == context::CONTEXT_SCRIPT => {
+                own_context = Some(Script::new(format!("templates/{rel}"), text.as_str()));
+            }
+            Folder::Project if rel.ends_with(".rhai") => {
+                scripts.insert(
+                    rel.clone(),
+                    Script::new(format!("templates/{rel}"), text.as_str()),
+                );
+            }
+            Folder::Project => tera_sources.push((rel.clone(), text.as_str())),
+            // The library's context script serves presets that ship none of their own; it
+            // reports errors under the name presets always used for it.
+            Folder::Library if rel == context::CONTEXT_SCRIPT => {
+                library_context = Some(Script::new(format!("templates/{rel}"), text.as_str()));
+            }
+            Folder::Library if rel.ends_with(".rhai") => {}
+            Folder::Library => tera_sources.push((format!("talm/{rel}"), text.as_str())),
+        }
+    }
+    let tera = Engine::new(tera_sources.iter().map(|(n, c)| (n.as_str(), *c)))?;
+    Ok(Compiled {
+        tera,
+        context: own_context.or(library_context),
+        scripts,
+    })
+}
+
+#[cfg(test)]
+#[path = "cache_tests.rs"]
+mod tests;

@@ -1,0 +1,165 @@
+use std::sync::Arc;
+
+use super::*;
+use crate::render::{facts::Facts, pipeline};
+
+/// The cache is the process's: tests that count on their entry staying kept, or that push
+/// others out, take turns.
+static TURN: Mutex<()> = Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, text) in files {
+        write(dir.path(), rel, text);
+    }
+    dir
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// Makes the kept entry of `root` look read long after its files last changed, as in a
+/// session where the files were written more than [`SETTLE`] before the render.
+fn settle(root: &Path) {
+    let mut kept = cache();
+    let e = kept.iter_mut().find(|e| e.root == *root).unwrap();
+    e.read_at = SystemTime::now() + SETTLE + Duration::from_secs(1);
+    assert!(e.fresh(&list(root).unwrap()));
+}
+
+fn render(root: &Path, template: &str, facts: &str) -> String {
+    pipeline::render(&pipeline::Request {
+        root,
+        templates: vec![template.into()],
+        facts: Arc::new(Facts::parse(facts, "f").unwrap()),
+        values: serde_yaml_ng::from_str("v: 1").unwrap(),
+        chart_name: "c".into(),
+        chart_version: "0.1.0".into(),
+        talos_version: "v1.12".into(),
+        kubernetes_version: String::new(),
+    })
+    .unwrap()
+}
+
+const ETH0: &str = "resources:\n  links:\n    - metadata: {id: eth0}\n";
+const ETH9: &str = "resources:\n  links:\n    - metadata: {id: eth9}\n";
+const CONTEXT: &str = "#{ link: lookup(\"links\", \"\", \"\").items[0].metadata.id, x: 1 }";
+
+#[test]
+fn one_compiled_project_serves_every_node_until_a_file_changes() {
+    let _turn = turn();
+    let dir = project(&[
+        ("templates/_context.rhai", CONTEXT),
+        ("templates/cp.yaml", "a: {{ node.link }}\nx: {{ node.x }}\n"),
+        (
+            "templates/r.rhai",
+            "#{ b: lookup(\"links\", \"\", \"\").items[0].metadata.id }",
+        ),
+    ]);
+    let root = dir.path();
+    let first = load(root).unwrap();
+    // Each node's facts reach the same compiled templates and preset logic.
+    assert_eq!(render(root, "templates/cp.yaml", ETH0), "a: eth0\nx: 1\n");
+    assert_eq!(render(root, "templates/cp.yaml", ETH9), "a: eth9\nx: 1\n");
+    assert_eq!(render(root, "templates/r.rhai", ETH9), "b: eth9\n");
+    assert_eq!(render(root, "templates/r.rhai", ETH0), "b: eth0\n");
+    let again = load(root).unwrap();
+    assert!(Arc::ptr_eq(&first, &again), "recompiled without a change");
+    assert!(again.context.as_ref().unwrap().compiled());
+    assert!(again.scripts["r.rhai"].compiled());
+
+    // A rewrite with the same text keeps the compiled project.
+    write(
+        root,
+        "templates/cp.yaml",
+        "a: {{ node.link }}\nx: {{ node.x }}\n",
+    );
+    assert!(Arc::ptr_eq(&first, &load(root).unwrap()));
+
+    // Edits right after the last render, of the same size, are seen: a template, the preset
+    // logic, a Rhai template; and a new template.
+    write(
+        root,
+        "templates/cp.yaml",
+        "A: {{ node.link }}\nx: {{ node.x }}\n",
+    );
+    assert_eq!(render(root, "templates/cp.yaml", ETH0), "A: eth0\nx: 1\n");
+    write(
+        root,
+        "templates/_context.rhai",
+        &CONTEXT.replace("x: 1", "x: 2"),
+    );
+    assert_eq!(render(root, "templates/cp.yaml", ETH0), "A: eth0\nx: 2\n");
+    write(
+        root,
+        "templates/r.rhai",
+        "#{ B: lookup(\"links\", \"\", \"\").items[0].metadata.id }",
+    );
+    assert_eq!(render(root, "templates/r.rhai", ETH0), "B: eth0\n");
+    write(root, "templates/new.yaml", "n: {{ values.v }}\n");
+    assert_eq!(render(root, "templates/new.yaml", ETH0), "n: 1\n");
+    assert!(!Arc::ptr_eq(&first, &load(root).unwrap()));
+}
+
+#[test]
+fn settled_files_are_trusted_by_their_stamps_and_edits_still_seen() {
+    let _turn = turn();
+    let dir = project(&[("templates/cp.yaml", "a: {{ values.v }}\n")]);
+    let root = dir.path();
+    let first = load(root).unwrap();
+    settle(root);
+    assert!(Arc::ptr_eq(&first, &load(root).unwrap()));
+    write(root, "templates/cp.yaml", "a: {{ values.v }} # edited\n");
+    assert_eq!(render(root, "templates/cp.yaml", ETH0), "a: 1 # edited\n");
+    assert!(!Arc::ptr_eq(&first, &load(root).unwrap()));
+    // A removed template is gone too.
+    settle(root);
+    std::fs::remove_file(root.join("templates/cp.yaml")).unwrap();
+    assert!(load(root)
+        .unwrap()
+        .tera
+        .render("cp.yaml", &serde_json::json!({}), &Arc::new(Facts::empty()))
+        .is_err());
+}
+
+#[test]
+fn two_projects_never_share() {
+    let _turn = turn();
+    let files = [("templates/cp.yaml", "a: {{ values.v }}\n")];
+    let (a, b) = (project(&files), project(&files));
+    let (ca, cb) = (load(a.path()).unwrap(), load(b.path()).unwrap());
+    assert!(!Arc::ptr_eq(&ca, &cb));
+    write(b.path(), "templates/cp.yaml", "b: {{ values.v }}\n");
+    assert_eq!(render(a.path(), "templates/cp.yaml", ETH0), "a: 1\n");
+    assert_eq!(render(b.path(), "templates/cp.yaml", ETH0), "b: 1\n");
+}
+
+#[test]
+fn only_the_last_projects_are_kept() {
+    let _turn = turn();
+    let files = [("templates/cp.yaml", "a: 1\n")];
+    let first = project(&files);
+    let compiled = load(first.path()).unwrap();
+    let others: Vec<_> = (0..KEEP).map(|_| project(&files)).collect();
+    for o in &others {
+        load(o.path()).unwrap();
+    }
+    assert!(cache().len() <= KEEP);
+    assert!(!Arc::ptr_eq(&compiled, &load(first.path()).unwrap()));
+}
+
+#[test]
+fn a_template_that_does_not_compile_names_itself_and_is_retried() {
+    let dir = project(&[("templates/cp.yaml", "a: {{ oops \n")]);
+    let err = load(dir.path()).err().unwrap();
+    assert!(err.to_string().contains("cp.yaml:1:"), "{err}");
+    write(dir.path(), "templates/cp.yaml", "a: {{ values.v }}\n");
+    assert_eq!(render(dir.path(), "templates/cp.yaml", ETH0), "a: 1\n");
+}
