@@ -118,6 +118,8 @@ fn bring_up(n: usize, work: &Path, playbook: &Path) -> Run {
     let root = work.join("cluster");
     let log = std::fs::File::create(work.join("bringup.log")).unwrap();
     let start = Instant::now();
+    // Reaped by wait4 in `wait_usage` (std's wait would not give the child's rusage).
+    #[allow(clippy::zombie_processes)]
     let child = Command::new(TALM)
         .arg("run")
         .arg(playbook)

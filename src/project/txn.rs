@@ -293,11 +293,12 @@ fn claim(staging: &Path) -> Option<fs::File> {
             < UNLOCKED_GRACE
     };
     match fs::File::open(staging.join(OWNER)) {
-        // Unlocked, but its run may be between creating the lock file and locking it (another
-        // thread of this process, or another process): a young folder of a live run is left.
+        // Unlocked, but when it is this process's own its run may be another thread between
+        // creating the lock file and locking it (a playbook's items writing in one folder): a
+        // young folder of ours is left to it.
         Ok(f) => {
             f.try_lock().ok()?;
-            (!(owner_alive(staging) && young())).then_some(f)
+            (!(owner_pid(staging) == Some(std::process::id()) && young())).then_some(f)
         }
         // No lock file: a run killed between making the folder and its lock — unless its
         // process is alive and the folder young: a run in its first microseconds.
@@ -307,17 +308,19 @@ fn claim(staging: &Path) -> Option<fs::File> {
     }
 }
 
-/// Whether the process a staging folder is named after (`.talm-txn-<pid>-<nonce>`) still runs.
+/// The process a staging folder is named after (`.talm-txn-<pid>-<nonce>`).
+fn owner_pid(staging: &Path) -> Option<u32> {
+    let name = staging.file_name()?.to_string_lossy().into_owned();
+    name.strip_prefix(STAGING_PREFIX)?
+        .split('-')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Whether the process a staging folder is named after still runs.
 fn owner_alive(staging: &Path) -> bool {
-    let name = staging
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let pid = name
-        .strip_prefix(STAGING_PREFIX)
-        .and_then(|rest| rest.split('-').next())
-        .and_then(|p| p.parse::<u32>().ok());
-    match pid {
+    match owner_pid(staging) {
         Some(pid) => Path::new(&format!("/proc/{pid}")).exists(),
         // Not one of ours by name: treat as alive, so only its age decides.
         None => true,
