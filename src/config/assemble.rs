@@ -4,7 +4,7 @@
 //! LinkConfig, ...) follow as they are. This is what `template --full` prints and apply sends.
 //! The generated configs are kept (a few, by all they are made from): a fleet's nodes share them.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use serde_yaml_ng::Value;
@@ -12,6 +12,7 @@ use serde_yaml_ng::Value;
 use super::generate::{self, Input, MachineType, Options};
 use super::{encode, patch};
 use crate::error::hinted;
+use crate::memo::Memo;
 use crate::secrets::{bundle::Bundle, contract::Contract};
 
 /// A render split into Talos patches and the documents that pass through.
@@ -63,67 +64,38 @@ pub struct Base<'a> {
     pub bundle: &'a Bundle,
 }
 
+/// What a generated config is made from: contract, Kubernetes version, bundle, machine type,
+/// cluster name and endpoint.
+type Made = (Contract, String, Bundle, MachineType, String, String);
+
 /// The generated configs a process rendered last, by everything they are made from: a fleet's
-/// nodes share their cluster's, so each is generated once (a few kept, as for the templates).
-struct Generated {
-    contract: Contract,
-    kubernetes_version: String,
-    bundle: Bundle,
-    kind: MachineType,
-    name: String,
-    endpoint: String,
-    text: Arc<str>,
-}
-
-/// How many generated configs are kept (control plane and worker of a couple of clusters, and
-/// the anonymous control-plane probe each render starts with).
-const KEEP_GENERATED: usize = 8;
-
-static GENERATED: Mutex<Vec<Generated>> = Mutex::new(Vec::new());
+/// nodes share their cluster's, so each is generated once (control plane and worker of a couple
+/// of clusters, and the anonymous control-plane probe each render starts with).
+static GENERATED: Memo<Made, Arc<str>> = Memo::new(8);
 
 fn generated(base: &Base<'_>, kind: MachineType, name: &str, endpoint: &str) -> Result<Arc<str>> {
-    let same = |g: &Generated| {
-        g.kind == kind
-            && g.contract == base.contract
-            && g.name == name
-            && g.endpoint == endpoint
-            && g.kubernetes_version == base.kubernetes_version
-            && g.bundle == *base.bundle
-    };
-    let kept = || GENERATED.lock().unwrap_or_else(|e| e.into_inner());
-    {
-        let mut kept = kept();
-        if let Some(i) = kept.iter().position(same) {
-            let g = kept.remove(i);
-            let text = g.text.clone();
-            kept.insert(0, g);
-            return Ok(text);
-        }
-    }
-    let input = Input {
-        cluster_name: name.to_string(),
-        endpoint: endpoint.to_string(),
-        kubernetes_version: base.kubernetes_version.to_string(),
-        contract: base.contract,
-        bundle: base.bundle.clone(),
-        options: Options::default(),
-    };
-    let text: Arc<str> = encode::encode(&generate::generate(&input, kind)?).into();
-    let mut kept = kept();
-    kept.insert(
-        0,
-        Generated {
-            contract: base.contract,
-            kubernetes_version: base.kubernetes_version.to_string(),
-            bundle: input.bundle,
-            kind,
-            name: name.to_string(),
-            endpoint: endpoint.to_string(),
-            text: text.clone(),
-        },
+    let made = (
+        base.contract,
+        base.kubernetes_version.to_string(),
+        base.bundle.clone(),
+        kind,
+        name.to_string(),
+        endpoint.to_string(),
     );
-    kept.truncate(KEEP_GENERATED);
-    Ok(text)
+    GENERATED.get_or_try(
+        made,
+        |(contract, kubernetes_version, bundle, kind, name, endpoint)| {
+            let input = Input {
+                cluster_name: name.clone(),
+                endpoint: endpoint.clone(),
+                kubernetes_version: kubernetes_version.clone(),
+                contract: *contract,
+                bundle: bundle.clone(),
+                options: Options::default(),
+            };
+            Ok(encode::encode(&generate::generate(&input, *kind)?).into())
+        },
+    )
 }
 
 fn first_doc(text: &str) -> Result<Value> {
