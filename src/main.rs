@@ -6,8 +6,10 @@ fn main() {
 }
 
 /// glibc gives each of up to 8 × cores threads its own heap arena; a playbook driving hundreds
-/// of nodes on a pool of threads then holds many half-empty arenas (its resident memory grew
-/// by a third). Two arenas serve talm's threads as fast.
+/// of nodes on a pool of 32 threads then holds many half-empty arenas. With one arena
+/// (`MALLOC_ARENA_MAX=1`) the 50-node bring-up of a debug build peaked at 112–119 MiB instead
+/// of 138; two keep some room for threads allocating at once (`cargo bench --bench fleet`
+/// measures the release build with them).
 fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets an allocator tunable; called before any thread starts.
