@@ -71,9 +71,15 @@ type Made = (Contract, String, Bundle, MachineType, String, String);
 /// The generated configs a process rendered last, by everything they are made from: a fleet's
 /// nodes share their cluster's, so each is generated once (control plane and worker of a couple
 /// of clusters, and the anonymous control-plane probe each render starts with).
-static GENERATED: Memo<Made, Arc<str>> = Memo::new(8);
+static GENERATED: Memo<Made, Arc<patch::Decoded>> = Memo::new(8);
 
-fn generated(base: &Base<'_>, kind: MachineType, name: &str, endpoint: &str) -> Result<Arc<str>> {
+/// The config Talos generates for the node, kept encoded and decoded.
+fn generated(
+    base: &Base<'_>,
+    kind: MachineType,
+    name: &str,
+    endpoint: &str,
+) -> Result<Arc<patch::Decoded>> {
     let made = (
         base.contract,
         base.kubernetes_version.to_string(),
@@ -93,16 +99,10 @@ fn generated(base: &Base<'_>, kind: MachineType, name: &str, endpoint: &str) -> 
                 bundle: bundle.clone(),
                 options: Options::default(),
             };
-            Ok(encode::encode(&generate::generate(&input, *kind)?).into())
+            let text = encode::encode(&generate::generate(&input, *kind)?);
+            Ok(Arc::new(patch::Decoded::new(text)?))
         },
     )
-}
-
-fn first_doc(text: &str) -> Result<Value> {
-    let first = serde_yaml_ng::Deserializer::from_str(text)
-        .next()
-        .context("the patched config has no document")?;
-    Ok(serde::Deserialize::deserialize(first)?)
 }
 
 fn text_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
@@ -118,12 +118,10 @@ pub fn identify(
     base: &Base<'_>,
     patches: &[patch::Patch],
 ) -> Result<(MachineType, String, String)> {
-    let probe = patch::apply(
-        &generated(base, MachineType::ControlPlane, "", "")?,
-        patches,
-    )
-    .context("applying the rendered patches")?;
-    let probe = first_doc(&probe)?;
+    let probe = generated(base, MachineType::ControlPlane, "", "")?
+        .apply(patches)
+        .context("applying the rendered patches")?
+        .first_doc()?;
     let kind = match text_at(&probe, &["machine", "type"]) {
         "controlplane" | "init" => MachineType::ControlPlane,
         _ => MachineType::Worker,
@@ -145,9 +143,10 @@ pub fn full(rendered: &str, base: &Base<'_>) -> Result<String> {
         .collect::<Result<Vec<_>>>()
         .context("loading the rendered patches")?;
     let (kind, name, endpoint) = identify(base, &patches)?;
-    let patched = patch::apply(&generated(base, kind, &name, &endpoint)?, &patches)
+    let patched = generated(base, kind, &name, &endpoint)?
+        .apply(&patches)
         .context("applying the rendered patches")?;
-    let mut out = encode::encode(&[first_doc(&patched)?]);
+    let mut out = encode::encode(&[patched.first_doc()?]);
     for extra in &parts.extras {
         out.push_str("---\n");
         out.push_str(extra);
@@ -218,7 +217,7 @@ mod tests {
         let again = generated(&base, w, "kept", "https://10.9.0.1:6443").unwrap();
         assert!(Arc::ptr_eq(&first, &again));
         let other = generated(&base, w, "kept", "https://10.9.0.2:6443").unwrap();
-        assert!(other.contains("https://10.9.0.2:6443"));
+        assert!(other.text.contains("https://10.9.0.2:6443"));
         let older = Base {
             contract: Contract::parse("v1.11").unwrap(),
             ..base
@@ -233,7 +232,9 @@ mod tests {
             bundle: &rotated,
             ..older
         };
-        let text = generated(&rotated_base, w, "kept", "https://10.9.0.1:6443").unwrap();
+        let text = &generated(&rotated_base, w, "kept", "https://10.9.0.1:6443")
+            .unwrap()
+            .text;
         assert!(text.contains("abcdef.0123456789abcdef"), "{text}");
     }
 

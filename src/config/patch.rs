@@ -116,15 +116,67 @@ pub fn load_patches(args: &[String], base: &Path) -> Result<Vec<Patch>> {
     Ok(out)
 }
 
-enum State {
+/// A config as patches see it: its text, or its strictly decoded documents (legacy first).
+pub enum State {
     Bytes(String),
     Docs(Vec<Value>),
+}
+
+/// A config kept both as text and decoded, for a base patched many times (a fleet's nodes):
+/// a strategic patch starts from the documents instead of decoding the text again.
+#[derive(Debug)]
+pub struct Decoded {
+    pub text: String,
+    pub docs: Vec<Value>,
+}
+
+impl Decoded {
+    /// Decodes `text` strictly, as `apply` would before a strategic patch.
+    pub fn new(text: String) -> Result<Decoded> {
+        let docs = configs(decode::decode(&text, false)?);
+        Ok(Decoded { text, docs })
+    }
+
+    /// `apply(&self.text, patches)` before its final encoding.
+    pub fn apply(&self, patches: &[Patch]) -> Result<State> {
+        let start = match patches.first() {
+            Some(Patch::Strategic(_)) => State::Docs(self.docs.clone()),
+            _ => State::Bytes(self.text.clone()),
+        };
+        apply_from(start, patches)
+    }
+}
+
+impl State {
+    /// The first document: the legacy one when there is one.
+    pub fn first_doc(self) -> Result<Value> {
+        match self {
+            State::Docs(docs) => docs
+                .into_iter()
+                .next()
+                .context("the patched config has no document"),
+            State::Bytes(text) => {
+                let first = serde_yaml_ng::Deserializer::from_str(&text)
+                    .next()
+                    .context("the patched config has no document")?;
+                Ok(serde::Deserialize::deserialize(first)?)
+            }
+        }
+    }
 }
 
 /// Applies patches in order. With no patches the input comes back unchanged; after a strategic
 /// patch the result is the Talos encoding, after a JSON patch the ghodss/yaml rendering.
 pub fn apply(config: &str, patches: &[Patch]) -> Result<String> {
-    let mut state = State::Bytes(config.to_string());
+    Ok(
+        match apply_from(State::Bytes(config.to_string()), patches)? {
+            State::Bytes(b) => b,
+            State::Docs(d) => encode(&d),
+        },
+    )
+}
+
+fn apply_from(mut state: State, patches: &[Patch]) -> Result<State> {
     for patch in patches {
         state = match patch {
             Patch::Json(ops) => {
@@ -143,10 +195,7 @@ pub fn apply(config: &str, patches: &[Patch]) -> Result<String> {
             }
         };
     }
-    Ok(match state {
-        State::Bytes(b) => b,
-        State::Docs(d) => encode(&d),
-    })
+    Ok(state)
 }
 
 /// Checks a config strictly, as Talos's config loader does: unknown keys, unknown kinds and

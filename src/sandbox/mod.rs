@@ -11,6 +11,9 @@ pub mod ip;
 pub mod limits;
 mod stdlib;
 pub mod text;
+pub mod tpl;
+
+pub use stdlib::prewarm as prewarm_stdlib;
 
 pub use limits::{Limits, Profile};
 
@@ -157,6 +160,7 @@ pub fn engine(limits: &Limits) -> Engine {
         .register_into_engine(&mut engine, |e: ScriptError| {
             e.1.map(|k| k.name()).unwrap_or_default().to_string()
         });
+    tpl::register(&mut engine);
     ip::register(&mut engine);
     text::register(&mut engine);
     engine.set_module_resolver(stdlib::resolver());

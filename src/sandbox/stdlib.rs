@@ -6,9 +6,25 @@ use rhai::{Engine, EvalAltResult, Module, ModuleResolver, Position, Scope, Share
 
 use crate::embedded::STDLIB;
 
-/// The stdlib modules by name, compiled once per process and shared by every engine (an
-/// engine's resolver holds them, it does not copy them).
-pub struct Resolver(&'static [(String, Shared<Module>)]);
+/// The stdlib modules by name, each compiled when a script first imports it (or when
+/// [`prewarm`] got to it first) and then shared by every engine of the process: an engine's
+/// resolver holds them, it does not copy them.
+pub struct Resolver(&'static [Entry]);
+
+/// One stdlib file and, once compiled, its module (`None` when it does not compile).
+pub struct Entry {
+    name: &'static str,
+    path: &'static str,
+    source: &'static str,
+    module: OnceLock<Option<Shared<Module>>>,
+}
+
+impl Entry {
+    /// The compiled module; the first caller compiles it, others wait for that one.
+    fn module(&self) -> Option<Shared<Module>> {
+        self.module.get_or_init(|| compile(self)).clone()
+    }
+}
 
 impl ModuleResolver for Resolver {
     fn resolve(
@@ -20,44 +36,81 @@ impl ModuleResolver for Resolver {
     ) -> Result<Shared<Module>, Box<EvalAltResult>> {
         self.0
             .iter()
-            .find(|(name, _)| name == path)
-            .map(|(_, m)| m.clone())
+            .find(|e| e.name == path)
+            .and_then(Entry::module)
             .ok_or_else(|| Box::new(EvalAltResult::ErrorModuleNotFound(path.to_string(), pos)))
     }
 }
 
-/// A resolver over the stdlib modules.
-pub fn resolver() -> Resolver {
-    static MODULES: OnceLock<Vec<(String, Shared<Module>)>> = OnceLock::new();
-    Resolver(MODULES.get_or_init(compile_all))
+fn entries() -> &'static [Entry] {
+    static ENTRIES: OnceLock<Vec<Entry>> = OnceLock::new();
+    ENTRIES.get_or_init(|| {
+        STDLIB
+            .iter()
+            .filter_map(|(path, source)| {
+                Some(Entry {
+                    name: path.strip_suffix(".rhai")?,
+                    path,
+                    source,
+                    module: OnceLock::new(),
+                })
+            })
+            .collect()
+    })
 }
 
-/// Compiles every stdlib file into a module named by its path without `.rhai`. A stdlib file
-/// that fails to compile is a build defect, caught by this module's test.
-fn compile_all() -> Vec<(String, Shared<Module>)> {
-    let mut out = Vec::new();
-    let mut engine = Engine::new();
-    super::configure(&mut engine, &super::Limits::TEMPLATE);
-    for (path, source) in STDLIB {
-        let Some(name) = path.strip_suffix(".rhai") else {
-            continue;
-        };
-        let module = engine
-            .compile(source)
-            .map_err(|e| e.to_string())
-            .and_then(|mut ast| {
-                ast.set_source(format!("stdlib/{path}"));
-                Module::eval_ast_as_new(Scope::new(), &ast, &engine).map_err(|e| e.to_string())
+/// A resolver over the stdlib modules.
+pub fn resolver() -> Resolver {
+    Resolver(entries())
+}
+
+/// Compiles the stdlib modules not compiled yet on a thread of their own, largest first, while
+/// the caller goes on with other work (a render compiles its templates meanwhile); an import
+/// of a module still being compiled waits for it. Called once per process.
+pub fn prewarm() {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    STARTED.get_or_init(|| {
+        let mut order: Vec<&'static Entry> = entries().iter().collect();
+        order.sort_by_key(|e| std::cmp::Reverse(e.source.len()));
+        // Best effort: without a thread each module is compiled at its first import.
+        let _ = std::thread::Builder::new()
+            .name("stdlib".into())
+            .spawn(move || {
+                for e in order {
+                    e.module();
+                }
             });
-        match module {
-            Ok(mut m) => {
-                m.build_index();
-                out.push((name.to_string(), Shared::new(m)))
-            }
-            Err(e) => eprintln!("WARN: stdlib/{path} does not compile: {e}"),
+    });
+}
+
+/// Compiles one stdlib file into a module named by its path without `.rhai`. A stdlib file
+/// that fails to compile is a build defect, caught by this module's test.
+fn compile(entry: &Entry) -> Option<Shared<Module>> {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    let engine = ENGINE.get_or_init(|| {
+        let mut engine = Engine::new_raw();
+        engine.register_global_module(super::standard_package());
+        super::configure(&mut engine, &super::Limits::TEMPLATE);
+        super::tpl::register(&mut engine);
+        engine
+    });
+    let module = engine
+        .compile(entry.source)
+        .map_err(|e| e.to_string())
+        .and_then(|mut ast| {
+            ast.set_source(format!("stdlib/{}", entry.path));
+            Module::eval_ast_as_new(Scope::new(), &ast, engine).map_err(|e| e.to_string())
+        });
+    match module {
+        Ok(mut m) => {
+            m.build_index();
+            Some(Shared::new(m))
+        }
+        Err(e) => {
+            eprintln!("WARN: stdlib/{} does not compile: {e}", entry.path);
+            None
         }
     }
-    out
 }
 
 #[cfg(test)]
