@@ -6,11 +6,15 @@
 //! `tpl::get(v, key)` is `v[key]` when `v` is a map holding `key`, else `()` (reading a field of
 //! nil gives nil in Go templates); `tpl::spec(res, key)` is `res.spec[key]`, `tpl::id(res)` is
 //! `res.metadata.id`, `tpl::items(res)` the array under `items` (else `[]`); `tpl::truthy(v)` is
-//! Go's truthiness (false, 0, "", nil and empty lists or maps are false); `tpl::is_nil(v)`.
+//! Go's truthiness (false, 0, "", nil and empty lists or maps are false); `tpl::is_nil(v)`;
+//! `tpl::eq(a, b)` is Go's `eq`: false when either side is nil or their types differ.
 
 use std::sync::OnceLock;
 
-use rhai::{Array, Dynamic, Engine, FuncRegistration, Module, Shared};
+use rhai::{
+    Array, Dynamic, Engine, EvalAltResult, FuncRegistration, ImmutableString, Module,
+    NativeCallContext, Shared,
+};
 
 /// `v[key]` when `v` is a map holding `key` (a string), else `()`.
 pub fn get(v: &Dynamic, key: &str) -> Dynamic {
@@ -56,6 +60,27 @@ pub fn truthy(v: &Dynamic) -> bool {
     true
 }
 
+/// Go template `eq`: false when either side is nil or the types differ, else `a == b` (scalars
+/// compared here, anything else by the `==` operator).
+fn eq(ctx: &NativeCallContext, a: &Dynamic, b: Dynamic) -> Result<bool, Box<EvalAltResult>> {
+    if a.is_unit() || b.is_unit() || a.type_name() != b.type_name() {
+        return Ok(false);
+    }
+    if let (Some(x), Some(y)) = (
+        a.read_lock::<ImmutableString>(),
+        b.read_lock::<ImmutableString>(),
+    ) {
+        return Ok(*x == *y);
+    }
+    if let (Ok(x), Ok(y)) = (a.as_int(), b.as_int()) {
+        return Ok(x == y);
+    }
+    if let (Ok(x), Ok(y)) = (a.as_bool(), b.as_bool()) {
+        return Ok(x == y);
+    }
+    ctx.call_native_fn("==", (a.clone(), b))
+}
+
 fn module() -> Shared<Module> {
     static MODULE: OnceLock<Shared<Module>> = OnceLock::new();
     MODULE
@@ -87,6 +112,14 @@ fn module() -> Shared<Module> {
                     "/// Go truthiness: false, 0, 0.0, \"\", (), [] and #{} are false.",
                 ])
                 .set_into_module(&mut m, |v: &mut Dynamic| truthy(v));
+            FuncRegistration::new("eq")
+                .with_comments([
+                    "/// Go's `eq`: false when either side is () or the types differ, else a == b.",
+                ])
+                .set_into_module(
+                    &mut m,
+                    |ctx: NativeCallContext, a: &mut Dynamic, b: Dynamic| eq(&ctx, a, b),
+                );
             FuncRegistration::new("is_nil")
                 .with_comments(["/// Whether v is () (Go's nil)."])
                 .set_into_module(&mut m, |v: &mut Dynamic| v.is_unit());
@@ -163,6 +196,25 @@ mod tests {
         }
         assert_eq!(eval("tpl::is_nil(())").as_bool(), Ok(true));
         assert_eq!(eval("tpl::is_nil(0)").as_bool(), Ok(false));
+        for (src, want) in [
+            (r#""a", "a""#, true),
+            (r#""a", "b""#, false),
+            (r#""1", 1"#, false),
+            ("1, 1", true),
+            ("1, 1.0", false),
+            ("1.5, 1.5", true),
+            ("true, true", true),
+            ("(), ()", false),
+            (r#"(), """#, false),
+            ("[1, 2], [1, 2]", true),
+            ("#{a: 1}, #{a: 2}", false),
+        ] {
+            assert_eq!(
+                eval(&format!("tpl::eq({src})")).as_bool(),
+                Ok(want),
+                "{src}"
+            );
+        }
         // A variable is read in place and left as it was.
         assert_eq!(
             eval(r#"let m = #{a: #{b: 1}}; let x = tpl::get(m, "a"); x.b = 2; m.a.b"#).as_int(),
