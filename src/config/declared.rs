@@ -185,13 +185,7 @@ pub fn check(config: &str, facts: &Facts) -> Result<Vec<Finding>> {
         .map(|l| text(l.get("metadata").and_then(|m| m.get("id"))))
         .collect();
     let disks = disks(facts);
-    let mut docs = Vec::new();
-    for d in serde_yaml_ng::Deserializer::from_str(config) {
-        let v: Value = serde::Deserialize::deserialize(d)?;
-        if !v.is_null() {
-            docs.push(v);
-        }
-    }
+    let docs = crate::yaml::documents(config)?;
     // Links the config itself creates count as present.
     let created: Vec<String> = docs
         .iter()

@@ -25,14 +25,7 @@ pub const SECRET_PATHS: &[&str] = &[
 ];
 
 fn docs(text: &str) -> Result<Vec<Value>> {
-    let mut out = Vec::new();
-    for d in serde_yaml_ng::Deserializer::from_str(text) {
-        let v: Value = serde::Deserialize::deserialize(d)?;
-        if !v.is_null() {
-            out.push(v);
-        }
-    }
-    Ok(out)
+    Ok(crate::yaml::documents(text)?)
 }
 
 /// `MachineConfig` for the v1alpha1 document, else `Kind{name: "n"}` (or `Kind`).

@@ -189,15 +189,7 @@ fn prune_list(items: &mut Vec<Value>, rendered: &[Value], path: &mut Vec<String>
 }
 
 fn docs(text: &str, file: &str) -> Result<Vec<Value>> {
-    let mut out = Vec::new();
-    for d in serde_yaml_ng::Deserializer::from_str(text) {
-        let v: Value =
-            serde::Deserialize::deserialize(d).map_err(|e| crate::yaml::syntax_error(&e, file))?;
-        if !v.is_null() {
-            out.push(v);
-        }
-    }
-    Ok(out)
+    crate::yaml::documents(text).map_err(|e| crate::yaml::syntax_error(&e, file))
 }
 
 /// Merges the node file body `body` (file `file`) onto the rendered config text.

@@ -179,11 +179,7 @@ fn redact_value(doc: &Value, v: &mut Value, path: &mut Vec<Seg>, replacement: &s
 }
 
 fn docs(text: &str) -> Result<Vec<Value>> {
-    let mut out = Vec::new();
-    for d in serde_yaml_ng::Deserializer::from_str(text) {
-        out.push(serde::Deserialize::deserialize(d)?);
-    }
-    Ok(out)
+    Ok(crate::yaml::stream(text)?)
 }
 
 /// `text` (a machine config, any number of documents) with every secret field replaced by

@@ -3,6 +3,9 @@
 //! encrypted files.
 
 pub mod located;
+mod stream;
+
+pub use stream::{documents, stream};
 
 use anyhow::Result;
 use serde_yaml_ng::Value;

@@ -1,0 +1,56 @@
+//! The documents of a YAML stream, parsed once per text: applying a node's config reads the
+//! same few texts (the rendered config, the node file, the running config) in several steps
+//! (declared resources, drift, node body merge, redaction), and a fleet does so per node on
+//! many threads. The last streams parsed are kept, by their whole text.
+
+use std::sync::Arc;
+
+use serde_yaml_ng::Value;
+
+use crate::memo::Memo;
+
+/// Streams kept: a few per node being applied on each pool thread.
+const KEPT: usize = 16;
+
+static PARSED: Memo<String, Arc<Vec<Value>>> = Memo::new(KEPT);
+
+/// Every document of `text` in order, empty ones as `Value::Null`.
+pub fn stream(text: &str) -> Result<Vec<Value>, serde_yaml_ng::Error> {
+    let docs = PARSED.get_or_try(text.to_string(), |text| {
+        serde_yaml_ng::Deserializer::from_str(text)
+            .map(serde::Deserialize::deserialize)
+            .collect::<Result<Vec<Value>, _>>()
+            .map(Arc::new)
+    })?;
+    Ok(docs.as_ref().clone())
+}
+
+/// The documents of `text` that are not empty.
+pub fn documents(text: &str) -> Result<Vec<Value>, serde_yaml_ng::Error> {
+    let mut docs = stream(text)?;
+    docs.retain(|d| !d.is_null());
+    Ok(docs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_in_order_and_errors_every_time() {
+        let text = "a: 1\n---\n---\nb: [2]\n";
+        assert_eq!(stream(text).unwrap().len(), 3);
+        let docs = documents(text).unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[1]["b"][0].as_i64(), Some(2));
+        // A kept result is a copy: changing it leaves the next reader's alone.
+        let mut mine = documents(text).unwrap();
+        mine[0]["a"] = 5.into();
+        assert_eq!(documents(text).unwrap()[0]["a"].as_i64(), Some(1));
+        for _ in 0..2 {
+            let e = stream("a: [b\n").unwrap_err();
+            assert!(e.location().is_some(), "{e}");
+        }
+        assert_eq!(documents("").unwrap().len(), 0);
+    }
+}
