@@ -160,13 +160,14 @@ pub fn full(rendered: &str, base: &Base<'_>) -> Result<String> {
 /// with `machine` or `cluster`) carries the `version` and the `machine.token` every generated
 /// config has and no patch needs.
 pub fn is_whole(text: &str) -> bool {
-    let Ok(parts) = split(text) else {
+    // The config being applied was parsed by the steps before (kept by `yaml::stream`).
+    let Ok(docs) = crate::yaml::documents(text) else {
         return false;
     };
-    parts.patches.iter().any(|doc| {
-        serde_yaml_ng::from_str::<Value>(doc).is_ok_and(|v| {
-            v.get("version").is_some() && !text_at(&v, &["machine", "token"]).is_empty()
-        })
+    docs.iter().any(|v| {
+        (v.get("machine").is_some() || v.get("cluster").is_some())
+            && v.get("version").is_some()
+            && !text_at(v, &["machine", "token"]).is_empty()
     })
 }
 
