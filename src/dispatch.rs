@@ -93,7 +93,7 @@ pub fn run(inv: Invocation) -> Result<i32> {
         .unwrap_or_default();
     let in_project = matches!(
         inv.project,
-        Project::Required { .. } | Project::Optional { .. }
+        Project::Required { .. } | Project::Optional { .. } | Project::Adopt(_)
     );
     let script_args = |v: serde_json::Value| -> Result<Map> {
         let mut m: Map = rhai::serde::to_dynamic(v)?
@@ -253,6 +253,17 @@ fn find_project(p: &Project) -> Result<Option<PathBuf>> {
                 }
             };
             check_project(&root, flags)?;
+            Ok(Some(root))
+        }
+        Project::Adopt(flags) => {
+            let start = start(flags)?;
+            let root = if flags.root.is_some() {
+                start
+            } else {
+                root::detect(&start)?.unwrap_or(start)
+            };
+            crate::project::txn::recover(&root)?;
+            Chart::load(&root)?;
             Ok(Some(root))
         }
         Project::Optional { flags, files } => {

@@ -26,6 +26,7 @@ fn commands_map_to_scripts() {
     let table: &[(&[&str], &str)] = &[
         (&["init", "-p", "generic", "-N", "c"], "init"),
         (&["talosconfig"], "talosconfig"),
+        (&["migrate", "--dry-run"], "migrate"),
         (
             &["template", "-t", "templates/controlplane.yaml", "--offline"],
             "template",
