@@ -398,33 +398,83 @@ fn generic_project_migrates_with_proof_and_keeps_every_node_config() {
 
 #[test]
 fn cozystack_proof_names_the_difference_and_accept_changes_goes_on() {
-    let d = go_project("v0.33.1", "cozystack", "v1.12");
-    let (_nodes, _cp, _w) = with_nodes(&d, "cozystack", "multidoc");
-    let before = tree(&d);
-    let o = d
-        .talm(["migrate"])
-        .fails_with("2 node config(s) would change under talm's cozystack preset");
-    assert_eq!(tree(&d), before, "a refused migration changed the project");
-    let s = &o.stdout;
-    assert!(
-        s.contains("  nodes/controlplane.yaml: differs from the node file's body\n"),
-        "{s}"
-    );
-    for (k, v) in DRBD {
-        assert!(
-            s.contains(&format!("machine.sysctls.{k}: (absent) -> {v}")),
-            "{k} in:\n{s}"
+    for (talos, flavour) in [("v1.12", "multidoc"), ("v1.11", "legacy")] {
+        let d = go_project("v0.33.1", "cozystack", talos);
+        let (_nodes, _cp, _w) = with_nodes(&d, "cozystack", flavour);
+        let before = tree(&d);
+        let o = d
+            .talm(["migrate"])
+            .fails_with("2 node config(s) would change under talm's cozystack preset");
+        assert_eq!(
+            tree(&d),
+            before,
+            "{flavour}: a refused migration changed the project"
         );
-    }
-    d.talm(["migrate", "--accept-changes"]).ok();
-    for machine in ["controlplane", "worker"] {
-        let f = format!("nodes/{machine}.yaml");
-        d.talm(["template", "-f", &f, "-I"]).ok();
-        let mut expected = yaml_docs(&golden(&format!("cozystack-{machine}-multidoc")));
-        let sysctls = expected[0]["machine"]["sysctls"].as_mapping_mut().unwrap();
+        let s = &o.stdout;
+        assert!(
+            s.contains("  nodes/controlplane.yaml: differs from the node file's body\n    talm: drift preview (node nodes/controlplane.yaml)\n      ~ MachineConfig\n"),
+            "{flavour}: {s}"
+        );
         for (k, v) in DRBD {
-            sysctls.insert(k.into(), v.into());
+            assert!(
+                s.contains(&format!("          machine.sysctls.{k}: (absent) -> {v}\n")),
+                "{flavour}: {k} in:\n{s}"
+            );
         }
-        assert_eq!(yaml_docs(&body_of(&d.read(&f))), expected, "{machine}");
+        d.talm(["migrate", "--accept-changes"]).ok();
+        for machine in ["controlplane", "worker"] {
+            let f = format!("nodes/{machine}.yaml");
+            d.talm(["template", "-f", &f, "-I"]).ok();
+            let mut expected = yaml_docs(&golden(&format!("cozystack-{machine}-{flavour}")));
+            let sysctls = expected[0]["machine"]["sysctls"].as_mapping_mut().unwrap();
+            for (k, v) in DRBD {
+                sysctls.insert(k.into(), v.into());
+            }
+            assert_eq!(
+                yaml_docs(&body_of(&d.read(&f))),
+                expected,
+                "{flavour} {machine}"
+            );
+        }
     }
+}
+
+#[test]
+fn a_linked_library_is_backed_up_as_a_link_and_replaced() {
+    let d = go_project("v0.33.1", "generic", "");
+    std::fs::remove_dir_all(d.join("charts/talm")).unwrap();
+    std::os::unix::fs::symlink("../../talm", d.join("charts/talm")).unwrap();
+    let o = d.talm(["migrate", "--dry-run"]).ok();
+    assert!(
+        o.stdout
+            .contains("  links (backed up as links, never followed): charts/talm\n"),
+        "{}",
+        o.stdout
+    );
+    assert!(o
+        .stdout
+        .contains("  extra file no Go talm release wrote: charts/talm (a link)\n"));
+    d.talm(["migrate"])
+        .fails_with("custom edits or extra files");
+    d.talm(["migrate", "--force"]).ok();
+    let meta = std::fs::symlink_metadata(d.join("charts/talm")).unwrap();
+    assert!(
+        meta.is_dir(),
+        "charts/talm is a folder of talm's library now"
+    );
+    assert!(d.exists("charts/talm/templates/_context.rhai"));
+    let backup = std::fs::read_dir(d.join("migrate"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("backup-")
+        })
+        .unwrap();
+    assert_eq!(
+        std::fs::read_link(backup.join("charts/talm")).unwrap(),
+        Path::new("../../talm")
+    );
 }
