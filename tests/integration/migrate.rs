@@ -174,6 +174,10 @@ fn dry_run_prints_detection_and_plan_and_changes_nothing() {
         "values.yaml",
         &format!("{}myOwnKey: 1\n", d.read("values.yaml")),
     );
+    // A Windows checkout (core.autocrlf): the digests are taken with LF line ends.
+    let crlf = d.read("templates/_helpers.tpl").replace('\n', "\r\n");
+    d.write("templates/_helpers.tpl", &crlf);
+    d.write(".helmignore", "*.bak\n");
     let before = tree(&d);
     let o = d.talm(["migrate", "--dry-run"]).ok();
     assert_eq!(tree(&d), before, "--dry-run changed the project");
@@ -194,6 +198,7 @@ fn dry_run_prints_detection_and_plan_and_changes_nothing() {
         "  Chart.yaml: kept; nothing needs adding (optional keys it lacks take talm's defaults: strictCharts)\n",
         "    unknown (kept, read by nothing): myOwnKey\n",
         "Custom template edits: none (every Go template is a released Go talm's)\n",
+        "  note: .helmignore: the Go talm (Helm's loader) did not render the files it lists; talm does not read it, so review those files\n",
         "Dry run: nothing was changed.",
     ] {
         assert!(s.contains(line), "missing {line:?} in:\n{s}");
@@ -477,4 +482,57 @@ fn a_linked_library_is_backed_up_as_a_link_and_replaced() {
         std::fs::read_link(backup.join("charts/talm")).unwrap(),
         Path::new("../../talm")
     );
+}
+
+/// Whether a committed journal waits in a staging folder of `dir`.
+fn journal_in(dir: &Path) -> bool {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .any(|e| {
+            e.file_name().to_string_lossy().starts_with(".talm-txn-")
+                && e.path().join("journal").is_file()
+        })
+}
+
+#[test]
+fn a_switch_killed_midway_is_completed_by_the_next_run() {
+    let d = go_project("v0.33.1", "generic", "");
+    let encrypted = d.read("secrets.encrypted.yaml");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("talm"))
+        .current_dir(d.path())
+        .arg("migrate")
+        .env("TALM_TXN_STEP_DELAY_MS", "150")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !journal_in(d.path()) {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "migrate ended before its commit"
+        );
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "no commit seen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    // Inside the commit: a few of its renames done, most not.
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(journal_in(d.path()), "the kill landed inside the commit");
+    // Half switched on disk; the next talm run in the project completes the switch first.
+    let o = d.talm(["migrate"]).ok();
+    assert_eq!(
+        o.stdout,
+        "This project already uses talm's own templates: nothing to migrate.\n"
+    );
+    assert!(!journal_in(d.path()));
+    assert!(d.exists("templates/config.tera") && !d.exists("templates/_helpers.tpl"));
+    assert!(!d.exists("charts/talm/templates/_helpers.tpl"));
+    assert_eq!(d.read("secrets.encrypted.yaml"), encrypted);
+    d.talm(["init", "--update"]).ok();
 }

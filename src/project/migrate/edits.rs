@@ -211,3 +211,42 @@ impl Edits {
         Ok(rel)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn go_text(rel: &str) -> String {
+        std::fs::read_to_string(format!(
+            "{}/tests/fixtures/go-talm/{rel}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn nearest_picks_the_release_and_names_a_removed_line() {
+        let text = go_text("v0.23.1/cozystack/templates/_helpers.tpl");
+        let mut lines: Vec<&str> = text.lines().collect();
+        let gone = lines.remove(20);
+        let edited = lines.join("\n") + "\n";
+        let n = nearest("templates/_helpers.tpl", &edited, Some("cozystack")).unwrap();
+        assert_eq!(n.known.unwrap().versions, "v0.22.0..v0.23.1");
+        assert_eq!(
+            n.runs,
+            vec![lcs::Run {
+                old_start: 20,
+                old_len: 1,
+                new_start: 20,
+                new_len: 0
+            }],
+            "{gone}"
+        );
+        assert!(hint(&[], 1).starts_with("a removal"));
+        assert!(hint(&["  foo: {{ .Values.bar }}".into()], 0).starts_with("a values key"));
+        assert!(hint(&["  disableSearchDomain: true".into()], 0).starts_with("static config"));
+        // The generic candidates are not offered for a cozystack project.
+        let g = nearest("templates/_helpers.tpl", &edited, Some("generic")).unwrap();
+        assert_eq!(g.known.unwrap().preset, "generic");
+    }
+}

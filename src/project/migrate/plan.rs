@@ -182,6 +182,9 @@ pub fn report(root: &Path, d: &Detection) -> Result<String> {
             if talos.is_empty() { "\"\" (newest)" } else { &talos }
         ));
     }
+    if root.join(".helmignore").exists() {
+        out.push_str("  note: .helmignore: the Go talm (Helm's loader) did not render the files it lists; talm does not read it, so review those files\n");
+    }
     out.push_str(&values_report(root, &d.preset, &preset_files));
     Ok(out)
 }
