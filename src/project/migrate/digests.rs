@@ -1,6 +1,7 @@
 //! The embedded table of what every released Go talm wrote into a project (`go_talm.tsv`):
 //! whole-file digests with the versions that shipped them, the presetHash values of Go
-//! `.talm-preset.lock` files, and per-line digests of the pristine files we diff against.
+//! `.talm-preset.lock` files, and per-line digests of every released template text (a
+//! dictionary of line digests, each file a sequence of indices into it) to diff against.
 //! Digests only; no Go template text is carried.
 
 use std::sync::OnceLock;
@@ -44,8 +45,16 @@ pub fn table() -> &'static Table {
     T.get_or_init(|| parse(TABLE))
 }
 
+const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// The value of one base64 digit of a `seq` row.
+fn digit(c: u8) -> usize {
+    B64.iter().position(|&b| b == c).unwrap_or(0)
+}
+
 fn parse(text: &str) -> Table {
     let mut t = Table::default();
+    let mut dict: Vec<String> = Vec::new();
     for line in text
         .lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
@@ -62,10 +71,18 @@ fn parse(text: &str) -> Table {
                 t.locks
                     .push((preset.to_string(), hash.to_string(), versions.to_string()))
             }
-            ["lines", _, path, sha, hashes] => t.lines.push(Lines {
+            ["dict", hashes] => dict = hashes.split(',').map(str::to_string).collect(),
+            ["seq", path, sha, codes] => t.lines.push(Lines {
                 path: path.to_string(),
                 sha256: sha.to_string(),
-                hashes: hashes.split(',').map(str::to_string).collect(),
+                hashes: codes
+                    .as_bytes()
+                    .chunks(2)
+                    .map(|c| {
+                        let i = digit(c[0]) * 64 + c.get(1).map_or(0, |&d| digit(d));
+                        dict.get(i).cloned().unwrap_or_default()
+                    })
+                    .collect(),
             }),
             _ => {}
         }
@@ -144,11 +161,22 @@ mod tests {
             .unwrap();
         assert_eq!(lock.0, "generic");
         assert_eq!(lock.2, "v0.33.1");
-        // Every line table belongs to a known file and has as many lines as it says.
+        // Every released template text has its lines: 79 `_helpers.tpl` texts of both presets
+        // and the library, plus the two machine-type templates.
+        assert_eq!(t.lines.len(), 81);
         for l in &t.lines {
             assert!(t.find(&l.path, &l.sha256).is_some(), "{}", l.path);
             assert!(l.hashes.iter().all(|h| h.len() == 12));
         }
+        // A released text's lines decode to its own line digests.
+        let text = std::fs::read_to_string(format!(
+            "{}/tests/fixtures/go-talm/v0.33.1/talm/charts/talm/templates/_helpers.tpl",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let lines = t.lines.iter().find(|l| l.sha256 == sha256(&text)).unwrap();
+        let mine: Vec<String> = split_lines(&text).iter().map(|l| line_hash(l)).collect();
+        assert_eq!(lines.hashes, mine);
         assert_eq!(sha256("a\r\nb\n"), sha256("a\nb\n"));
         assert_eq!(split_lines("a\r\nb\n"), vec!["a", "b"]);
     }
