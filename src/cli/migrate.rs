@@ -8,7 +8,7 @@ pub struct MigrateArgs {
     /// Project root (default: detected from the current directory)
     #[arg(long, value_name = "DIR")]
     pub root: Option<String>,
-    /// Print what was detected and the plan, then stop; nothing is changed
+    /// Print what was detected, the plan, the edits and the per-node proof, then stop; nothing is changed
     #[arg(long)]
     pub dry_run: bool,
     /// The preset the project was made from (default: detected from its templates)

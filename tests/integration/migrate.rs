@@ -407,6 +407,16 @@ fn cozystack_proof_names_the_difference_and_accept_changes_goes_on() {
         let d = go_project("v0.33.1", "cozystack", talos);
         let (_nodes, _cp, _w) = with_nodes(&d, "cozystack", flavour);
         let before = tree(&d);
+        // The dry run shows the proof too, and changes nothing.
+        let dry = d.talm(["migrate", "--dry-run"]).ok().stdout;
+        assert!(
+            dry.contains("  nodes/worker.yaml: differs from the node file's body\n")
+                && dry.ends_with(
+                    "Dry run: nothing was changed. Run `talm migrate` to carry the plan out.\n"
+                ),
+            "{flavour}: {dry}"
+        );
+        assert_eq!(tree(&d), before, "{flavour}: --dry-run changed the project");
         let o = d
             .talm(["migrate"])
             .fails_with("2 node config(s) would change under talm's cozystack preset");
