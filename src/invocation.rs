@@ -275,6 +275,7 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
             session: Some(SessionSpec::of(&Connection {
                 talosconfig: m.talosconfig.clone(),
                 context: m.context.clone(),
+                call_timeout: m.call_timeout.clone(),
                 ..Connection::default()
             })?),
         },

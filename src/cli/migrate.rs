@@ -3,6 +3,8 @@
 use clap::Args;
 use serde::Serialize;
 
+use super::values::GoDuration;
+
 #[derive(Debug, Args, Serialize)]
 pub struct MigrateArgs {
     /// Project root (default: detected from the current directory)
@@ -29,4 +31,7 @@ pub struct MigrateArgs {
     /// talosconfig context to use
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
+    /// Deadline for connecting to a node and for each call (e.g. 30s, 2m)
+    #[arg(long, value_name = "DURATION", env = "TALM_CALL_TIMEOUT", value_parser = GoDuration::parse)]
+    pub call_timeout: Option<GoDuration>,
 }

@@ -546,3 +546,25 @@ fn a_switch_killed_midway_is_completed_by_the_next_run() {
     assert_eq!(d.read("secrets.encrypted.yaml"), encrypted);
     d.talm(["init", "--update"]).ok();
 }
+
+#[test]
+fn an_unreachable_node_is_not_proven_and_stops_the_migration() {
+    let d = go_project("v0.33.1", "generic", "");
+    let ip = net::addr(); // nothing listens there
+    d.write(
+        "nodes/node1.yaml",
+        &node_file(&ip, "controlplane", "machine: {}\n"),
+    );
+    let before = tree(&d);
+    let o = d
+        .talm(["migrate", "--call-timeout", "5s"])
+        .fails_with("1 node file(s) could not be rendered (shown above); nothing was migrated");
+    assert!(
+        o.stdout.contains(&format!(
+            "  nodes/node1.yaml: cannot render through talm's preset: node {ip}:"
+        )),
+        "{}",
+        o.stdout
+    );
+    assert_eq!(tree(&d), before);
+}
