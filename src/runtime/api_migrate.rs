@@ -2,14 +2,33 @@
 //! plan, custom template edits, the staging copy the node proof renders through, the
 //! comparison, and the backup-then-switch.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
 
 use super::native;
 use crate::project::migrate::{detect, edits, plan, switch};
 
+/// A staging copy made by `migrate::stage`: removed when the script lets go of it, however
+/// the script ends (a failure included), since it holds copies of the project's secrets.
+#[derive(Clone)]
+pub struct Stage(Arc<StageDir>);
+
+pub struct StageDir(PathBuf);
+
+impl Drop for StageDir {
+    fn drop(&mut self) {
+        switch::unstage(&self.0);
+    }
+}
+
 pub fn register(engine: &mut Engine) {
+    engine.register_type_with_name::<Stage>("Stage");
+    FuncRegistration::new("path")
+        .with_comments(["/// The folder of a staging copy."])
+        .with_namespace(rhai::FnNamespace::Global)
+        .register_into_engine(engine, |s: &mut Stage| s.0 .0.display().to_string());
     let mut m = Module::new();
     FuncRegistration::new("detect")
         .with_comments(["/// What the project at `root` is (`preset`: the --preset flag or \"\"): #{from_go (bool), preset, report}."])
@@ -53,13 +72,10 @@ pub fn register(engine: &mut Engine) {
             })
         });
     FuncRegistration::new("stage")
-        .with_comments(["/// A private temporary copy of the project's inputs with talm's templates of `preset`; returns its path (remove it with `migrate::unstage`)."])
+        .with_comments(["/// A private temporary copy of the project's inputs with talm's templates of `preset` (`.path()` is its folder); it is removed when the script drops it or ends."])
         .set_into_module(&mut m, |root: &str, preset: &str| {
-            native(|| Ok(switch::stage(Path::new(root), preset)?.display().to_string()))
+            native(|| Ok(Stage(Arc::new(StageDir(switch::stage(Path::new(root), preset)?)))))
         });
-    FuncRegistration::new("unstage")
-        .with_comments(["/// Removes a copy made by `migrate::stage`."])
-        .set_into_module(&mut m, |dir: &str| switch::unstage(Path::new(dir)));
     FuncRegistration::new("node_files")
         .with_comments(["/// The project's node files (nodes/*.yaml), absolute paths, sorted."])
         .set_into_module(&mut m, |root: &str| {

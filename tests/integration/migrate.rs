@@ -556,9 +556,13 @@ fn an_unreachable_node_is_not_proven_and_stops_the_migration() {
         &node_file(&ip, "controlplane", "machine: {}\n"),
     );
     let before = tree(&d);
+    // The staging copy (it holds the secrets) is made in TMPDIR and removed again.
+    let tmp = Dir::new();
     let o = d
         .talm(["migrate", "--call-timeout", "5s"])
+        .env("TMPDIR", tmp.path())
         .fails_with("1 node file(s) could not be rendered (shown above); nothing was migrated");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
     assert!(
         o.stdout.contains(&format!(
             "  nodes/node1.yaml: cannot render through talm's preset: node {ip}:"
