@@ -322,6 +322,9 @@ fn check_project(root: &Path, flags: &ProjectFlags) -> Result<()> {
     crate::project::txn::recover(root)?;
     crate::project::txn::recover(&root.join("nodes"))?;
     let chart = Chart::load(root)?;
+    if crate::project::migrate::detect::looks_go(root) {
+        crate::output::err("WARN: this project's templates are the Go talm's (templates/_helpers.tpl), which talm does not render; run `talm migrate --dry-run` to see how it moves to talm's own preset");
+    }
     drift::check(root, chart.strict_charts || flags.strict_charts)
 }
 

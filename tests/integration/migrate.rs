@@ -179,6 +179,15 @@ fn dry_run_prints_detection_and_plan_and_changes_nothing() {
     d.write("templates/_helpers.tpl", &crlf);
     d.write(".helmignore", "*.bak\n");
     let before = tree(&d);
+    // Other commands point at migrate while the Go templates are there.
+    let t = d
+        .talm(["template", "--offline", "-t", "templates/controlplane.yaml"])
+        .run();
+    assert!(
+        t.stderr.contains("WARN: this project's templates are the Go talm's (templates/_helpers.tpl), which talm does not render; run `talm migrate --dry-run`"),
+        "{}",
+        t.stderr
+    );
     let o = d.talm(["migrate", "--dry-run"]).ok();
     assert_eq!(tree(&d), before, "--dry-run changed the project");
     let s = &o.stdout;

@@ -134,6 +134,16 @@ fn preset_from_values(root: &Path) -> String {
     if cozy { "cozystack" } else { "generic" }.to_string()
 }
 
+/// Whether `root` still holds the Go talm's templates (a quick look: its two `_helpers.tpl`).
+pub fn looks_go(root: &Path) -> bool {
+    [
+        "templates/_helpers.tpl",
+        "charts/talm/templates/_helpers.tpl",
+    ]
+    .iter()
+    .any(|rel| root.join(rel).is_file())
+}
+
 /// Detects the project at `root`; `flag` is `--preset` ("" when not given).
 pub fn detect(root: &Path, flag: &str) -> Result<Detection> {
     let mut tree = entries(root, "templates")?;
