@@ -235,6 +235,23 @@ fn legacy_go_release_is_dated_and_its_contract_change_named() {
 }
 
 #[test]
+fn preset_flag_overrides_and_the_contradiction_is_named() {
+    let d = go_project("v0.33.1", "cozystack", "v1.12");
+    let o = d.talm(["migrate", "--dry-run", "--preset", "generic"]).ok();
+    let s = &o.stdout;
+    for line in [
+        "Go talm project: preset generic (decided by --preset)\n",
+        "  note: templates/_helpers.tpl is the Go cozystack preset's; --preset was taken as generic\n",
+        "  note: the Go lock says preset cozystack, but the project is migrated as generic\n",
+        "  written (what `talm init --preset generic` writes):\n",
+    ] {
+        assert!(s.contains(line), "missing {line:?} in:\n{s}");
+    }
+    d.talm(["migrate", "--dry-run", "--preset", "nope"])
+        .fails_with("invalid preset: nope");
+}
+
+#[test]
 fn already_ours_is_nothing_to_migrate() {
     let d = Dir::project("generic");
     let before = tree(&d);

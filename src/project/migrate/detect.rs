@@ -74,6 +74,8 @@ pub struct Detection {
     pub decided_by: Decider,
     /// Versions of `templates/_helpers.tpl` (exact digest), if it matched one.
     pub templates: Option<String>,
+    /// The preset whose `_helpers.tpl` that digest is.
+    pub templates_preset: Option<String>,
     /// Versions of `charts/talm/templates/_helpers.tpl`, if it matched one.
     pub library: Option<String>,
     pub lock: LockSignal,
@@ -167,6 +169,7 @@ pub fn detect(root: &Path, flag: &str) -> Result<Detection> {
                 preset,
                 decided_by: Decider::Flag,
                 templates: None,
+                templates_preset: None,
                 library: None,
                 lock,
                 stamp: stamp(root),
@@ -214,6 +217,7 @@ pub fn detect(root: &Path, flag: &str) -> Result<Detection> {
         kind: Kind::Go,
         preset,
         decided_by,
+        templates_preset: helpers.as_ref().map(|k| k.preset.clone()),
         templates: helpers.map(|k| k.versions),
         library,
         lock,
@@ -244,6 +248,25 @@ impl Detection {
             "  charts/talm/templates/_helpers.tpl: {}\n",
             self.library.as_deref().unwrap_or(unmatched)
         ));
+        if let Some(p) = self
+            .templates_preset
+            .as_ref()
+            .filter(|p| **p != self.preset)
+        {
+            out.push_str(&format!(
+                "  note: templates/_helpers.tpl is the Go {p} preset's; {} was taken as {}\n",
+                self.decided_by.text(),
+                self.preset
+            ));
+        }
+        if let LockSignal::Go { preset, .. } = &self.lock {
+            if *preset != self.preset {
+                out.push_str(&format!(
+                    "  note: the Go lock says preset {preset}, but the project is migrated as {}\n",
+                    self.preset
+                ));
+            }
+        }
         let lock = match &self.lock {
             LockSignal::Missing => "none (Go talm before v0.33.0 wrote none)".to_string(),
             LockSignal::Ours { preset } => format!("talm's own, preset {preset}"),
