@@ -113,8 +113,11 @@ pub fn copy_entries(root: &Path, entries: &[Entry], dest: &Path) -> Result<()> {
                         "nothing was changed; check the file is readable and retry",
                     )
                 })?;
-                let mode = fs::metadata(&from)?.permissions();
-                fs::set_permissions(&to, mode)?;
+                let mode = fs::metadata(&from)
+                    .with_context(|| format!("reading {}", from.display()))?
+                    .permissions();
+                fs::set_permissions(&to, mode)
+                    .with_context(|| format!("setting the mode of {}", to.display()))?;
             }
             Kind::Link => {
                 let target = fs::read_link(&from)

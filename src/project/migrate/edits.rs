@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::backup::{copy_entries, fresh_dir, Entry, Kind as EntryKind};
 use super::digests::{self, split_lines, table, Known, Lines};
@@ -101,7 +101,8 @@ pub fn find(root: &Path, tree: &[Entry], preset: &str) -> Result<Edits> {
             out.extras.push(e.rel.clone());
             continue;
         }
-        let bytes = std::fs::read(root.join(&e.rel))?;
+        let bytes = std::fs::read(root.join(&e.rel))
+            .with_context(|| format!("reading {}", root.join(&e.rel).display()))?;
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let text = if e.rel == "charts/talm/Chart.yaml" {
             presets::normalize_chart(&digests::lf(&text))
@@ -207,7 +208,8 @@ impl Edits {
             .cloned()
             .collect();
         copy_entries(root, &touched, &dest)?;
-        std::fs::write(dest.join("EDITS.txt"), self.report())?;
+        std::fs::write(dest.join("EDITS.txt"), self.report())
+            .with_context(|| format!("writing {}", dest.join("EDITS.txt").display()))?;
         Ok(rel)
     }
 }

@@ -139,7 +139,8 @@ pub fn report(root: &Path, d: &Detection) -> Result<String> {
         lock::LOCK_FILE,
         lock::BASE_FILE,
     ];
-    let mut kept: Vec<String> = std::fs::read_dir(root)?
+    let mut kept: Vec<String> = std::fs::read_dir(root)
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", root.display()))?
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| !skip.contains(&n.as_str()) && !n.starts_with(".talm-txn-"))
