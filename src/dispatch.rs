@@ -93,7 +93,7 @@ pub fn run(inv: Invocation) -> Result<i32> {
         .unwrap_or_default();
     let in_project = matches!(
         inv.project,
-        Project::Required { .. } | Project::Optional { .. }
+        Project::Required { .. } | Project::Optional { .. } | Project::Adopt(_)
     );
     let script_args = |v: serde_json::Value| -> Result<Map> {
         let mut m: Map = rhai::serde::to_dynamic(v)?
@@ -255,6 +255,17 @@ fn find_project(p: &Project) -> Result<Option<PathBuf>> {
             check_project(&root, flags)?;
             Ok(Some(root))
         }
+        Project::Adopt(flags) => {
+            let start = start(flags)?;
+            let root = if flags.root.is_some() {
+                start
+            } else {
+                root::detect(&start)?.unwrap_or(start)
+            };
+            crate::project::txn::recover(&root)?;
+            Chart::load(&root)?;
+            Ok(Some(root))
+        }
         Project::Optional { flags, files } => {
             if let Some(first) = files.first() {
                 let root = root_from_file(first, flags)?;
@@ -311,6 +322,9 @@ fn check_project(root: &Path, flags: &ProjectFlags) -> Result<()> {
     crate::project::txn::recover(root)?;
     crate::project::txn::recover(&root.join("nodes"))?;
     let chart = Chart::load(root)?;
+    if crate::project::migrate::detect::looks_go(root) {
+        crate::output::err("WARN: this project's templates are the Go talm's (templates/_helpers.tpl), which talm does not render; run `talm migrate --dry-run` to see how it moves to talm's own preset");
+    }
     drift::check(root, chart.strict_charts || flags.strict_charts)
 }
 

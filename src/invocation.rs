@@ -84,6 +84,9 @@ pub enum Project {
         flags: ProjectFlags,
         files: Vec<String>,
     },
+    /// `migrate`: there must be one, found like `Required`, but its templates may be the Go
+    /// talm's: no drift check (the migration replaces what it would compare).
+    Adopt(ProjectFlags),
     /// When there is one (node commands, playbooks): same search, drift checked if found.
     Optional {
         flags: ProjectFlags,
@@ -262,6 +265,19 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
             ),
             project: Project::Create,
             session: None,
+        },
+        Command::Migrate(m) => Invocation {
+            action: script("migrate", args_of(&m)?),
+            project: Project::Adopt(ProjectFlags {
+                root: m.root.clone(),
+                strict_charts: false,
+            }),
+            session: Some(SessionSpec::of(&Connection {
+                talosconfig: m.talosconfig.clone(),
+                context: m.context.clone(),
+                call_timeout: m.call_timeout.clone(),
+                ..Connection::default()
+            })?),
         },
         Command::Talosconfig(t) => Invocation {
             action: Action::Script {

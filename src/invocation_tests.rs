@@ -26,6 +26,7 @@ fn commands_map_to_scripts() {
     let table: &[(&[&str], &str)] = &[
         (&["init", "-p", "generic", "-N", "c"], "init"),
         (&["talosconfig"], "talosconfig"),
+        (&["migrate", "--dry-run"], "migrate"),
         (
             &["template", "-t", "templates/controlplane.yaml", "--offline"],
             "template",
@@ -201,6 +202,10 @@ fn projects_and_sessions() {
         Project::None
     );
     assert_eq!(inv(&["init"]).unwrap().project, Project::Create);
+    // migrate finds its project without the drift check (its templates may be the Go talm's).
+    assert!(
+        matches!(inv(&["migrate", "--root", "p"]).unwrap().project, Project::Adopt(ref f) if f.root.as_deref() == Some("p"))
+    );
     assert_eq!(inv(&["scan", "10.0.0.1"]).unwrap().session, None);
     assert_eq!(inv(&["apply"]).unwrap().action, Action::Nothing);
 }

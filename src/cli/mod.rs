@@ -7,6 +7,7 @@ pub mod change;
 pub mod cluster;
 mod common;
 pub mod inspect;
+mod migrate;
 mod nodes;
 mod project;
 mod tools;
@@ -19,6 +20,7 @@ pub use carry::{carry, Before};
 pub use common::{
     Connection, Endpoints, NodeArgs, ProjectFlags, RenderArgs, ScriptLimitArgs, ValueArgs,
 };
+pub use migrate::MigrateArgs;
 pub use nodes::{
     DmesgArgs, EventsArgs, GetArgs, LogsArgs, RebootArgs, ResetArgs, SupportArgs, UpgradeArgs,
     VersionArgs,
@@ -49,6 +51,8 @@ pub struct Cli {
 pub enum Command {
     /// Create a cluster project from a preset, or encrypt, decrypt or update one
     Init(InitArgs),
+    /// Adopt a project made by the Go talm: back up its Go templates, switch to talm's, prove every node's config is unchanged
+    Migrate(MigrateArgs),
     /// Regenerate talosconfig with a new client certificate from the secrets bundle
     Talosconfig(TalosconfigArgs),
     /// Render node configs from the project's templates, values and node facts

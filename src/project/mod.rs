@@ -10,6 +10,7 @@ pub mod install_image;
 pub mod kubeconfig;
 pub mod lock;
 pub mod merge;
+pub mod migrate;
 pub mod modeline;
 pub mod presets;
 pub mod root;

@@ -8,6 +8,7 @@ mod api_etcd;
 mod api_inspect;
 mod api_kubeconfig;
 mod api_log;
+mod api_migrate;
 mod api_parallel;
 pub mod api_playbook;
 mod api_preset;
@@ -50,6 +51,7 @@ fn engine_with(limits: &Limits, session: &Session, unchecked: &api_parallel::Unc
     api_inspect::register(&mut engine, session);
     api_kubeconfig::register(&mut engine);
     api_log::register(&mut engine);
+    api_migrate::register(&mut engine);
     api_parallel::register(&mut engine, unchecked);
     api_playbook::register(&mut engine, session);
     api_project::register(&mut engine, session);
