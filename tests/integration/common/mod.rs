@@ -13,6 +13,16 @@ pub const STABILITY_SECRETS: &str = include_str!("../../fixtures/talos/stability
 /// The node of the Go presets' golden renders, as a `--facts` file.
 pub const GOLDEN_FACTS: &str = include_str!("../../fixtures/talm-golden/facts.yaml");
 
+/// The five DRBD/LINSTOR sysctls talm's cozystack preset adds to the Go talm's output (its golden
+/// renders and its v0.33.1 release).
+pub const DRBD_SYSCTLS: [(&str, &str); 5] = [
+    ("net.ipv4.ip_local_port_range", "16384 65535"),
+    ("net.ipv4.ip_local_reserved_ports", "30000-32767"),
+    ("net.ipv4.tcp_tw_reuse", "1"),
+    ("net.ipv4.tcp_syn_retries", "4"),
+    ("net.ipv4.tcp_retries2", "8"),
+];
+
 /// The non-empty YAML documents of a text.
 pub fn yaml_docs(text: &str) -> Vec<serde_yaml_ng::Value> {
     serde_yaml_ng::Deserializer::from_str(text)
