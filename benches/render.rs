@@ -9,19 +9,21 @@
 //!
 //! Measured on this machine (2 cores, release, one thread), step rows of this bench:
 //!
-//! | step of one patch render | before (main at 6619674) | now |
-//! |---|---|---|
-//! | walk + read the template folders | 59 µs | — (list + stat: 20 µs) |
-//! | Tera parse + compile of every template | 758 µs | — (once per project edit) |
-//! | Rhai sandbox engine (stdlib modules cloned in) | 753 µs | — (once per process) |
-//! | Rhai compile of `_context.rhai` | 1,462 µs | — (once per edit) |
-//! | `_context.rhai` run | 818 µs | 818 µs |
-//! | Tera render (watched) | ≈ 90 µs (16 MiB thread: 17 µs) | 79 µs (kept worker: 20 µs) |
-//! | facts to JSON + `verify::check` | 4 + 128 µs | 128 µs |
-//! | total | ≈ 4,060 µs: 246/s (issue: 217–507/s) | ≈ 1,050 µs: 886/s measured |
+//! | step of one patch render | before (main at 6619674) | kept compiled (66034ef) | now |
+//! |---|---|---|---|
+//! | walk + read the template folders | 59 µs | — (list + stat: 20 µs) | — (19 µs) |
+//! | Tera parse + compile of every template | 758 µs | — (once per project edit) | — |
+//! | Rhai sandbox engine (stdlib modules cloned in) | 753 µs | — (once per process) | — |
+//! | Rhai compile of `_context.rhai` | 1,462 µs | — (once per edit) | — |
+//! | `_context.rhai` run | 818 µs | 818 µs | 352–654 µs (`tpl::` natives) |
+//! | Tera render (watched) | ≈ 90 µs | 79 µs | 63–125 µs |
+//! | facts to JSON + `verify::check` | 4 + 128 µs | 128 µs | 146–167 µs |
+//! | total | ≈ 4,060 µs: 246/s (issue: 217–507/s) | ≈ 1,050 µs: 886/s | 646–888 µs: 826–1,050/s measured |
 //!
-//! `assemble::full` adds 2,165 µs per node (generated base configs kept): 316 full configs/s.
-//! What is left is the preset logic's own run (Rhai) and the config merge of `full`.
+//! `assemble::full` adds 2,165 µs per node at 66034ef and 981–1,139 µs now (the generated base
+//! configs kept decoded, the patched config read without re-encoding it): 429–470 full
+//! configs/s. What is left is the preset logic's own run (Rhai script calls, 1–2 µs each here)
+//! and the YAML parsing of the output (checked, split, decoded).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

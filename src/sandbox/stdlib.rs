@@ -115,6 +115,28 @@ fn compile(entry: &Entry) -> Option<Shared<Module>> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn a_module_is_compiled_once_and_shared() {
+        let engine = Engine::new_raw();
+        let r = resolver();
+        let get = |name: &str| r.resolve(&engine, None, name, Position::NONE);
+        let a = get("talm/net").unwrap();
+        let b = get("talm/net").unwrap();
+        assert!(Shared::ptr_eq(&a, &b), "one module for every import");
+        assert!(matches!(
+            *get("talm/nope").unwrap_err(),
+            EvalAltResult::ErrorModuleNotFound(ref p, _) if p == "talm/nope"
+        ));
+        prewarm();
+        prewarm();
+        for e in entries() {
+            assert!(e.module().is_some(), "stdlib/{}", e.path);
+        }
+        assert!(Shared::ptr_eq(&a, &get("talm/net").unwrap()));
+    }
+
     #[test]
     fn every_stdlib_module_compiles() {
         let mut engine = rhai::Engine::new();
