@@ -145,6 +145,12 @@ impl Txn {
         })
     }
 
+    /// The transaction's own folder inside `dir` (0700, git-ignored, removed by the next
+    /// run's `recover` once this process is gone): scratch space for what must not outlive it.
+    pub fn staging(&self) -> &Path {
+        &self.staging
+    }
+
     fn rel(&self, path: &Path) -> Result<String> {
         let rel = path.strip_prefix(&self.dir).unwrap_or(path);
         let rel = rel.to_string_lossy().into_owned();
@@ -329,6 +335,17 @@ fn owner_alive(staging: &Path) -> bool {
 
 /// Finishes or discards what killed runs left in `dir`: a committed journal is carried out, an
 /// uncommitted staging folder removed. Folders of runs still going are left alone.
+/// Whether `dir` holds a committed write that has not been carried out yet (the next
+/// `recover` completes it).
+pub fn pending(dir: &Path) -> bool {
+    fs::read_dir(dir).is_ok_and(|entries| {
+        entries.filter_map(|e| e.ok()).any(|e| {
+            e.file_name().to_string_lossy().starts_with(STAGING_PREFIX)
+                && e.path().join(JOURNAL).is_file()
+        })
+    })
+}
+
 pub fn recover(dir: &Path) -> Result<Recovered> {
     let mut out = Recovered::default();
     let Ok(entries) = fs::read_dir(dir) else {

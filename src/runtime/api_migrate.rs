@@ -2,7 +2,7 @@
 //! plan, custom template edits, the staging copy the node proof renders through, the
 //! comparison, and the backup-then-switch.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
@@ -10,25 +10,18 @@ use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
 use super::native;
 use crate::project::migrate::{detect, edits, plan, switch};
 
-/// A staging copy made by `migrate::stage`: removed when the script lets go of it, however
-/// the script ends (a failure included), since it holds copies of the project's secrets.
+/// A staging copy made by `migrate::stage` (`switch::Staged`): removed when the script lets
+/// go of it, however the script ends (a failure included), since it holds copies of the
+/// project's secrets; a killed run's copy goes at the next talm run in the project.
 #[derive(Clone)]
-pub struct Stage(Arc<StageDir>);
-
-pub struct StageDir(PathBuf);
-
-impl Drop for StageDir {
-    fn drop(&mut self) {
-        switch::unstage(&self.0);
-    }
-}
+pub struct Stage(Arc<switch::Staged>);
 
 pub fn register(engine: &mut Engine) {
     engine.register_type_with_name::<Stage>("Stage");
     FuncRegistration::new("path")
         .with_comments(["/// The folder of a staging copy."])
         .with_namespace(rhai::FnNamespace::Global)
-        .register_into_engine(engine, |s: &mut Stage| s.0 .0.display().to_string());
+        .register_into_engine(engine, |s: &mut Stage| s.0.path().display().to_string());
     let mut m = Module::new();
     FuncRegistration::new("detect")
         .with_comments(["/// What the project at `root` is (`preset`: the --preset flag or \"\"): #{from_go (bool), preset, report}."])
@@ -72,9 +65,9 @@ pub fn register(engine: &mut Engine) {
             })
         });
     FuncRegistration::new("stage")
-        .with_comments(["/// A private temporary copy of the project's inputs with talm's templates of `preset` (`.path()` is its folder); it is removed when the script drops it or ends."])
+        .with_comments(["/// A private copy of the project's render inputs with talm's templates of `preset`, in a git-ignored 0700 folder inside the project (`.path()` is its root); it is removed when the script drops it or ends."])
         .set_into_module(&mut m, |root: &str, preset: &str| {
-            native(|| Ok(Stage(Arc::new(StageDir(switch::stage(Path::new(root), preset)?)))))
+            native(|| Ok(Stage(Arc::new(switch::stage(Path::new(root), preset)?))))
         });
     FuncRegistration::new("node_files")
         .with_comments(["/// The project's node files (nodes/*.yaml), absolute paths, sorted."])

@@ -573,14 +573,26 @@ fn an_unreachable_node_is_not_proven_and_stops_the_migration() {
         "nodes/node1.yaml",
         &node_file(&ip, "controlplane", "machine: {}\n"),
     );
+    // A node file that is a link out of the project is not read: it stops the proof, named.
+    let outside = Dir::new();
+    outside.write("n.yaml", &node_file(&ip, "worker", "machine: {}\n"));
+    std::os::unix::fs::symlink(outside.join("n.yaml"), d.join("nodes/linked.yaml")).unwrap();
+    d.talm(["migrate", "--dry-run"])
+        .fails_with("nodes/linked.yaml leads outside the project");
+    std::fs::remove_file(d.join("nodes/linked.yaml")).unwrap();
+    // A killed run's staging copy (it held copies of the secrets) is gone after the next run.
+    let dead = d.join(".talm-txn-4194304-killed/project");
+    std::fs::create_dir_all(&dead).unwrap();
+    std::fs::write(dead.join("talm.key"), "AGE-SECRET-KEY-1...").unwrap();
+    std::fs::write(dead.parent().unwrap().join("owner.lock"), "").unwrap();
     let before = tree(&d);
-    // The staging copy (it holds the secrets) is made in TMPDIR and removed again.
-    let tmp = Dir::new();
     let o = d
         .talm(["migrate", "--call-timeout", "5s"])
-        .env("TMPDIR", tmp.path())
         .fails_with("1 node file(s) could not be rendered (shown above); nothing was migrated");
-    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    assert!(
+        !d.exists(".talm-txn-4194304-killed"),
+        "a dead run's copy is left"
+    );
     assert!(
         o.stdout.contains(&format!(
             "  nodes/node1.yaml: cannot render through talm's preset: node {ip}:"
@@ -588,5 +600,8 @@ fn an_unreachable_node_is_not_proven_and_stops_the_migration() {
         "{}",
         o.stdout
     );
-    assert_eq!(tree(&d), before);
+    // This run's own copy, made inside the project, is gone too; nothing else changed.
+    let mut want = before;
+    want.retain(|k, _| !k.starts_with(".talm-txn-"));
+    assert_eq!(tree(&d), want);
 }

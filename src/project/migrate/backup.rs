@@ -79,6 +79,13 @@ pub fn timestamp() -> String {
 
 /// A fresh folder `migrate/<prefix>-<timestamp>` (a suffix is added when it exists).
 pub fn fresh_dir(root: &Path, prefix: &str) -> Result<(String, PathBuf)> {
+    // `migrate/` must be the project's own folder: a link would take the backup elsewhere.
+    if fs::symlink_metadata(root.join("migrate")).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(hinted(
+            format!("{} is a link", root.join("migrate").display()),
+            "talm keeps backups and saved edits in the project's own migrate/ folder: move the link away and rerun",
+        ));
+    }
     let base = format!("migrate/{prefix}-{}", timestamp());
     let mut rel = base.clone();
     let mut n = 1;
@@ -99,11 +106,13 @@ pub fn fresh_dir(root: &Path, prefix: &str) -> Result<(String, PathBuf)> {
 /// Copies `entries` (project-relative) from `root` into `dest`, keeping modes; a link is
 /// recreated as the same link.
 pub fn copy_entries(root: &Path, entries: &[Entry], dest: &Path) -> Result<()> {
+    let mut folders = std::collections::BTreeSet::from([dest.to_path_buf()]);
     for e in entries {
         let from = root.join(&e.rel);
         let to = dest.join(&e.rel);
         if let Some(parent) = to.parent() {
             fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+            folders.insert(parent.to_path_buf());
         }
         match e.kind {
             Kind::File => {
@@ -118,6 +127,7 @@ pub fn copy_entries(root: &Path, entries: &[Entry], dest: &Path) -> Result<()> {
                     .permissions();
                 fs::set_permissions(&to, mode)
                     .with_context(|| format!("setting the mode of {}", to.display()))?;
+                sync(&to)?;
             }
             Kind::Link => {
                 let target = fs::read_link(&from)
@@ -126,7 +136,17 @@ pub fn copy_entries(root: &Path, entries: &[Entry], dest: &Path) -> Result<()> {
             }
         }
     }
+    // The originals are removed next: the copies must be on disk first, names included.
+    for f in &folders {
+        sync(f)?;
+    }
     Ok(())
+}
+
+fn sync(path: &Path) -> Result<()> {
+    fs::File::open(path)
+        .and_then(|f| f.sync_all())
+        .with_context(|| format!("flushing the backup {} to disk", path.display()))
 }
 
 #[cfg(unix)]

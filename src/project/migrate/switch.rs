@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_yaml_ng::Value;
 
 use super::backup::{self, Kind as EntryKind};
@@ -16,92 +16,87 @@ use super::plan;
 use crate::error::hinted;
 use crate::project::fsutil::{Mode, Plan};
 use crate::project::lock;
+use crate::project::txn::Txn;
 
-/// Top-level names never copied into the staging project.
-const NOT_STAGED: &[&str] = &["templates", "charts", "migrate", "nodes", ".git"];
+/// The files of a project a render reads besides its templates: chart, values, secrets and
+/// the key that opens them. Nothing else of the project is copied for the proof.
+const INPUTS: &[&str] = &[
+    "Chart.yaml",
+    "values.yaml",
+    "values-secret.yaml",
+    "values-secret.encrypted.yaml",
+    "secrets.yaml",
+    "secrets.encrypted.yaml",
+    "talm.key",
+    "talosconfig",
+    "talosconfig.encrypted",
+];
 
-fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    for entry in fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let kind = entry.file_type()?;
-        if kind.is_symlink() || name.starts_with(".talm-txn-") {
-            continue;
-        }
-        let (src, dst) = (entry.path(), to.join(&name));
-        if kind.is_dir() {
-            fs::create_dir_all(&dst)?;
-            copy_tree(&src, &dst)?;
-        } else {
-            fs::copy(&src, &dst).with_context(|| format!("copying {}", src.display()))?;
-        }
-    }
-    Ok(())
+/// A copy of the project's render inputs with talm's templates for the preset in place of the
+/// Go ones: what the node proof renders through before anything changes. It holds copies of
+/// the secrets, so it lives in a transaction's own folder inside the project (0700,
+/// git-ignored): removed when dropped, and if the process is killed first, by the next talm
+/// run in the project (`txn::recover` discards a dead run's folder).
+pub struct Staged {
+    txn: Txn,
+    project: PathBuf,
 }
 
-/// A private temporary copy of the project's inputs (Chart.yaml, values, secrets, key) with
-/// talm's templates for `preset` in place of the Go ones. The caller removes it (`unstage`).
-pub fn stage(root: &Path, preset: &str) -> Result<PathBuf> {
-    let nonce: String = crate::secrets::pki::random_bytes::<6>()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let dir = std::env::temp_dir().join(format!("talm-migrate-{}-{nonce}", std::process::id()));
-    fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))?;
-    }
-    let staged = (|| -> Result<()> {
-        for entry in fs::read_dir(root)? {
-            let entry = entry?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let kind = entry.file_type()?;
-            if NOT_STAGED.contains(&name.as_str())
-                || kind.is_symlink()
-                || name.starts_with(".talm-txn-")
-            {
-                continue;
-            }
-            if kind.is_dir() {
-                fs::create_dir_all(dir.join(&name))?;
-                copy_tree(&entry.path(), &dir.join(&name))?;
-            } else {
-                fs::copy(entry.path(), dir.join(&name))?;
-            }
-        }
-        for (rel, text) in plan::ours(preset, &plan::cluster_name(root))? {
-            let to = dir.join(&rel);
-            if let Some(p) = to.parent() {
-                fs::create_dir_all(p)?;
-            }
-            fs::write(&to, text)?;
-        }
-        Ok(())
-    })();
-    if let Err(e) = staged {
-        let _ = fs::remove_dir_all(&dir);
-        return Err(e.context("preparing the staging copy of the project"));
-    }
-    Ok(dir)
-}
-
-/// Removes a staging copy made by `stage` (only a folder of that name).
-pub fn unstage(dir: &Path) {
-    let ours = dir
-        .file_name()
-        .is_some_and(|n| n.to_string_lossy().starts_with("talm-migrate-"));
-    if ours {
-        let _ = fs::remove_dir_all(dir);
+impl Staged {
+    /// The staged project's root.
+    pub fn path(&self) -> &Path {
+        &self.project
     }
 }
 
-/// The node files of the project (`nodes/*.yaml`, `nodes/*.yml`), absolute, sorted.
+impl Drop for Staged {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(self.txn.staging());
+    }
+}
+
+/// Stages the project at `root` for `preset` (see [`Staged`]).
+pub fn stage(root: &Path, preset: &str) -> Result<Staged> {
+    let txn = Txn::begin(root, "talm migrate (proof)")?;
+    let project = txn.staging().join("project");
+    let staged = Staged { txn, project };
+    let fail = |what: String, e: std::io::Error| {
+        hinted(
+            format!("preparing the proof's copy of the project: {what}: {e}"),
+            "nothing of the project was changed; check the file's permissions and free space",
+        )
+    };
+    fs::create_dir(&staged.project).map_err(|e| fail(staged.project.display().to_string(), e))?;
+    for name in INPUTS {
+        let from = root.join(name);
+        // Links are never followed out of the project; a missing input is the render's to name.
+        match fs::symlink_metadata(&from) {
+            Ok(m) if m.is_file() => {
+                fs::copy(&from, staged.project.join(name))
+                    .map_err(|e| fail(format!("copying {name}"), e))?;
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(fail(format!("reading {name}"), e)),
+        }
+    }
+    for (rel, text) in plan::ours(preset, &plan::cluster_name(root))? {
+        let to = staged.project.join(&rel);
+        if let Some(p) = to.parent() {
+            fs::create_dir_all(p).map_err(|e| fail(format!("creating {rel}"), e))?;
+        }
+        fs::write(&to, text).map_err(|e| fail(format!("writing {rel}"), e))?;
+    }
+    Ok(staged)
+}
+
+/// The node files of the project (`nodes/*.yaml`, `nodes/*.yml`), absolute, sorted; links
+/// too, so that one the proof cannot read (it never follows a link out of the project) is
+/// reported as not proven rather than left out.
 pub fn node_files(root: &Path) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for e in backup::entries(root, "nodes")? {
-        if e.kind == EntryKind::File && (e.rel.ends_with(".yaml") || e.rel.ends_with(".yml")) {
+        if e.rel.ends_with(".yaml") || e.rel.ends_with(".yml") {
             out.push(root.join(&e.rel).display().to_string());
         }
     }
@@ -143,16 +138,42 @@ pub fn switch(root: &Path, d: &Detection) -> Result<String> {
             kind: EntryKind::File,
         });
     }
+    // The transaction writes these two: as links they would lead it elsewhere.
+    for name in [lock::LOCK_FILE, lock::BASE_FILE] {
+        if fs::symlink_metadata(root.join(name)).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(hinted(
+                format!("{} is a link", root.join(name).display()),
+                format!("talm writes {name} itself: remove the link (keep a copy of what it points to if you need it) and rerun; nothing was changed"),
+            ));
+        }
+    }
     let saved = backup::backup(root, &replaced)?;
     // Links go before the transaction: it refuses paths that lead outside the project, and a
-    // link is not content to stage. The backup holds them.
+    // link is not content to stage. The backup holds them; should the switch fail, they are
+    // put back, so the old project stays whole.
+    let mut removed: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let put_back = |removed: &[(PathBuf, PathBuf)]| {
+        for (at, target) in removed {
+            #[cfg(unix)]
+            let _ = std::os::unix::fs::symlink(target, at);
+        }
+    };
     for e in d.tree.iter().filter(|e| e.kind == EntryKind::Link) {
-        fs::remove_file(root.join(&e.rel)).map_err(|err| {
-            hinted(
-                format!("removing the link {}: {err}", e.rel),
-                format!("nothing else was changed; the backup is in {saved}"),
-            )
-        })?;
+        let at = root.join(&e.rel);
+        let gone = fs::read_link(&at).and_then(|target| {
+            fs::remove_file(&at)?;
+            Ok(target)
+        });
+        match gone {
+            Ok(target) => removed.push((at, target)),
+            Err(err) => {
+                put_back(&removed);
+                return Err(hinted(
+                    format!("removing the link {}: {err}", e.rel),
+                    format!("nothing else was changed; the backup is in {saved}"),
+                ));
+            }
+        }
     }
     let mut p = Plan::new(root, "talm migrate");
     for e in d.tree.iter().filter(|e| e.kind == EntryKind::File) {
@@ -169,6 +190,11 @@ pub fn switch(root: &Path, d: &Detection) -> Result<String> {
         p.write(root.join(rel), text.as_bytes(), Mode::Public, note);
     }
     p.commit().map_err(|e| {
+        // A committed write is completed by the next run (links back would be in its way);
+        // else nothing changed and the links go back.
+        if !crate::project::txn::pending(root) {
+            put_back(&removed);
+        }
         hinted(
             format!("switching to talm's templates failed: {e}"),
             format!("the Go templates are backed up in {saved}; rerun `talm migrate` (an interrupted switch is completed first)"),
