@@ -141,7 +141,13 @@ fn tree(d: &Dir) -> BTreeMap<String, (Vec<u8>, u32)> {
             let rel = p.strip_prefix(base).unwrap().display().to_string();
             let meta = std::fs::symlink_metadata(&p).unwrap();
             let mode = meta.permissions().mode();
-            if meta.is_dir() {
+            if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&p).unwrap();
+                out.insert(
+                    format!("{rel} ->"),
+                    (target.into_os_string().into_encoded_bytes(), mode),
+                );
+            } else if meta.is_dir() {
                 out.insert(format!("{rel}/"), (Vec::new(), mode));
                 walk(base, &p, out);
             } else {
@@ -470,6 +476,26 @@ fn cozystack_proof_names_the_difference_and_accept_changes_goes_on() {
             );
         }
     }
+}
+
+#[test]
+fn linked_lock_or_migrate_folder_is_refused_before_anything_changes() {
+    let d = go_project("v0.33.1", "generic", "");
+    let outside = Dir::new();
+    outside.write("lock", "preset: generic\npresetHash: x\n");
+    std::fs::remove_file(d.join(".talm-preset.lock")).ok();
+    std::os::unix::fs::symlink(outside.join("lock"), d.join(".talm-preset.lock")).unwrap();
+    let before = tree(&d);
+    d.talm(["migrate"])
+        .fails_with(".talm-preset.lock is a link");
+    assert_eq!(tree(&d), before, "a refused switch changed the project");
+    assert_eq!(outside.read("lock"), "preset: generic\npresetHash: x\n");
+    std::fs::remove_file(d.join(".talm-preset.lock")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), d.join("migrate")).unwrap();
+    let before = tree(&d);
+    d.talm(["migrate"]).fails_with("migrate is a link");
+    assert_eq!(tree(&d), before);
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
 }
 
 #[test]
