@@ -104,15 +104,7 @@ pub fn node_files(root: &Path) -> Result<Vec<String>> {
 }
 
 fn documents(text: &str, what: &str) -> Result<Vec<Value>> {
-    let mut out = Vec::new();
-    for d in serde_yaml_ng::Deserializer::from_str(text) {
-        let v: Value = serde::Deserialize::deserialize(d)
-            .map_err(|e| anyhow::anyhow!("{what} is not YAML: {e}"))?;
-        if !v.is_null() {
-            out.push(v);
-        }
-    }
-    Ok(out)
+    crate::yaml::documents(text).map_err(|e| anyhow::anyhow!("{what} is not YAML: {e}"))
 }
 
 /// `before` (what the node has: a node file's body, or its running config) against `after`
