@@ -201,18 +201,26 @@ mod tests {
         );
     }
 
-    #[test]
-    fn generated_configs_are_kept_by_all_they_are_made_from() {
-        let bundle = Bundle::load(
+    fn bundle() -> Bundle {
+        Bundle::load(
             include_str!("../../tests/fixtures/talos/stability/secrets.yaml"),
             "s",
         )
-        .unwrap();
-        let base = Base {
+        .unwrap()
+    }
+
+    fn v1_12(bundle: &Bundle) -> Base<'_> {
+        Base {
             contract: Contract::parse("v1.12").unwrap(),
             kubernetes_version: "1.34.3",
-            bundle: &bundle,
-        };
+            bundle,
+        }
+    }
+
+    #[test]
+    fn generated_configs_are_kept_by_all_they_are_made_from() {
+        let bundle = bundle();
+        let base = v1_12(&bundle);
         let w = MachineType::Worker;
         let first = generated(&base, w, "kept", "https://10.9.0.1:6443").unwrap();
         let again = generated(&base, w, "kept", "https://10.9.0.1:6443").unwrap();
@@ -241,16 +249,8 @@ mod tests {
 
     #[test]
     fn full_config_takes_type_name_and_endpoint_from_the_patch() {
-        let bundle = Bundle::load(
-            include_str!("../../tests/fixtures/talos/stability/secrets.yaml"),
-            "s",
-        )
-        .unwrap();
-        let base = Base {
-            contract: Contract::parse("v1.12").unwrap(),
-            kubernetes_version: "1.34.3",
-            bundle: &bundle,
-        };
+        let bundle = bundle();
+        let base = v1_12(&bundle);
         let out = full(
             "machine:\n  type: worker\n  sysctls:\n    a: \"1\"\ncluster:\n  clusterName: c1\n  controlPlane:\n    endpoint: https://10.0.0.1:6443\n---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: n1\n",
             &base,

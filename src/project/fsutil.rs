@@ -53,6 +53,17 @@ pub fn read_text(path: &Path) -> Result<String> {
     })
 }
 
+/// `path` relative to `base`, its parts joined by `/` (the form templates and listings name
+/// files by).
+pub fn rel_slash(base: &Path, path: &Path) -> String {
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// Every file below `dir`, as (`/`-separated path relative to `dir`, full path), sorted.
 pub fn files_below(dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
     fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> std::io::Result<()> {
@@ -61,14 +72,7 @@ pub fn files_below(dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
             if path.is_dir() {
                 walk(base, &path, out)?;
             } else {
-                let rel = path
-                    .strip_prefix(base)
-                    .unwrap_or(&path)
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect::<Vec<_>>()
-                    .join("/");
-                out.push((rel, path));
+                out.push((rel_slash(base, &path), path));
             }
         }
         Ok(())

@@ -110,13 +110,7 @@ fn list(root: &Path) -> Result<Listing> {
             if meta.is_dir() {
                 walk(folder, base, &path, out)?;
             } else {
-                let rel = path
-                    .strip_prefix(base)
-                    .unwrap_or(&path)
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect::<Vec<_>>()
-                    .join("/");
+                let rel = crate::project::fsutil::rel_slash(base, &path);
                 out.push((folder, rel, path, Stamp::of(&meta)));
             }
         }
