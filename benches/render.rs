@@ -47,6 +47,9 @@ fn per_call<T>(budget: Duration, mut f: impl FnMut() -> T) -> f64 {
     start.elapsed().as_secs_f64() * 1e6 / f64::from(n)
 }
 
+/// Distinct nodes the throughput rows render in turn.
+const NODES: usize = 64;
+
 fn write_project(root: &Path) {
     // A cozystack project as `talm init` writes it (files only; no secrets needed).
     for (rel, content) in talm::project::presets::stamped_preset("cozystack", "bench", "0.1.0")
@@ -63,13 +66,16 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write_project(root);
-    let facts = Arc::new(
-        Facts::parse(
-            include_str!("../tests/fixtures/talm-golden/facts.yaml"),
-            "facts.yaml",
-        )
-        .unwrap(),
-    );
+    // A fleet renders each node once: 64 nodes that differ in address (and so in the rendered
+    // text), taken in turn, so nothing kept by text (parsed streams, project files) is reused
+    // from one render of a node to the next as it would be by rendering one node over again.
+    let golden = include_str!("../tests/fixtures/talm-golden/facts.yaml");
+    let fleet: Vec<Arc<Facts>> = (0..NODES)
+        .map(|i| {
+            let text = golden.replace("192.168.201.10", &format!("192.168.201.{}", 10 + i));
+            Arc::new(Facts::parse(&text, "facts.yaml").unwrap())
+        })
+        .collect();
     let bundle = Bundle::load(
         include_str!("../tests/fixtures/talos/stability/secrets.yaml"),
         "secrets.yaml",
@@ -79,7 +85,7 @@ fn main() {
         serde_yaml_ng::from_str(&std::fs::read_to_string(root.join("values.yaml")).unwrap())
             .unwrap();
     values["endpoint"] = "https://10.0.0.1:6443".into();
-    let request = |template: &str| pipeline::Request {
+    let request = |template: &str, facts: &Arc<Facts>| pipeline::Request {
         root,
         templates: vec![template.to_string()],
         facts: facts.clone(),
@@ -98,7 +104,7 @@ fn main() {
     // that it compares contents); a project is not edited while a fleet renders.
     std::thread::sleep(cache::SETTLE + Duration::from_millis(100));
 
-    println!("render throughput, cozystack preset, one thread:");
+    println!("render throughput, cozystack preset, one thread, {NODES} distinct nodes in turn:");
     for (label, full) in [("patch", false), ("full config", true)] {
         let n = if full { 2000 } else { 5000 };
         let start = Instant::now();
@@ -108,7 +114,7 @@ fn main() {
             } else {
                 "templates/worker.yaml"
             };
-            let out = pipeline::render(&request(t)).unwrap();
+            let out = pipeline::render(&request(t, &fleet[(i / 2) % NODES])).unwrap();
             let out = if full {
                 assemble::full(&out, &base).unwrap()
             } else {
@@ -126,17 +132,18 @@ fn main() {
         );
     }
 
-    steps(root, &facts, &values, &base);
+    steps(root, &fleet, &values, &base);
     process_row();
 }
 
 /// Each step of one render, measured alone (µs per call).
 fn steps(
     root: &Path,
-    facts: &Arc<Facts>,
+    fleet: &[Arc<Facts>],
     values: &serde_yaml_ng::Value,
     base: &assemble::Base<'_>,
 ) {
+    let facts = &fleet[0];
     let budget = Duration::from_millis(300);
     let row = |what: &str, us: f64| println!("  {what:<58} {us:>9.1} µs");
     println!("steps of one render (controlplane.yaml), each alone:");
@@ -190,10 +197,21 @@ fn steps(
             .render("controlplane.yaml", &ctx, facts)
             .unwrap()
     });
-    let out = compiled
-        .tera
-        .render("controlplane.yaml", &ctx, facts)
-        .unwrap();
+    // The checks read one output per node in turn, as a fleet does (a kept parse of the same
+    // text is not what a node's render costs).
+    let outs: Vec<String> = fleet
+        .iter()
+        .map(|f| {
+            let mut ctx = args.clone();
+            ctx["node"] = context::run(script, f, &args).unwrap();
+            compiled.tera.render("controlplane.yaml", &ctx, f).unwrap()
+        })
+        .collect();
+    let mut turn = 0usize;
+    let mut next_out = || {
+        turn += 1;
+        &outs[turn % outs.len()]
+    };
     let pooled = per_call(budget, || {
         guard::watched("b", &Limits::TEMPLATE, || 1).unwrap()
     });
@@ -210,7 +228,7 @@ fn steps(
     let check = per_call(budget, || {
         verify::check(
             "templates/controlplane.yaml",
-            &out,
+            next_out(),
             &[
                 ("values", &ctx["values"]),
                 ("facts", facts.resources_json()),
@@ -218,7 +236,7 @@ fn steps(
         )
         .unwrap()
     });
-    let full = per_call(budget, || assemble::full(&out, base).unwrap());
+    let full = per_call(budget, || assemble::full(next_out(), base).unwrap());
     row("walk + read the template folders", walk);
     row("Tera: parse + compile every template", tera);
     row("Rhai: build a sandbox engine", rhai_engine);

@@ -68,11 +68,26 @@ fn command() -> &'static clap::Command {
     COMMAND.get_or_init(Cli::command)
 }
 
+/// Spare copies of [`command`]: a parse needs the definition mutably, and copying the whole
+/// tree for each command of a playbook cost more than the parse. A few are kept, not one per
+/// thread (a fleet's pool has many threads, and each copy is a quarter MiB).
+static SPARE_COMMANDS: std::sync::Mutex<Vec<clap::Command>> = std::sync::Mutex::new(Vec::new());
+const SPARES_KEPT: usize = 2;
+
 /// `Cli::try_parse_from` over the definition built once.
 fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
     use clap::FromArgMatches;
-    let mut matches = command().clone().try_get_matches_from(args)?;
-    Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut command().clone()))
+    let spare = SPARE_COMMANDS.lock().ok().and_then(|mut s| s.pop());
+    let mut cmd = spare.unwrap_or_else(|| command().clone());
+    let parsed = cmd
+        .try_get_matches_from_mut(args)
+        .and_then(|mut m| Cli::from_arg_matches_mut(&mut m).map_err(|e| e.format(&mut cmd)));
+    if let Ok(mut spares) = SPARE_COMMANDS.lock() {
+        if spares.len() < SPARES_KEPT {
+            spares.push(cmd);
+        }
+    }
+    parsed
 }
 
 /// Runs what the command line decided.

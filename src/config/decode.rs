@@ -116,9 +116,25 @@ pub fn split(text: &str) -> Result<Vec<RawDoc>> {
 /// selectors. The result is in Talos container order: legacy deletes, the legacy document,
 /// then the rest in input order.
 pub fn decode(text: &str, allow_delete: bool) -> Result<Vec<Doc>> {
+    decode_raw(split(text)?, allow_delete)
+}
+
+/// [`decode`] of documents parsed before (non-empty, in stream order): what decoding their
+/// encoding gives, without writing and parsing it again. Errors name no line: a caller that
+/// shows them decodes the text instead.
+pub fn decode_values(docs: Vec<Value>, allow_delete: bool) -> Result<Vec<Doc>> {
+    decode_raw(
+        docs.into_iter()
+            .map(|value| RawDoc { value, line: 0 })
+            .collect(),
+        allow_delete,
+    )
+}
+
+fn decode_raw(raw_docs: Vec<RawDoc>, allow_delete: bool) -> Result<Vec<Doc>> {
     let mut decoded = Vec::new();
     let mut known = HashSet::new();
-    for (idx, raw) in split(text)?.into_iter().enumerate() {
+    for (idx, raw) in raw_docs.into_iter().enumerate() {
         let mut value = raw.value;
         if allow_delete {
             let found = extract_deletes(&mut value, idx).map_err(|e| {

@@ -205,7 +205,7 @@ pub fn merge(rendered: &str, body: &str, file: &str) -> Result<String> {
         let mut path = vec![id];
         strip_deletes(d, &mut path, &mut consumed);
     }
-    let cleaned = encode::encode(&rdocs);
+    let cleaned = || encode::encode(&rdocs);
     let mut bdocs = docs(body, file).map_err(wrap)?;
     let patch_text = if bdocs.iter().all(Value::is_mapping) {
         let mut kept = Vec::new();
@@ -234,7 +234,7 @@ pub fn merge(rendered: &str, body: &str, file: &str) -> Result<String> {
             }
         }
         if kept.is_empty() {
-            return Ok(cleaned);
+            return Ok(cleaned());
         }
         kept.iter()
             .map(|d| serde_yaml_ng::to_string(d).map_err(anyhow::Error::from))
@@ -243,8 +243,13 @@ pub fn merge(rendered: &str, body: &str, file: &str) -> Result<String> {
     } else {
         body.to_string()
     };
+    // The render's documents are patched as they are; only when that fails is their encoding
+    // patched, for the error with its line.
     patch::load_patch(&patch_text)
-        .and_then(|p| patch::apply(&cleaned, std::slice::from_ref(&p)))
+        .and_then(|p| {
+            let p = std::slice::from_ref(&p);
+            patch::apply_docs(rdocs.clone(), p).or_else(|_| patch::apply(&cleaned(), p))
+        })
         .map_err(|e| {
             hinted(
                 format!("merging node file {file:?} as patch: applying patch from {file:?}: {e:#}"),

@@ -176,6 +176,19 @@ pub fn apply(config: &str, patches: &[Patch]) -> Result<String> {
     )
 }
 
+/// [`apply`] to a config already parsed into its documents (`docs`, in stream order): a
+/// strategic patch starts from them instead of from their encoding parsed again.
+pub fn apply_docs(docs: Vec<Value>, patches: &[Patch]) -> Result<String> {
+    let start = match patches.first() {
+        Some(Patch::Strategic(_)) => State::Docs(configs(decode::decode_values(docs, false)?)),
+        _ => State::Bytes(encode(&docs)),
+    };
+    Ok(match apply_from(start, patches)? {
+        State::Bytes(b) => b,
+        State::Docs(d) => encode(&d),
+    })
+}
+
 fn apply_from(mut state: State, patches: &[Patch]) -> Result<State> {
     for patch in patches {
         state = match patch {
@@ -292,4 +305,49 @@ fn strategic(left: Vec<Value>, patch: &StrategicPatch) -> Result<Vec<Value>> {
         }
     }
     Ok(legacy.into_iter().chain(rest).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Patching parsed documents gives what patching their encoding gives, for Talos's own
+    /// configs of every contract and the presets' renders, and a bad document still fails.
+    #[test]
+    fn patching_documents_equals_patching_their_encoding() {
+        let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+        let mut texts = Vec::new();
+        for v in ["v1.10", "v1.11", "v1.12", "v1.13"] {
+            for f in ["base-controlplane", "base-worker", "overrides-controlplane"] {
+                let p = format!("{fixtures}/talos/stability/{v}/{f}.yaml");
+                texts.push(std::fs::read_to_string(p).unwrap());
+            }
+        }
+        for f in ["cozystack-controlplane-multidoc", "generic-worker-legacy"] {
+            let p = format!("{fixtures}/talm-golden/{f}.golden.yaml");
+            texts.push(std::fs::read_to_string(p).unwrap());
+        }
+        let patches = [
+            "machine:\n  nodeLabels:\n    a: b\n  install:\n    disk: /dev/vdb\n",
+            "machine:\n  network:\n    hostname: x\n---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: y\n",
+            "machine:\n  certSANs:\n    - 10.0.0.9\n",
+        ];
+        for text in &texts {
+            let docs = crate::yaml::documents(text).unwrap();
+            for p in patches {
+                let p = [load_patch(p).unwrap()];
+                let by_text = apply(&encode(&docs), &p);
+                let by_docs = apply_docs(docs.clone(), &p);
+                match (by_text, by_docs) {
+                    (Ok(a), Ok(b)) => assert_eq!(a, b),
+                    (Err(_), Err(_)) => {}
+                    (a, b) => panic!("{a:?} vs {b:?}"),
+                }
+            }
+        }
+        let bad = crate::yaml::documents("machine:\n  nosuchkey: 1\n").unwrap();
+        let p = [load_patch("machine:\n  nodeLabels:\n    a: b\n").unwrap()];
+        let err = apply_docs(bad, &p).unwrap_err();
+        assert!(err.to_string().contains("nosuchkey"), "{err}");
+    }
 }

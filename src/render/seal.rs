@@ -89,8 +89,7 @@ pub fn apply(text: &str, secrets: &BTreeSet<String>, mode: Seal) -> Result<Strin
         return Ok(text.to_string());
     }
     let mut docs = Vec::new();
-    for d in serde_yaml_ng::Deserializer::from_str(text) {
-        let mut v: Value = serde::Deserialize::deserialize(d)?;
+    for mut v in crate::yaml::stream(text)? {
         match mode {
             Seal::Omit => omit(&mut v, secrets),
             Seal::Redact => redact(&mut v, secrets),

@@ -64,17 +64,16 @@ fn in_comment(text: &str, at: usize) -> bool {
 
 /// Checks the output of `template` against the strings of `context` (`name` → value).
 pub fn check(template: &str, output: &str, context: &[(&str, &Json)]) -> Result<()> {
-    for d in serde_yaml_ng::Deserializer::from_str(output) {
-        if let Err(e) = <serde_yaml_ng::Value as serde::Deserialize>::deserialize(d) {
-            let at = e
-                .location()
-                .map(|l| format!(" at line {}", l.line()))
-                .unwrap_or_default();
-            return Err(hinted(
-                format!("{template} rendered text that is not valid YAML{at}: {e}"),
-                "a value holding a quote, a newline or `: ` may have broken the document: check the values printed near that line, and print them through `| to_json` in the template",
-            ));
-        }
+    // Parsed through the kept streams: sealing and merging the render read the same text.
+    if let Err(e) = crate::yaml::parsed(output) {
+        let at = e
+            .location()
+            .map(|l| format!(" at line {}", l.line()))
+            .unwrap_or_default();
+        return Err(hinted(
+            format!("{template} rendered text that is not valid YAML{at}: {e}"),
+            "a value holding a quote, a newline or `: ` may have broken the document: check the values printed near that line, and print them through `| to_json` in the template",
+        ));
     }
     let mut leaves = Vec::new();
     for (name, v) in context {

@@ -122,10 +122,18 @@ pub fn register(engine: &mut Engine) {
     FuncRegistration::new("redact")
         .with_comments(["/// `text` with the secret values of `config` (secret fields, private keys) and the extra `secrets` replaced by `***`."])
         .set_into_module(&mut m, |text_: &str, config: &str, secrets: Array| {
+            native(|| redact_with(text_, &[config], secrets))
+        });
+    FuncRegistration::new("redact")
+        .with_comments(["/// `text` with the secret values of every config in `configs` and the extra `secrets` replaced by `***` (each config is read as it was parsed before, not joined into a new text)."])
+        .set_into_module(&mut m, |text_: &str, configs: Array, secrets: Array| {
             native(|| {
-                let mut all = crate::config::drift::secret_values(config)?;
-                all.extend(secrets.into_iter().filter_map(|d| d.into_string().ok()));
-                Ok(crate::config::drift::redact(text_, &all))
+                let configs: Vec<String> = configs
+                    .into_iter()
+                    .map(|c| c.into_string().map_err(|t| anyhow::anyhow!("config::redact: configs must be strings, got {t}")))
+                    .collect::<anyhow::Result<_>>()?;
+                let configs: Vec<&str> = configs.iter().map(String::as_str).collect();
+                redact_with(text_, &configs, secrets)
             })
         });
     FuncRegistration::new("redact_secrets")
@@ -134,4 +142,47 @@ pub fn register(engine: &mut Engine) {
             native(|| crate::config::redact::redact_secrets(text_, replacement))
         });
     engine.register_static_module("config", m.into());
+}
+
+/// `text` with the secret values of `configs` and the extra `secrets` replaced by `***`.
+fn redact_with(text: &str, configs: &[&str], secrets: Array) -> anyhow::Result<String> {
+    let mut all = BTreeSet::new();
+    for config in configs {
+        all.extend(crate::config::drift::secret_values(config)?);
+    }
+    all.extend(secrets.into_iter().filter_map(|d| d.into_string().ok()));
+    Ok(crate::config::drift::redact(text, &all))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::runtime::{run_source, Limits, Session};
+
+    #[test]
+    fn redact_reads_each_config_given() {
+        let script = r#"
+            let a = "machine:\n  token: tok1\n";
+            let b = "machine:\n  token: tok2\n";
+            [config::redact("x tok1 s3 tok2", [a, b], ["s3"]), config::redact("tok1 tok2", a, [])]
+        "#;
+        let out = run_source(
+            "t.rhai",
+            script,
+            rhai::Map::new(),
+            &Limits::PLAYBOOK,
+            &Session::default(),
+        )
+        .unwrap();
+        let out: Vec<String> = rhai::serde::from_dynamic(&out).unwrap();
+        assert_eq!(out, ["x *** *** ***", "*** tok2"]);
+        let err = run_source(
+            "t.rhai",
+            "config::redact(\"x\", [1], [])",
+            rhai::Map::new(),
+            &Limits::PLAYBOOK,
+            &Session::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("configs must be strings"), "{err}");
+    }
 }

@@ -5,7 +5,7 @@
 //! before a command's render finishes, so nothing on disk is lost). Workers are kept between
 //! renders (up to [`IDLE_WORKERS`] idle), so a render does not pay for starting a thread.
 
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -76,11 +76,30 @@ impl Worker {
     }
 }
 
-/// The process's resident memory in KiB (Linux), or None where it cannot be read.
+/// The process's resident memory in KiB (Linux), or None where it cannot be read. It is read
+/// at the start of every script run and render, so it re-reads `/proc/self/statm` through one
+/// descriptor kept open (`/proc/self/status`, opened anew, cost a tenth of a small render).
 pub fn resident_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    use std::os::unix::fs::FileExt;
+    static STATM: OnceLock<Option<(std::fs::File, u64)>> = OnceLock::new();
+    let (file, page_kib) = STATM
+        .get_or_init(|| {
+            // SAFETY: sysconf has no preconditions.
+            let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+            let file = std::fs::File::open("/proc/self/statm").ok()?;
+            Some((file, u64::try_from(page).ok()? / 1024))
+        })
+        .as_ref()?;
+    let mut buf = [0u8; 160];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    // "size resident shared text lib data dt", in pages.
+    let resident: u64 = std::str::from_utf8(&buf[..n])
+        .ok()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(resident * page_kib)
 }
 
 fn stop(what: &str, limit: String, hint: &str) -> ! {
@@ -161,6 +180,24 @@ mod tests {
             "inline"
         );
         assert!(resident_kib().is_some_and(|k| k > 0));
+    }
+
+    #[test]
+    fn resident_memory_is_read_anew_each_time() {
+        // The kept descriptor must not hand back the first reading: 64 MiB touched shows.
+        let before = resident_kib().unwrap();
+        let block = vec![1u8; 64 << 20];
+        let after = resident_kib().unwrap();
+        assert!(after >= before + 32 * 1024, "{before} KiB -> {after} KiB");
+        // The same figure /proc/self/status gives (VmRSS), within what moved meanwhile.
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let rss: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap();
+        assert!(rss.abs_diff(resident_kib().unwrap()) < 32 * 1024, "{rss}");
+        drop(std::hint::black_box(block));
     }
 
     #[test]

@@ -5,16 +5,26 @@
 pub mod located;
 mod stream;
 
-pub use stream::{documents, stream};
+pub use stream::{documents, parsed, stream};
 
 use anyhow::Result;
 use serde_yaml_ng::Value;
 
 use crate::error::hinted;
 
+/// Files parsed by every command (Chart.yaml, values, talosconfig, secrets): a playbook runs
+/// a few commands per node, each loading the project anew. The last ones are kept, by their
+/// whole text, so an edited file is parsed afresh.
+static PARSED: crate::memo::Memo<String, std::sync::Arc<Value>> = crate::memo::Memo::new(8);
+
 /// Parses one YAML document; errors name the file, line and column.
 pub fn parse(text: &str, file: &str) -> Result<Value> {
-    serde_yaml_ng::from_str::<Value>(text).map_err(|e| syntax_error(&e, file))
+    let value = PARSED
+        .get_or_try(text.to_string(), |text| {
+            serde_yaml_ng::from_str::<Value>(text).map(std::sync::Arc::new)
+        })
+        .map_err(|e| syntax_error(&e, file))?;
+    Ok(value.as_ref().clone())
 }
 
 /// Parses a YAML document that must be a mapping (or empty, which counts as an empty mapping).

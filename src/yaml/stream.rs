@@ -14,15 +14,20 @@ const KEPT: usize = 16;
 
 static PARSED: Memo<String, Arc<Vec<Value>>> = Memo::new(KEPT);
 
-/// Every document of `text` in order, empty ones as `Value::Null`.
-pub fn stream(text: &str) -> Result<Vec<Value>, serde_yaml_ng::Error> {
-    let docs = PARSED.get_or_try(text.to_string(), |text| {
+/// The kept parse of `text` (parsed now if it is not kept), shared: a reader that only needs
+/// to know the text parses, or only reads it, does not copy it.
+pub fn parsed(text: &str) -> Result<Arc<Vec<Value>>, serde_yaml_ng::Error> {
+    PARSED.get_or_try(text.to_string(), |text| {
         serde_yaml_ng::Deserializer::from_str(text)
             .map(serde::Deserialize::deserialize)
             .collect::<Result<Vec<Value>, _>>()
             .map(Arc::new)
-    })?;
-    Ok(docs.as_ref().clone())
+    })
+}
+
+/// Every document of `text` in order, empty ones as `Value::Null`.
+pub fn stream(text: &str) -> Result<Vec<Value>, serde_yaml_ng::Error> {
+    Ok(parsed(text)?.as_ref().clone())
 }
 
 /// The documents of `text` that are not empty.
