@@ -66,10 +66,10 @@ pub fn library(root: &Path) -> Result<Outcome> {
         vendored.insert(rel, String::from_utf8_lossy(&content).into_owned());
     }
     let vendored = presets::normalized_library(vendored);
-    let embedded = presets::normalized_library(presets::library_files());
-    if presets::hash_files(&vendored) == presets::hash_files(&embedded) {
+    if presets::hash_files(&vendored) == presets::library_hash() {
         return Ok(Outcome::Clean);
     }
+    let embedded = presets::normalized_library(presets::library_files());
     let preset = recorded_preset(root);
     Ok(Outcome::Drift {
         message: format!(

@@ -174,21 +174,20 @@ pub fn find(text: &str, file: &str) -> Result<NodeFile> {
 /// Refuses a body that is not YAML, naming the file, line and column (`offset` = the lines
 /// above the body).
 fn check_body(body: &str, file: &str, offset: usize) -> Result<()> {
-    for doc in serde_yaml_ng::Deserializer::from_str(body) {
-        if let Err(e) = <serde_yaml_ng::Value as serde::Deserialize>::deserialize(doc) {
-            let (line, col) = e
-                .location()
-                .map(|l| (l.line() + offset, l.column()))
-                .unwrap_or((offset + 1, 1));
-            let msg = e.to_string();
-            let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
-            return Err(hinted(
-                format!("{file}:{line}:{col}: the node file's body is not YAML: {msg}"),
-                "the body below the modeline must be a Talos config patch in YAML; fix it, or re-create the file with `talm template ... -I`",
-            ));
-        }
-    }
-    Ok(())
+    // Through the kept streams: merging the body onto the render reads the same text.
+    let Err(e) = crate::yaml::parsed(body) else {
+        return Ok(());
+    };
+    let (line, col) = e
+        .location()
+        .map(|l| (l.line() + offset, l.column()))
+        .unwrap_or((offset + 1, 1));
+    let msg = e.to_string();
+    let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+    Err(hinted(
+        format!("{file}:{line}:{col}: the node file's body is not YAML: {msg}"),
+        "the body below the modeline must be a Talos config patch in YAML; fix it, or re-create the file with `talm template ... -I`",
+    ))
 }
 
 #[cfg(test)]

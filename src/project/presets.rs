@@ -178,6 +178,12 @@ pub fn hash_files(files: &BTreeMap<String, String>) -> String {
 /// The hash recorded in `.talm-preset.lock`: all embedded files of the preset (keys keep the
 /// `<preset>/` prefix), Chart.yaml files normalised.
 pub fn preset_hash(preset: &str) -> Result<String> {
+    // Embedded files never change in a process, and every project command checks the hash.
+    static HASHES: crate::memo::Memo<String, String> = crate::memo::Memo::new(8);
+    HASHES.get_or_try(preset.to_string(), |preset| embedded_preset_hash(preset))
+}
+
+fn embedded_preset_hash(preset: &str) -> Result<String> {
     let prefix = format!("{preset}/");
     let files: BTreeMap<String, String> = embedded_presets()
         .iter()
@@ -201,7 +207,9 @@ pub fn preset_hash(preset: &str) -> Result<String> {
 
 /// The library hash: library files keyed relative to the library folder, Chart.yaml normalised.
 pub fn library_hash() -> String {
-    hash_files(&normalized_library(library_files()))
+    static HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HASH.get_or_init(|| hash_files(&normalized_library(library_files())))
+        .clone()
 }
 
 /// Normalises library files for hashing (CRLF → LF, Chart.yaml name/version).
