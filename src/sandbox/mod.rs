@@ -127,8 +127,11 @@ pub fn configure(engine: &mut Engine, limits: &Limits) {
 pub fn engine(limits: &Limits) -> Engine {
     let mut engine = Engine::new_raw();
     // What `Engine::new` sets up, with its standard package built once per process (building
-    // it took a fifth of an engine's making, and a playbook makes engines per node).
-    engine.set_max_strings_interned(256);
+    // it took a fifth of an engine's making, and a playbook makes engines per node) and
+    // without Rhai's string interner: one engine serves many threads (the preset logic of a
+    // fleet's renders, `parallel` items), and a thread that finds the interner's lock taken
+    // sleeps 10 ms (Rhai's `locked_write`), which made two threads render slower than one.
+    engine.set_max_strings_interned(0);
     engine.on_print(|s| println!("{s}"));
     engine.register_global_module(standard_package());
     configure(&mut engine, limits);
@@ -321,5 +324,34 @@ fn is_passthrough(err: &EvalAltResult) -> bool {
         EvalAltResult::ErrorInFunctionCall(_, _, inner, _)
         | EvalAltResult::ErrorInModule(_, inner, _) => is_passthrough(inner),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engines_shared_by_threads_intern_no_strings() {
+        // Rhai's interner is one lock per engine, and a thread that finds it taken sleeps 10 ms:
+        // engines serving many threads (preset logic, `parallel`) must not have one.
+        for limits in [&Limits::TEMPLATE, &Limits::PLAYBOOK] {
+            let engine = engine(limits);
+            assert_eq!(engine.max_strings_interned(), 0);
+        }
+        // Strings still work across threads on one engine.
+        let engine = engine(&Limits::TEMPLATE);
+        let ast = engine.compile("let s = `${ARGS.n}-x`; s + s").unwrap();
+        std::thread::scope(|sc| {
+            for n in 0..2i64 {
+                let (engine, ast) = (&engine, &ast);
+                sc.spawn(move || {
+                    let mut args = rhai::Map::new();
+                    args.insert("n".into(), n.into());
+                    let out = eval_ast(engine, &Limits::TEMPLATE, "t", ast, args).unwrap();
+                    assert_eq!(out.into_string().unwrap(), format!("{n}-x{n}-x"));
+                });
+            }
+        });
     }
 }
