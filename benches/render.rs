@@ -4,26 +4,33 @@
 //!
 //! Rows (issue 12): node configs/s in-process through `pipeline::render` (the path of
 //! `render()` / `render::template`), as a patch and as the full config (`assemble::full`), on one
-//! thread, for the golden node's facts; then the steps of one render measured alone; then the
-//! median wall and CPU time of 30 runs of each process (CPU from `wait4`).
+//! thread and on both cores, for 64 nodes that differ in address taken in turn (a fleet renders
+//! each node once: nothing kept by text may make a repeated render look cheap); then the steps
+//! of one render measured alone; then the median wall and CPU time of 30 runs of each process
+//! (CPU from `wait4`).
 //!
 //! Measured on this machine (2 cores, release, one thread), step rows of this bench:
 //!
-//! | step of one patch render | before (main at 6619674) | kept compiled (66034ef) | now |
-//! |---|---|---|---|
-//! | walk + read the template folders | 59 µs | — (list + stat: 20 µs) | — (19 µs) |
-//! | Tera parse + compile of every template | 758 µs | — (once per project edit) | — |
-//! | Rhai sandbox engine (stdlib modules cloned in) | 753 µs | — (once per process) | — |
-//! | Rhai compile of `_context.rhai` | 1,462 µs | — (once per edit) | — |
-//! | `_context.rhai` run | 818 µs | 818 µs | 352–654 µs (`tpl::` natives) |
-//! | Tera render (watched) | ≈ 90 µs | 79 µs | 63–125 µs |
-//! | facts to JSON + `verify::check` | 4 + 128 µs | 128 µs | 146–167 µs |
-//! | total | ≈ 4,060 µs: 246/s (issue: 217–507/s) | ≈ 1,050 µs: 886/s | 646–888 µs: 826–1,050/s measured |
+//! | step of one patch render | before (main at 6619674) | kept compiled (66034ef) | tpl:: natives (44aeea8) | now |
+//! |---|---|---|---|---|
+//! | walk + read the template folders | 59 µs | — (list + stat: 20 µs) | — (19 µs) | — (18–33 µs) |
+//! | Tera parse + compile of every template | 758 µs | — (once per project edit) | — | — |
+//! | Rhai sandbox engine (stdlib modules cloned in) | 753 µs | — (once per process) | — | — |
+//! | Rhai compile of `_context.rhai` | 1,462 µs | — (once per edit) | — | — |
+//! | `_context.rhai` run | 818 µs | 818 µs | 352–654 µs | 360–630 µs |
+//! | Tera render (watched) | ≈ 90 µs | 79 µs | 63–125 µs | 122–144 µs |
+//! | of which the memory bound read | — | 14 µs (`/proc/self/status`) | 14 µs | 0.6–1 µs (`statm`, one descriptor) |
+//! | facts to JSON + `verify::check` | 4 + 128 µs | 128 µs | 146–167 µs | 205–297 µs |
+//! | total | ≈ 4,060 µs: 246/s (issue: 217–507/s) | ≈ 1,050 µs: 886/s | 826–1,050/s | 590–941/s one thread, 1,021–1,172/s both cores |
 //!
-//! `assemble::full` adds 2,165 µs per node at 66034ef and 981–1,139 µs now (the generated base
-//! configs kept decoded, the patched config read without re-encoding it): 429–470 full
-//! configs/s. What is left is the preset logic's own run (Rhai script calls, 1–2 µs each here)
-//! and the YAML parsing of the output (checked, split, decoded).
+//! The machine's speed varied by up to 40% between runs of one build in the last column (the
+//! same `verify::check` took 205 µs in one run and 297 µs in the next). Two threads used to
+//! render slower than one (669/s against 845/s at 4b27b26): every Rhai engine interned strings
+//! behind one lock, and a thread finding it taken slept 10 ms; the sandbox engines intern none
+//! now. `assemble::full` adds 2,165 µs per node at 66034ef and 981–1,949 µs now: 274–371 full
+//! configs/s on one thread, 537–565/s on both cores. What is left is the preset logic's own run
+//! (Rhai script calls, 1–2 µs each here) and the YAML parsing of the output (checked, split,
+//! decoded).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
