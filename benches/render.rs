@@ -261,6 +261,12 @@ fn steps(
         )
         .unwrap()
     });
+    let parse = per_call(budget, || {
+        let docs: Vec<serde_yaml_ng::Value> = serde_yaml_ng::Deserializer::from_str(next_out())
+            .map(|d| serde::Deserialize::deserialize(d).unwrap())
+            .collect();
+        docs
+    });
     let full = per_call(budget, || assemble::full(next_out(), base).unwrap());
     row("walk + read the template folders", walk);
     row("Tera: parse + compile every template", tera);
@@ -278,6 +284,10 @@ fn steps(
         facts_json,
     );
     row("verify::check", check);
+    row(
+        "  a parse of the output alone (serde_yaml_ng, nothing kept)",
+        parse,
+    );
     row("assemble::full (full: true)", full);
     let before = walk + tera + rhai_engine + rhai_compile + run + render + spawn - pooled
         + facts_json
