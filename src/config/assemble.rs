@@ -152,8 +152,21 @@ pub fn full(rendered: &str, base: &Base<'_>) -> Result<String> {
         out.push_str(extra);
         out.push('\n');
     }
-    patch::decode_check(&out).context("the full config does not decode as Talos config")?;
+    check_full(&out)?;
     Ok(out)
+}
+
+/// Checks a full config as Talos's loader would. It is read through the kept streams: merging
+/// a node file's body onto it reads the same text next. The text is decoded on its own only to
+/// report what fails, with its line.
+fn check_full(out: &str) -> Result<()> {
+    let decodes = crate::yaml::documents(out)
+        .ok()
+        .is_some_and(|docs| super::decode::decode_values(docs, false).is_ok());
+    if decodes {
+        return Ok(());
+    }
+    patch::decode_check(out).context("the full config does not decode as Talos config")
 }
 
 /// Whether `text` is a whole machine config rather than a patch: its v1alpha1 document (the one
@@ -207,6 +220,32 @@ mod tests {
             "s",
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_full_config_that_talos_would_refuse_names_the_line() {
+        let bundle = bundle();
+        let base = v1_12(&bundle);
+        let patch = "machine:\n  type: worker\n";
+        let good = full(
+            &format!("{patch}---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: a\n"),
+            &base,
+        )
+        .unwrap();
+        assert!(crate::yaml::parsed(&good).is_ok());
+        let err = full(
+            &format!(
+                "{patch}---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: a\nbogus: 1\n"
+            ),
+            &base,
+        )
+        .unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.starts_with("the full config does not decode as Talos config"),
+            "{text}"
+        );
+        assert!(text.contains("bogus") && text.contains("line"), "{text}");
     }
 
     fn v1_12(bundle: &Bundle) -> Base<'_> {

@@ -17,11 +17,19 @@ use crate::error::hinted;
 /// whole text, so an edited file is parsed afresh.
 static PARSED: crate::memo::Memo<String, std::sync::Arc<Value>> = crate::memo::Memo::new(8);
 
+/// Texts longer than this are parsed without being kept (project files are a few KiB; a
+/// script's `yaml::parse` of a large file must not stay in memory after it).
+pub(crate) const KEPT_TEXT_MAX: usize = 256 << 10;
+
 /// Parses one YAML document; errors name the file, line and column.
 pub fn parse(text: &str, file: &str) -> Result<Value> {
+    let parse = |text: &str| serde_yaml_ng::from_str::<Value>(text);
+    if text.len() > KEPT_TEXT_MAX {
+        return parse(text).map_err(|e| syntax_error(&e, file));
+    }
     let value = PARSED
         .get_or_try(text.to_string(), |text| {
-            serde_yaml_ng::from_str::<Value>(text).map(std::sync::Arc::new)
+            parse(text).map(std::sync::Arc::new)
         })
         .map_err(|e| syntax_error(&e, file))?;
     Ok(value.as_ref().clone())
@@ -315,6 +323,21 @@ pub(crate) fn double_quoted(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn project_files_are_kept_by_text_and_large_ones_are_not() {
+        let small = "a: [1, 2]\n";
+        assert_eq!(parse(small, "f.yaml").unwrap()["a"][1].as_i64(), Some(2));
+        assert!(PARSED.holds(&small.to_string()));
+        let large = format!("big: \"{}\"\n", "y".repeat(KEPT_TEXT_MAX));
+        assert!(parse(&large, "big.yaml").unwrap()["big"].is_string());
+        assert!(!PARSED.holds(&large));
+        // Errors are not kept and name the file every time.
+        for _ in 0..2 {
+            let e = parse("a: [1\n", "bad.yaml").unwrap_err();
+            assert!(e.to_string().starts_with("bad.yaml:"), "{e}");
+        }
+    }
 
     fn roundtrip(src: &str) -> String {
         let v: Value = serde_yaml_ng::from_str(src).unwrap();

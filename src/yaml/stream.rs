@@ -17,12 +17,16 @@ static PARSED: Memo<String, Arc<Vec<Value>>> = Memo::new(KEPT);
 /// The kept parse of `text` (parsed now if it is not kept), shared: a reader that only needs
 /// to know the text parses, or only reads it, does not copy it.
 pub fn parsed(text: &str) -> Result<Arc<Vec<Value>>, serde_yaml_ng::Error> {
-    PARSED.get_or_try(text.to_string(), |text| {
+    let parse = |text: &str| {
         serde_yaml_ng::Deserializer::from_str(text)
             .map(serde::Deserialize::deserialize)
             .collect::<Result<Vec<Value>, _>>()
             .map(Arc::new)
-    })
+    };
+    if text.len() > super::KEPT_TEXT_MAX {
+        return parse(text);
+    }
+    PARSED.get_or_try(text.to_string(), |text| parse(text))
 }
 
 /// Every document of `text` in order, empty ones as `Value::Null`.
@@ -57,5 +61,19 @@ mod tests {
             assert!(e.location().is_some(), "{e}");
         }
         assert_eq!(documents("").unwrap().len(), 0);
+    }
+
+    #[test]
+    fn large_texts_are_parsed_but_not_kept() {
+        let small = "kept: stream\n".to_string();
+        let large = format!("big: \"{}\"\n", "x".repeat(super::super::KEPT_TEXT_MAX));
+        assert_eq!(parsed(&small).unwrap().len(), 1);
+        assert!(PARSED.holds(&small));
+        let got = parsed(&large).unwrap();
+        assert_eq!(
+            got[0]["big"].as_str().unwrap().len(),
+            super::super::KEPT_TEXT_MAX
+        );
+        assert!(!PARSED.holds(&large));
     }
 }
