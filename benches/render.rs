@@ -21,14 +21,14 @@
 //! | Tera render (watched) | ≈ 90 µs | 79 µs | 63–125 µs | 122–144 µs |
 //! | of which the memory bound read | — | 14 µs (`/proc/self/status`) | 14 µs | 0.6–1 µs (`statm`, one descriptor) |
 //! | facts to JSON + `verify::check` | 4 + 128 µs | 128 µs | 146–167 µs | 205–297 µs |
-//! | total | ≈ 4,060 µs: 246/s (issue: 217–507/s) | ≈ 1,050 µs: 886/s | 826–1,050/s | 590–941/s one thread, 1,021–1,172/s both cores |
+//! | total | ≈ 4,060 µs: 246/s (issue: 217–507/s) | ≈ 1,050 µs: 886/s | 826–1,050/s | 590–941/s one thread, 1,021–1,275/s both cores |
 //!
 //! The machine's speed varied by up to 40% between runs of one build in the last column (the
 //! same `verify::check` took 205 µs in one run and 297 µs in the next). Two threads used to
 //! render slower than one (669/s against 845/s at 4b27b26): every Rhai engine interned strings
 //! behind one lock, and a thread finding it taken slept 10 ms; the sandbox engines intern none
-//! now. `assemble::full` adds 2,165 µs per node at 66034ef and 981–1,949 µs now: 274–371 full
-//! configs/s on one thread, 537–565/s on both cores. What is left is the preset logic's own run
+//! now. `assemble::full` adds 2,165 µs per node at 66034ef and 981–1,949 µs now: 274–419 full
+//! configs/s on one thread, 537–595/s on both cores. What is left is the preset logic's own run
 //! (Rhai script calls, 1–2 µs each here) and the YAML parsing of the output (checked, split,
 //! decoded).
 
