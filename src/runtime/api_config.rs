@@ -156,7 +156,7 @@ fn redact_with(text: &str, configs: &[&str], secrets: Array) -> anyhow::Result<S
 
 #[cfg(test)]
 mod tests {
-    use crate::runtime::{run_source, Limits, Session};
+    use crate::runtime::run_test_script;
 
     #[test]
     fn redact_reads_each_config_given() {
@@ -165,24 +165,10 @@ mod tests {
             let b = "machine:\n  token: tok2\n";
             [config::redact("x tok1 s3 tok2", [a, b], ["s3"]), config::redact("tok1 tok2", a, [])]
         "#;
-        let out = run_source(
-            "t.rhai",
-            script,
-            rhai::Map::new(),
-            &Limits::PLAYBOOK,
-            &Session::default(),
-        )
-        .unwrap();
+        let out = run_test_script("t.rhai", script).unwrap();
         let out: Vec<String> = rhai::serde::from_dynamic(&out).unwrap();
         assert_eq!(out, ["x *** *** ***", "*** tok2"]);
-        let err = run_source(
-            "t.rhai",
-            "config::redact(\"x\", [1], [])",
-            rhai::Map::new(),
-            &Limits::PLAYBOOK,
-            &Session::default(),
-        )
-        .unwrap_err();
+        let err = run_test_script("t.rhai", "config::redact(\"x\", [1], [])").unwrap_err();
         assert!(err.to_string().contains("configs must be strings"), "{err}");
     }
 }

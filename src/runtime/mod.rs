@@ -115,31 +115,30 @@ pub fn run_source(
     Ok(out)
 }
 
+/// Runs script text named `name` as a playbook with no arguments, outside any project (tests
+/// of the native modules).
+#[cfg(test)]
+pub(crate) fn run_test_script(name: &str, source: &str) -> Result<Dynamic> {
+    run_source(
+        name,
+        source,
+        rhai::Map::new(),
+        &Limits::PLAYBOOK,
+        &Session::default(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn script_errors_carry_position() {
-        let err = run_source(
-            "t.rhai",
-            "let x = 1;\nundefined_fn(x);",
-            rhai::Map::new(),
-            &Limits::PLAYBOOK,
-            &Session::default(),
-        )
-        .unwrap_err();
+        let err = run_test_script("t.rhai", "let x = 1;\nundefined_fn(x);").unwrap_err();
         let text = crate::error::render(&err);
         assert!(text.contains("t.rhai:2:1"), "{text}");
         assert!(text.contains("undefined_fn"), "{text}");
-        let err = run_source(
-            "s.rhai",
-            "let = ;",
-            rhai::Map::new(),
-            &Limits::PLAYBOOK,
-            &Session::default(),
-        )
-        .unwrap_err();
+        let err = run_test_script("s.rhai", "let = ;").unwrap_err();
         assert!(err.to_string().starts_with("s.rhai:1:"), "{err}");
     }
 
@@ -147,14 +146,7 @@ mod tests {
     fn fail_passes_message_and_hint_through_functions() {
         let src =
             "fn inner() { fail(\"bad thing\", \"do better\") }\nfn outer() { inner() }\nouter();";
-        let err = run_source(
-            "t.rhai",
-            src,
-            rhai::Map::new(),
-            &Limits::PLAYBOOK,
-            &Session::default(),
-        )
-        .unwrap_err();
+        let err = run_test_script("t.rhai", src).unwrap_err();
         assert_eq!(
             crate::error::render(&err),
             "Error: bad thing\nhint: do better\n"
