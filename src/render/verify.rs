@@ -64,7 +64,7 @@ fn in_comment(text: &str, at: usize) -> bool {
 
 /// Checks the output of `template` against the strings of `context` (`name` → value).
 pub fn check(template: &str, output: &str, context: &[(&str, &Json)]) -> Result<()> {
-    // Parsed through the kept streams: sealing and merging the render read the same text.
+    // Parsed through the kept streams: sealing the render (`template`) reads the same text.
     if let Err(e) = crate::yaml::parsed(output) {
         let at = e
             .location()
