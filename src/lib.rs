@@ -9,6 +9,7 @@ pub mod demo;
 pub mod dispatch;
 pub mod embedded;
 pub mod error;
+pub mod heap;
 pub mod invocation;
 pub mod mask;
 pub mod memo;

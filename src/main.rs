@@ -1,12 +1,14 @@
 //! The `talm` binary: parse, run, exit with the code `run` returns.
 
 fn main() {
+    talm::heap::tune();
     limit_malloc_arenas();
     std::process::exit(talm::run(std::env::args_os()));
 }
 
-/// glibc gives each of up to 8 × cores threads its own heap arena; a playbook driving hundreds
-/// of nodes on a pool of 32 threads then holds many half-empty arenas. With one arena
+/// Rust's allocations go to mimalloc (`talm::heap`); glibc's malloc still serves the C
+/// libraries (aws-lc's TLS and keys). glibc gives each of up to 8 × cores threads its own heap
+/// arena; a playbook driving hundreds of nodes on 32 threads then holds many half-empty arenas. With one arena
 /// (`MALLOC_ARENA_MAX=1`) the 50-node bring-up of a debug build peaked at 112–119 MiB instead
 /// of 138; two keep some room for threads allocating at once (`cargo bench --bench fleet`
 /// measures the release build with them).

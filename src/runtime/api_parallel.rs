@@ -1,6 +1,7 @@
 //! `parallel(items, fn, limit)`: runs a script closure over items on a bounded pool of threads
 //! (node operations overlap their network waits), keeping results in input order. The calling
-//! thread works too, and extra worker threads come from a process-wide budget, so nested
+//! thread works too, and extra worker threads come from a process-wide budget (and are kept
+//! between calls: `super::workers`), so nested
 //! `parallel` calls never multiply threads without bound and a pool that cannot grow still
 //! finishes. An item's error becomes its result (`is_error(r)`, `r.message`) unless
 //! `fail_fast` is asked for; Ctrl-C and a script limit stop the whole call. Each item is the
@@ -308,23 +309,11 @@ fn run(
     };
     // The calling thread is one of the `at_once`; the others are extra threads.
     let reserved = reserve(at_once - 1);
-    std::thread::scope(|s| {
-        let mut started = 0;
-        for _ in 0..reserved {
-            let spawned = std::thread::Builder::new()
-                .name("talm-parallel".into())
-                .stack_size(WORKER_STACK)
-                .spawn_scoped(s, || work.run_items());
-            match spawned {
-                Ok(_) => started += 1,
-                Err(e) => {
-                    eprintln!("WARN: parallel: started {started} extra thread(s) of {reserved} ({e}); the rest of the items run on those");
-                    break;
-                }
-            }
-        }
-        work.run_items();
-    });
+    let (started, refused) =
+        super::workers::WORKERS.scope(reserved, WORKER_STACK, &|| work.run_items());
+    if let Some(e) = refused {
+        eprintln!("WARN: parallel: started {started} extra thread(s) of {reserved} ({e}); the rest of the items run on those");
+    }
     release(reserved);
     if let Some(e) = work.fatal.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);

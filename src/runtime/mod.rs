@@ -27,6 +27,7 @@ mod node_opts;
 mod opts;
 pub mod repl;
 pub mod session;
+mod workers;
 
 use std::path::Path;
 
