@@ -11,24 +11,29 @@
 //!
 //! Measured on this machine (2 cores, release, one thread), step rows of this bench:
 //!
-//! | step of one patch render | before (main at 6619674) | kept compiled (66034ef) | tpl:: natives (44aeea8) | now |
-//! |---|---|---|---|---|
-//! | walk + read the template folders | 59 µs | — (list + stat: 20 µs) | — (19 µs) | — (18–33 µs) |
-//! | Tera parse + compile of every template | 758 µs | — (once per project edit) | — | — |
-//! | Rhai sandbox engine (stdlib modules cloned in) | 753 µs | — (once per process) | — | — |
-//! | Rhai compile of `_context.rhai` | 1,462 µs | — (once per edit) | — | — |
-//! | `_context.rhai` run | 818 µs | 818 µs | 352–654 µs | 360–630 µs |
-//! | Tera render (watched) | ≈ 90 µs | 79 µs | 63–125 µs | 122–144 µs |
-//! | of which the memory bound read | — | 14 µs (`/proc/self/status`) | 14 µs | 0.6–1 µs (`statm`, one descriptor) |
-//! | facts to JSON + `verify::check` | 4 + 128 µs | 128 µs | 146–167 µs | 205–297 µs |
-//! | total | ≈ 4,060 µs: 246/s (issue: 217–507/s) | ≈ 1,050 µs: 886/s | 826–1,050/s | 590–941/s one thread, 1,021–1,275/s both cores |
+//! | step of one patch render | before (main at 6619674) | kept compiled (66034ef) | tpl:: natives (44aeea8) | no interner (415bbe9) | mimalloc, LTO (now) |
+//! |---|---|---|---|---|---|
+//! | walk + read the template folders | 59 µs | — (list + stat: 20 µs) | — (19 µs) | — (18–33 µs) | — (28 µs) |
+//! | Tera parse + compile of every template | 758 µs | — (once per project edit) | — | — | — |
+//! | Rhai sandbox engine (stdlib modules cloned in) | 753 µs | — (once per process) | — | — | — |
+//! | Rhai compile of `_context.rhai` | 1,462 µs | — (once per edit) | — | — | — |
+//! | `_context.rhai` run | 818 µs | 818 µs | 352–654 µs | 360–630 µs | 455 µs |
+//! | Tera render (watched) | ≈ 90 µs | 79 µs | 63–125 µs | 122–144 µs | 99 µs |
+//! | of which the memory bound read | — | 14 µs (`/proc/self/status`) | 14 µs | 0.6–1 µs (`statm`, one descriptor) | 0.9 µs |
+//! | facts to JSON + `verify::check` | 4 + 128 µs | 128 µs | 146–167 µs | 205–297 µs | 130–216 µs |
+//! | total | ≈ 4,060 µs: 246/s (issue: 217–507/s) | ≈ 1,050 µs: 886/s | 826–1,050/s | 590–941/s one thread, 1,021–1,275/s both cores | RENDERROW |
 //!
 //! The machine's speed varied by up to 40% between runs of one build in the last column (the
 //! same `verify::check` took 205 µs in one run and 297 µs in the next). Two threads used to
 //! render slower than one (669/s against 845/s at 4b27b26): every Rhai engine interned strings
 //! behind one lock, and a thread finding it taken slept 10 ms; the sandbox engines intern none
-//! now. `assemble::full` adds 2,165 µs per node at 66034ef and 981–1,949 µs now: 274–419 full
-//! configs/s on one thread, 537–595/s on both cores. What is left is the preset logic's own run
+//! now. `assemble::full` adds 2,165 µs per node at 66034ef and 981–1,949 µs at 415bbe9: 274–419
+//! full configs/s on one thread, 537–595/s on both cores. The heap is mimalloc since a1ca9e8 and
+//! the release build is optimised as a whole (LTO) since the commit after it: alone, mimalloc
+//! without transparent huge pages rendered as fast as glibc on one thread (678–797/s against
+//! 795–830/s in alternating runs) and 7–28% faster on both cores (1,377–1,470/s against
+//! 1,147–1,288/s; full configs 704–724/s against 502–527/s); LTO added the rest of the last
+//! column. What is left is the preset logic's own run
 //! (Rhai script calls, 1–2 µs each here) and the YAML parsing of the output (checked, split,
 //! decoded).
 

@@ -50,4 +50,23 @@ mod tests {
         tune();
         assert_eq!(purge_delay_ms(), 0);
     }
+
+    /// Kibibytes of transparent huge pages in the process's anonymous memory.
+    fn anon_huge_kib() -> u64 {
+        let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap();
+        rollup
+            .lines()
+            .find_map(|l| l.strip_prefix("AnonHugePages:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    }
+
+    #[test]
+    fn the_heap_takes_no_transparent_huge_pages() {
+        // With them (mimalloc's default where the system leaves the choice to programs), a
+        // thread's first allocations took 2 MiB pages: this heap of 64 MiB would show them.
+        let heap: Vec<Vec<u8>> = (0..64).map(|i| vec![i as u8; 1 << 20]).collect();
+        assert_eq!(heap.iter().map(|v| v[4095] as usize).sum::<usize>(), 2016);
+        assert_eq!(anon_huge_kib(), 0);
+    }
 }

@@ -6,12 +6,12 @@
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::mpsc::{self, Sender};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// One run of a call's work on a worker, and the call waiting for it.
 struct Job {
     run: Box<dyn FnOnce() + Send + 'static>,
-    latch: &'static Latch,
+    latch: Arc<Latch>,
 }
 
 /// A set of kept workers: those waiting for a job, each on its own channel.
@@ -101,11 +101,9 @@ impl Workers {
         stack: usize,
         f: &(dyn Fn() + Sync),
     ) -> (usize, Option<std::io::Error>) {
-        // The latch lives on this frame; jobs reach it through a 'static reference that this
-        // function outlives (it waits for every job below, also while unwinding).
-        let latch = Latch::default();
-        // SAFETY: see above — no job outlives `latch`.
-        let latch_ref: &'static Latch = unsafe { &*(&latch as *const Latch) };
+        // Shared with the jobs: a worker may still be leaving `finish` (unlocking) when the
+        // count it brought to zero lets this call return.
+        let latch = Arc::new(Latch::default());
         let guard = WaitAll(&latch);
         let mut started = 0;
         let mut refused = None;
@@ -128,7 +126,7 @@ impl Workers {
             lock(&latch.state).0 += 1;
             if let Err(mpsc::SendError(job)) = worker.send(Job {
                 run,
-                latch: latch_ref,
+                latch: latch.clone(),
             }) {
                 // A worker that is gone (it cannot be: workers never end) gives its job back.
                 lock(&latch.state).0 -= 1;
