@@ -21,7 +21,7 @@
 //! | Tera render (watched) | ≈ 90 µs | 79 µs | 63–125 µs | 122–144 µs | 99 µs |
 //! | of which the memory bound read | — | 14 µs (`/proc/self/status`) | 14 µs | 0.6–1 µs (`statm`, one descriptor) | 0.9 µs |
 //! | facts to JSON + `verify::check` | 4 + 128 µs | 128 µs | 146–167 µs | 205–297 µs | 130–216 µs |
-//! | total | ≈ 4,060 µs: 246/s (issue: 217–507/s) | ≈ 1,050 µs: 886/s | 826–1,050/s | 590–941/s one thread, 1,021–1,275/s both cores | RENDERROW |
+//! | total | ≈ 4,060 µs: 246/s (issue: 217–507/s) | ≈ 1,050 µs: 886/s | 826–1,050/s | 590–941/s one thread, 1,021–1,275/s both cores | 1,028–1,285/s one thread, 1,590–1,937/s both cores |
 //!
 //! The machine's speed varied by up to 40% between runs of one build in the last column (the
 //! same `verify::check` took 205 µs in one run and 297 µs in the next). Two threads used to
