@@ -1,7 +1,9 @@
 //! The worker threads `parallel` runs items on: started when a call needs more than are idle,
 //! then kept for the next call instead of ending with this one. A playbook makes one call per
-//! step over its nodes; before, every call started and ended its own threads, each with a new
-//! heap of the allocator's, and the heaps of ended threads kept their pages (issue 12).
+//! step over its nodes; before, every call started and ended its own threads (16 MiB stacks),
+//! and each new thread began a new heap of mimalloc's while the ended threads' pages waited to
+//! be taken over. Over a 100-node bring-up mimalloc's pages in use peaked at 585, those left by
+//! ended threads at 447; with kept workers, at 198 and 53 (issue 12).
 
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
