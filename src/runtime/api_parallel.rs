@@ -1,13 +1,13 @@
 //! `parallel(items, fn, limit)`: runs a script closure over items on a bounded pool of threads
 //! (node operations overlap their network waits), keeping results in input order. The calling
-//! thread works too, and extra worker threads come from a process-wide budget (and are kept
-//! between calls: `super::workers`), so nested
-//! `parallel` calls never multiply threads without bound and a pool that cannot grow still
-//! finishes. An item's error becomes its result (`is_error(r)`, `r.message`) unless
-//! `fail_fast` is asked for; Ctrl-C and a script limit stop the whole call. Each item is the
-//! current item of the thread working on it (`crate::progress`): on a terminal it has a line
-//! with its stage on stderr (unless the call is `quiet`: a script showing its own), and when
-//! the call runs several items, every line it prints carries its node.
+//! thread works too, and extra worker threads come from a process-wide budget and are kept
+//! between calls (`super::workers`), so nested `parallel` calls never multiply threads without
+//! bound and a pool that cannot grow still finishes. An item's error becomes its result
+//! (`is_error(r)`, `r.message`) unless `fail_fast` is asked for; Ctrl-C and a script limit stop
+//! the whole call. Each item is the current item of the thread working on it
+//! (`crate::progress`): on a terminal it has a line with its stage on stderr (unless the call
+//! is `quiet`: a script showing its own), and when the call runs several items, every line it
+//! prints carries its node.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
