@@ -3,11 +3,13 @@
 //!
 //! Rhai's interpreter allocates and frees a value for nearly every step it takes. With glibc's
 //! malloc (two arenas) that was a fifth of a render's time, and a 100-node bring-up spent
-//! 2.9–3.1 s of CPU where it spends 2.3–2.6 s with mimalloc (issue 12; the figures are in
+//! 2.65–3.31 s of CPU where it spends 2.00–2.58 s with mimalloc (issue 12; the figures are in
 //! `benches/render.rs` and the README). The price is memory: mimalloc keeps pages per thread,
 //! so the 32 threads of a fleet step hold about 20 MiB more at their peak. mimalloc is built
-//! without transparent huge pages (`no_thp`): with them, every thread's first pages became
-//! 2 MiB ones and the 50-node bring-up peaked at 272 MiB.
+//! without transparent huge pages (`no_thp`: it stops mimalloc asking for them where the system
+//! leaves the choice to programs, `madvise`; a system set to `always` still hands them out):
+//! with them, every thread's first pages became 2 MiB ones and the 50-node bring-up peaked at
+//! 272 MiB.
 
 use std::os::raw::{c_int, c_long};
 
