@@ -6,8 +6,8 @@ fn main() {
     std::process::exit(talm::run(std::env::args_os()));
 }
 
-/// Rust's allocations go to mimalloc (`talm::heap`); glibc's malloc still serves the C
-/// libraries (aws-lc's TLS and keys). glibc gives each of up to 8 × cores threads its own heap
+/// glibc's malloc serves Rust's blocks over 256 bytes (`talm::heap`) and the C libraries
+/// (aws-lc's TLS and keys); mimalloc serves the small ones. glibc gives each of up to 8 × cores threads its own heap
 /// arena; a playbook driving hundreds of nodes on 32 threads then holds many half-empty
 /// arenas. With one arena (`MALLOC_ARENA_MAX=1`) the 50-node bring-up of a debug build peaked
 /// at 112–119 MiB instead of 138 (measured when glibc served everything); two keep some room

@@ -208,11 +208,20 @@ fn chart_set_files(root: &Path, entries: &[String]) -> Result<Vec<String>> {
 
 /// The values.yaml of the preset the project was made from (by its lock), for the shapes of
 /// the values.
-fn preset_defaults(root: &Path) -> Option<serde_yaml_ng::Value> {
+fn preset_defaults(root: &Path) -> Option<Arc<serde_yaml_ng::Value>> {
     let lock = std::fs::read_to_string(root.join(crate::project::lock::LOCK_FILE)).ok()?;
     let name = crate::project::lock::parse(&lock).ok()?.preset;
-    let files = crate::project::presets::preset_files(&name);
-    serde_yaml_ng::from_str(files.get("values.yaml")?).ok()
+    // The presets are part of the binary: each one's defaults are parsed once per process.
+    static DEFAULTS: crate::memo::Memo<String, Option<Arc<serde_yaml_ng::Value>>> =
+        crate::memo::Memo::new(4);
+    let parsed: Result<_, std::convert::Infallible> = DEFAULTS.get_or_try(name, |name| {
+        let files = crate::project::presets::preset_files(name);
+        Ok(files
+            .get("values.yaml")
+            .and_then(|t| serde_yaml_ng::from_str(t).ok())
+            .map(Arc::new))
+    });
+    parsed.ok().flatten()
 }
 
 /// The secrets bundle of a render and its path: `--with-secrets` ("" = Chart.yaml's), relative
