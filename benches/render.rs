@@ -33,7 +33,10 @@
 //! without transparent huge pages rendered as fast as glibc on one thread (678–797/s against
 //! 795–830/s in alternating runs) and 7–28% faster on both cores (1,377–1,470/s against
 //! 1,147–1,288/s; full configs 704–724/s against 502–527/s); LTO added the rest of the last
-//! column. What is left is the preset logic's own run
+//! column. Since 92990b4 only blocks up to 256 bytes come from mimalloc (larger ones from glibc,
+//! for memory: `talm::heap`): 1,153/s patch on one thread, 1,597–1,728/s on both cores, full
+//! configs 469–518/s and 716–725/s, the same as mimalloc alone within this machine's variance.
+//! What is left is the preset logic's own run
 //! (Rhai script calls, 1–2 µs each here) and the YAML parsing of the output (checked, split,
 //! decoded).
 
