@@ -174,7 +174,7 @@ fn check_full(out: &str) -> Result<()> {
 /// config has and no patch needs.
 pub fn is_whole(text: &str) -> bool {
     // The config being applied was parsed by the steps before (kept by `yaml::stream`).
-    let Ok(docs) = crate::yaml::documents(text) else {
+    let Ok(docs) = crate::yaml::parsed(text) else {
         return false;
     };
     docs.iter().any(|v| {

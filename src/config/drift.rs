@@ -318,8 +318,9 @@ fn collect_secret_values(v: &Value, path: &str, under_secret: bool, out: &mut BT
 /// `privateKey`/`presharedKey`.
 pub fn secret_values(config: &str) -> Result<BTreeSet<String>> {
     let mut out = BTreeSet::new();
-    for d in docs(config)? {
-        collect_secret_values(&d, "", false, &mut out);
+    // Read in place: the config was parsed by the steps before (kept by `yaml::stream`).
+    for d in crate::yaml::parsed(config)?.iter() {
+        collect_secret_values(d, "", false, &mut out);
     }
     Ok(out)
 }

@@ -171,6 +171,22 @@ pub fn find(text: &str, file: &str) -> Result<NodeFile> {
     ))
 }
 
+/// The modeline among a node file's leading comment lines, without reading the body or
+/// checking the addresses: enough to name the file's nodes (progress lines label an item by
+/// it). `find` is what reads a node file for use.
+pub fn peek(text: &str) -> Option<Modeline> {
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with("# talm:") {
+            return Modeline::parse(t).ok();
+        }
+        if !(t.is_empty() || t.starts_with('#')) {
+            return None;
+        }
+    }
+    None
+}
+
 /// Refuses a body that is not YAML, naming the file, line and column (`offset` = the lines
 /// above the body).
 fn check_body(body: &str, file: &str, offset: usize) -> Result<()> {
@@ -196,6 +212,18 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn peek_reads_the_modeline_only() {
+        let file = "# note\n\n# talm: nodes=[\"10.0.0.1\"], endpoints=[\"10.0.0.1\"], templates=[\"templates/controlplane.yaml\"]\nmachine: [unclosed\n";
+        assert_eq!(peek(file).unwrap().nodes, s(&["10.0.0.1"]));
+        assert!(
+            find(file, "n.yaml").is_err(),
+            "find checks the body, peek does not"
+        );
+        assert!(peek("machine: {}\n# talm: nodes=[\"10.0.0.1\"]\n").is_none());
+        assert!(peek("# just a comment\n").is_none());
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod cache;
 pub mod context;
 pub mod engine;
 pub mod facts;
+pub mod gate;
 pub mod pipeline;
 pub mod seal;
 pub mod verify;

@@ -178,8 +178,8 @@ fn node_file_nodes(path: &str) -> Option<String> {
         return None;
     }
     let text = std::fs::read_to_string(p).ok()?;
-    let nf = crate::project::modeline::find(&text, path).ok()?;
-    (!nf.modeline.nodes.is_empty()).then(|| nf.modeline.nodes.join(","))
+    let modeline = crate::project::modeline::peek(&text)?;
+    (!modeline.nodes.is_empty()).then(|| modeline.nodes.join(","))
 }
 
 /// Whether an item's error must end the whole call: Ctrl-C or a script limit.

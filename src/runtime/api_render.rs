@@ -107,6 +107,8 @@ fn versions(talos: Option<&str>, kubernetes: Option<&str>, chart: &Chart) -> (St
 
 pub(super) fn template(o: TemplateOpts) -> Result<Map> {
     crate::progress::stage(crate::progress::Stage::Render);
+    // One render per core at once, whatever the number of nodes a fleet step runs together.
+    let _pass = crate::render::gate::RENDERS.enter();
     let root_path = Path::new(&o.root);
     let chart = Chart::load(root_path)?;
     let flags = &o.values;
@@ -283,6 +285,7 @@ fn full_config(
     talos_version: &str,
     kubernetes_version: &str,
 ) -> Result<String> {
+    let _pass = crate::render::gate::RENDERS.enter();
     let (bundle, _) = secrets_bundle(place, chart)?;
     if kubernetes_version.is_empty() {
         crate::output::err("WARN: templateOptions.kubernetesVersion is empty: no image is set for kubelet, kube-proxy or the control-plane components, so Talos uses its own defaults. Pin it in Chart.yaml (or --kubernetes-version) to control the Kubernetes version.");
@@ -368,4 +371,33 @@ pub fn register(engine: &mut Engine) {
             format!("templates/{}", pipeline::template_name(arg))
         });
     engine.register_static_module("render", m.into());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_render_takes_a_place_in_the_process_gate() {
+        let before = crate::render::gate::taken_here();
+        let dir = tempfile::tempdir().unwrap();
+        let o = TemplateOpts {
+            root: dir.path().display().to_string(),
+            offline: true,
+            ..Default::default()
+        };
+        // Not a project: the render fails, after taking its place.
+        assert!(template(o).is_err());
+        assert_eq!(crate::render::gate::taken_here(), before + 1);
+        let chart = Chart::default();
+        assert!(full_config(
+            "",
+            (&dir.path().display().to_string(), ""),
+            &chart,
+            "v1.13",
+            "1.34"
+        )
+        .is_err());
+        assert_eq!(crate::render::gate::taken_here(), before + 2);
+    }
 }
