@@ -8,11 +8,13 @@
 //! `benches/render.rs` and the README). But mimalloc keeps pages per thread and size class, so
 //! the 32 threads of a fleet step held about 20 MiB more at their peak than with glibc: the
 //! 100-node bring-up peaked at 85–86 MiB (a build without LTO) against 62–63 with glibc. The
-//! excess grew with the block sizes mimalloc served: with blocks over 1 KiB sent to glibc,
-//! 72–73 MiB; over 256 bytes, 65–66 MiB, in alternating runs, with no render slower than the
-//! variance of this machine. So blocks up to [`SMALL_MAX`] come from mimalloc and the rest
-//! (buffers, texts, YAML trees' vectors) from glibc. A block's size is known again when it is
-//! freed (Rust passes its layout), so each block goes back to the allocator it came from.
+//! excess grew with the block sizes mimalloc served: with renders limited to one per core
+//! (`render::gate`), blocks over 1 KiB sent to glibc gave 72–73 MiB and blocks over 256 bytes
+//! 63–66 MiB (69–71 without that limit), with no render slower than the variance of this
+//! machine. So blocks up to [`SMALL_MAX`] come from mimalloc and the rest (buffers, texts, YAML
+//! trees' vectors) from glibc; the release build (LTO) peaks at 59 MiB. A block's size is known
+//! again when it is freed (Rust passes its layout), so each block goes back to the allocator it
+//! came from.
 //!
 //! mimalloc is built without transparent huge pages (`no_thp`: it stops mimalloc asking for them
 //! where the system leaves the choice to programs, `madvise`; a system set to `always` still
