@@ -2,10 +2,10 @@
 //! once so that their waits (a reboot, a slow link) overlap, but a render only computes (it reads
 //! local project files, never the network): more renders at once than there are cores finish no
 //! sooner, and each holds its working memory (the context script's values, Tera's, the YAML
-//! trees) meanwhile. With the heap split by block size (`talm::heap`), limiting them took 2–5
-//! MiB off a bring-up's peak (59 instead of 61–62 MiB at 100 nodes, 60–61 instead of 64 at 500)
-//! with the same wall time in alternating runs (issue 12). A render on a thread that already
-//! holds a pass (a render inside a render) passes freely.
+//! trees) meanwhile. With the heap split by block size (`talm::heap`), limiting them took 1–3
+//! MiB off a release build's bring-up peak in alternating runs (4–6 MiB without LTO; 59 instead
+//! of 61–62 MiB at 100 nodes in the fleet bench) with the same wall time (issue 12). A render on
+//! a thread that already holds a pass (a render inside a render) passes freely.
 
 use std::cell::Cell;
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
@@ -18,7 +18,8 @@ pub struct Gate {
 }
 
 thread_local! {
-    /// Passes this thread holds (nested renders).
+    /// Passes this thread holds (nested renders). Counted across gates: a thread holding a pass
+    /// of one enters any other freely, so a second gate would need its own count.
     static DEPTH: Cell<usize> = const { Cell::new(0) };
     /// Places this thread has taken in any gate so far.
     static TAKEN: Cell<usize> = const { Cell::new(0) };
