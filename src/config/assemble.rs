@@ -24,6 +24,25 @@ pub struct Split {
 
 /// Splits rendered text on `---` lines; empty documents are dropped.
 pub fn split(text: &str) -> Result<Split> {
+    let mut out = Split::default();
+    for doc in documents(text)? {
+        match doc {
+            Part::Patch(text, _) => out.patches.push(text),
+            Part::Extra(text) => out.extras.push(text),
+        }
+    }
+    Ok(out)
+}
+
+/// One non-empty document of a render: a Talos patch (its text and parse) or a document that
+/// passes through (its text without the trailing newline).
+enum Part {
+    Patch(String, Value),
+    Extra(String),
+}
+
+/// The documents of a render in order, each parsed once.
+fn documents(text: &str) -> Result<Vec<Part>> {
     let text = text.replace("\r\n", "\n");
     let mut docs = vec![String::new()];
     for line in text.split_inclusive('\n') {
@@ -37,7 +56,7 @@ pub fn split(text: &str) -> Result<Split> {
                 .push_str(line);
         }
     }
-    let mut out = Split::default();
+    let mut out = Vec::new();
     for doc in docs {
         let value: Value = serde_yaml_ng::from_str(&doc).map_err(|e| {
             hinted(
@@ -48,9 +67,9 @@ pub fn split(text: &str) -> Result<Split> {
         match &value {
             Value::Null => {}
             Value::Mapping(m) if m.contains_key("machine") || m.contains_key("cluster") => {
-                out.patches.push(doc)
+                out.push(Part::Patch(doc, value))
             }
-            _ => out.extras.push(doc.trim_end_matches('\n').to_string()),
+            _ => out.push(Part::Extra(doc.trim_end_matches('\n').to_string())),
         }
     }
     Ok(out)
@@ -135,19 +154,22 @@ pub fn identify(
 /// to a control-plane base, then the base of that type is generated and patched; its v1alpha1
 /// document is followed by the render's own typed documents.
 pub fn full(rendered: &str, base: &Base<'_>) -> Result<String> {
-    let parts = split(rendered)?;
-    let patches = parts
-        .patches
-        .iter()
-        .map(|p| patch::load_patch(p))
-        .collect::<Result<Vec<_>>>()
-        .context("loading the rendered patches")?;
+    let mut patches = Vec::new();
+    let mut extras = Vec::new();
+    for part in documents(rendered)? {
+        match part {
+            Part::Patch(text, value) => patches.push(
+                patch::load_parsed_patch(&text, value).context("loading the rendered patches")?,
+            ),
+            Part::Extra(text) => extras.push(text),
+        }
+    }
     let (kind, name, endpoint) = identify(base, &patches)?;
     let patched = generated(base, kind, &name, &endpoint)?
         .apply(&patches)
         .context("applying the rendered patches")?;
     let mut out = encode::encode(&[patched.first_doc()?]);
-    for extra in &parts.extras {
+    for extra in &extras {
         out.push_str("---\n");
         out.push_str(extra);
         out.push('\n');
@@ -160,9 +182,9 @@ pub fn full(rendered: &str, base: &Base<'_>) -> Result<String> {
 /// a node file's body onto it reads the same text next. The text is decoded on its own only to
 /// report what fails, with its line.
 fn check_full(out: &str) -> Result<()> {
-    let decodes = crate::yaml::documents(out)
+    let decodes = crate::yaml::parsed(out)
         .ok()
-        .is_some_and(|docs| super::decode::decode_values(docs, false).is_ok());
+        .is_some_and(|docs| super::decode::check_values(&docs).is_ok());
     if decodes {
         return Ok(());
     }

@@ -185,7 +185,9 @@ pub fn check(config: &str, facts: &Facts) -> Result<Vec<Finding>> {
         .map(|l| text(l.get("metadata").and_then(|m| m.get("id"))))
         .collect();
     let disks = disks(facts);
-    let docs = crate::yaml::documents(config)?;
+    // Read in place from the kept parse (the full config was parsed when it was checked).
+    let kept = crate::yaml::parsed(config)?;
+    let docs: Vec<&Value> = kept.iter().filter(|d| !d.is_null()).collect();
     // Links the config itself creates count as present.
     let created: Vec<String> = docs
         .iter()

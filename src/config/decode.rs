@@ -133,7 +133,7 @@ pub fn decode_values(docs: Vec<Value>, allow_delete: bool) -> Result<Vec<Doc>> {
 
 fn decode_raw(raw_docs: Vec<RawDoc>, allow_delete: bool) -> Result<Vec<Doc>> {
     let mut decoded = Vec::new();
-    let mut known = HashSet::new();
+    let mut known = Known::new();
     for (idx, raw) in raw_docs.into_iter().enumerate() {
         let mut value = raw.value;
         if allow_delete {
@@ -148,25 +148,9 @@ fn decode_raw(raw_docs: Vec<RawDoc>, allow_delete: bool) -> Result<Vec<Doc>> {
                 continue;
             }
         }
-        match &value {
-            Value::Mapping(_) => {}
-            Value::Null => continue,
-            _ => bail!("expected a YAML document at line {}", raw.line),
+        if !vet(&value, raw.line, &mut known)? {
+            continue;
         }
-        let (api, kind, name) = super::encode::doc_id(&value);
-        let id = (api.clone(), kind.clone(), name.clone());
-        if !known.insert(id) {
-            bail!(
-                "duplicate document {api}/{kind}/{name} is not allowed (line {})",
-                raw.line
-            );
-        }
-        check_doc(&value).map_err(|e| {
-            anyhow!(
-                "error decoding document {api}/{kind}/{name} (line {}): {e}",
-                raw.line
-            )
-        })?;
         normalize(&mut value);
         decoded.push(Doc::Config(value));
     }
@@ -185,6 +169,37 @@ fn decode_raw(raw_docs: Vec<RawDoc>, allow_delete: bool) -> Result<Vec<Doc>> {
             .filter(|d| !is_legacy_delete(d) && !is_legacy(d)),
     );
     Ok(ordered)
+}
+
+/// The ids of the documents vetted so far in one stream.
+type Known = HashSet<(String, String, String)>;
+
+/// Whether Talos's loader takes one document of a stream (`line`: where it starts, 0 when
+/// unknown): a mapping whose id no earlier document has, with keys its type knows. Ok(false)
+/// for an empty document, which is skipped.
+fn vet(value: &Value, line: usize, known: &mut Known) -> Result<bool> {
+    match value {
+        Value::Mapping(_) => {}
+        Value::Null => return Ok(false),
+        _ => bail!("expected a YAML document at line {line}"),
+    }
+    let (api, kind, name) = super::encode::doc_id(value);
+    if !known.insert((api.clone(), kind.clone(), name.clone())) {
+        bail!("duplicate document {api}/{kind}/{name} is not allowed (line {line})");
+    }
+    check_doc(value)
+        .map_err(|e| anyhow!("error decoding document {api}/{kind}/{name} (line {line}): {e}"))?;
+    Ok(true)
+}
+
+/// Whether documents parsed before would decode (`decode_values(docs, false)` succeeding),
+/// read in place. Errors name no line, as [`decode_values`]'s.
+pub fn check_values(docs: &[Value]) -> Result<()> {
+    let mut known = Known::new();
+    for doc in docs {
+        vet(doc, 0, &mut known)?;
+    }
+    Ok(())
 }
 
 /// Identifies one document and checks its keys against the type tree.
@@ -486,5 +501,37 @@ pub fn scalar_text(v: &Value) -> String {
         Value::Null | Value::Mapping(_) | Value::Sequence(_) => String::new(),
         Value::Tagged(t) => scalar_text(&t.value),
         v => key_string(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Checking parsed documents in place agrees with decoding them, on good and bad streams.
+    #[test]
+    fn documents_check_as_they_decode() {
+        let streams = [
+            "machine:\n  type: worker\n---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: a\n",
+            "machine:\n  type: worker\n---\n---\ncluster:\n  clusterName: c\n",
+            "machine:\n  nosuchkey: 1\n",
+            "apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: a\n---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: b\n",
+            "- a\n",
+        ];
+        for text in streams {
+            let docs = crate::yaml::stream(text).unwrap();
+            let decoded = decode_values(docs.clone(), false).map(|_| ());
+            let checked = check_values(&docs);
+            assert_eq!(
+                checked.as_ref().map_err(ToString::to_string),
+                decoded.as_ref().map_err(ToString::to_string),
+                "{text}"
+            );
+        }
+        let dup = crate::yaml::stream(streams[3]).unwrap();
+        assert!(check_values(&dup)
+            .unwrap_err()
+            .to_string()
+            .contains("duplicate document"));
     }
 }

@@ -80,6 +80,19 @@ pub fn load_patch(text: &str) -> Result<Patch> {
     }
 }
 
+/// [`load_patch`] of a text parsed before (`value`, from `serde_yaml_ng::from_str(text)`): a
+/// mapping decodes as the same strategic patch without parsing the text again. A text with a
+/// line the decoder would split on (`---...`), or whose parse does not decode, goes through
+/// `load_patch`, whose errors name the line.
+pub fn load_parsed_patch(text: &str, value: Value) -> Result<Patch> {
+    if value.is_mapping() && !text.lines().any(|l| l.starts_with("---")) {
+        if let Ok(docs) = decode::decode_values(vec![value], true) {
+            return Ok(Patch::Strategic(StrategicPatch { docs }));
+        }
+    }
+    load_patch(text)
+}
+
 /// Loads patches from arguments: `@file`, a bare file path (no space or newline, not starting
 /// with `[` or `{`), or inline text. Relative paths are read from `base`.
 pub fn load_patches(args: &[String], base: &Path) -> Result<Vec<Patch>> {
@@ -349,5 +362,37 @@ mod tests {
         let p = [load_patch("machine:\n  nodeLabels:\n    a: b\n").unwrap()];
         let err = apply_docs(bad, &p).unwrap_err();
         assert!(err.to_string().contains("nosuchkey"), "{err}");
+    }
+
+    /// A rendered document loaded from its parse is the patch its text loads as; what the parse
+    /// cannot stand for (a `---` line, a document that does not decode) goes by the text.
+    #[test]
+    fn parsed_patches_load_as_their_text() {
+        let same = [
+            "machine:\n  nodeLabels:\n    a: b\n",
+            "machine:\n  network:\n    interfaces:\n      - interface: eth0\n        $patch: delete\n",
+            "cluster:\n  clusterName: c\n  $patch: delete\n",
+        ];
+        for text in same {
+            let value: Value = serde_yaml_ng::from_str(text).unwrap();
+            assert_eq!(
+                format!("{:?}", load_parsed_patch(text, value).unwrap()),
+                format!("{:?}", load_patch(text).unwrap()),
+                "{text}"
+            );
+        }
+        // Not a config document: the text's error, with its line.
+        let bad = "machine:\n  type: worker\n  nosuchkey: 1\n";
+        let value: Value = serde_yaml_ng::from_str(bad).unwrap();
+        let by_parse = load_parsed_patch(bad, value).unwrap_err().to_string();
+        assert_eq!(by_parse, load_patch(bad).unwrap_err().to_string());
+        assert!(by_parse.contains("line 1"), "{by_parse}");
+        // A `--- x` line the decoder splits on: the text decides (here, two documents).
+        let two = "machine:\n  type: worker\n--- {apiVersion: v1alpha1, kind: HostnameConfig, hostname: h}\n";
+        let one: Value = serde_yaml_ng::from_str("machine: {type: worker}").unwrap();
+        let Patch::Strategic(p) = load_parsed_patch(two, one).unwrap() else {
+            panic!("a strategic patch")
+        };
+        assert_eq!(p.docs.len(), 2);
     }
 }
