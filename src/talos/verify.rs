@@ -32,8 +32,17 @@ pub(super) fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
 
+/// The verifiers of the talosconfig CAs in use, each built once and shared by every
+/// connection of its context.
+static CA_VERIFIERS: crate::memo::Memo<String, Arc<WebPkiServerVerifier>> =
+    crate::memo::Memo::new(4);
+
 /// The verifier of servers signed by `ca_pem` (the talosconfig's CA).
 pub fn ca_verifier(ca_pem: &str) -> Result<Arc<WebPkiServerVerifier>> {
+    CA_VERIFIERS.get_or_try(ca_pem.to_string(), |ca_pem| build_ca_verifier(ca_pem))
+}
+
+fn build_ca_verifier(ca_pem: &str) -> Result<Arc<WebPkiServerVerifier>> {
     let unusable = |e: String| crate::error::plain(format!("the talosconfig CA is unusable: {e}"));
     let (_, der) =
         crate::secrets::pki::pem_decode(ca_pem).ok_or_else(|| unusable("not PEM".into()))?;
