@@ -125,7 +125,11 @@ fn main() {
         std::thread::scope(|s| {
             for k in 0..threads {
                 let (request, fleet, base) = (&request, &fleet, &base);
-                s.spawn(move || {
+                // As a playbook's `parallel()` workers: a roomy stack, so renders run on the
+                // thread itself rather than on a render thread it hands them to.
+                let worker = std::thread::Builder::new().stack_size(guard::STACK);
+                let spawned = worker.spawn_scoped(s, move || {
+                    guard::roomy_stack();
                     for i in (k..n).step_by(threads) {
                         let t = if i % 2 == 0 {
                             "templates/controlplane.yaml"
@@ -141,6 +145,7 @@ fn main() {
                         std::hint::black_box(out);
                     }
                 });
+                spawned.unwrap();
             }
         });
         start.elapsed().as_secs_f64()
@@ -248,6 +253,17 @@ fn steps(
     let pooled = per_call(budget, || {
         guard::watched("b", &Limits::TEMPLATE, || 1).unwrap()
     });
+    let itself = std::thread::Builder::new()
+        .stack_size(guard::STACK)
+        .spawn(move || {
+            guard::roomy_stack();
+            per_call(budget, || {
+                guard::watched("b", &Limits::TEMPLATE, || 1).unwrap()
+            })
+        })
+        .unwrap()
+        .join()
+        .unwrap();
     let spawn = per_call(budget, || {
         std::thread::Builder::new()
             .stack_size(16 << 20)
@@ -284,7 +300,11 @@ fn steps(
     row("_context.rhai run (compiled, incl. ARGS conversion)", run);
     row("  of which ARGS (values, ...) to Rhai", to_rhai);
     row("Tera render of controlplane.yaml (watched)", render);
-    row("  of which guard::watched on a kept worker", pooled);
+    row(
+        "  of which guard::watched on a roomy thread (itself)",
+        itself,
+    );
+    row("  or handed to a kept render thread", pooled);
     row("  before: a 16 MiB-stack thread per render", spawn);
     row("  a read of /proc/self/status (memory bound)", rss);
     row(

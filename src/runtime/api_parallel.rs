@@ -26,6 +26,8 @@ pub const MAX_AT_ONCE: usize = 32;
 const THREAD_BUDGET: usize = 64;
 /// Stack of a worker thread (as deep as a script on the main thread may go).
 const WORKER_STACK: usize = 16 << 20;
+// Roomy enough that renders run on the worker itself (`guard::roomy_stack`).
+const _: () = assert!(WORKER_STACK >= crate::sandbox::guard::STACK);
 
 static LIVE_WORKERS: AtomicUsize = AtomicUsize::new(0);
 

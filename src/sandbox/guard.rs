@@ -1,24 +1,38 @@
-//! Bounds for work that cannot be stopped midway: a Tera render has no operation counter, so it
-//! runs on a worker thread while the caller watches the clock and the process's resident
+//! Bounds for work that cannot be stopped midway: a Tera render has no operation counter, so
+//! while it runs the watchdog (`super::watchdog`) watches the clock and the process's resident
 //! memory. Past either bound of the profile talm ends with an error naming the work and the
 //! limit: the runaway thread cannot be cancelled, so the process exits (nothing is written
-//! before a command's render finishes, so nothing on disk is lost). Workers are kept between
-//! renders (up to [`IDLE_WORKERS`] idle), so a render does not pay for starting a thread.
+//! before a command's render finishes, so nothing on disk is lost). A render nests includes and
+//! components, so it runs on a thread with a [`STACK`]-byte stack: the calling thread itself
+//! when it has one (talm's worker threads, marked with [`roomy_stack`]), else a render thread
+//! it hands the work to and waits for. Those are kept between renders (up to [`IDLE_WORKERS`]
+//! idle), so a render does not pay for starting a thread.
 
+use std::cell::Cell;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::{mpsc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
 use super::limits::Limits;
+use super::watchdog;
 use crate::error::{hinted, Hinted};
 
-/// Stack of the watched thread (a render nests includes and components).
-const STACK: usize = 16 << 20;
-/// How often the watcher looks at the clock and the memory.
-const TICK: Duration = Duration::from_millis(5);
+/// Stack a watched render runs on, at least.
+pub const STACK: usize = 16 << 20;
 /// Idle workers kept for the next renders (more start when renders run side by side).
 pub const IDLE_WORKERS: usize = 8;
+
+thread_local! {
+    /// Whether this thread's stack is [`STACK`] bytes or more.
+    static ROOMY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the calling thread as having a stack of [`STACK`] bytes or more: work watched on it
+/// runs on it, without handing it to a render thread and waiting (two thread wake-ups a render).
+pub fn roomy_stack() {
+    ROOMY.with(|r| r.set(true));
+}
 
 /// A job a worker runs: the work, which sends its result back itself.
 type Job = Box<dyn FnOnce() + Send>;
@@ -41,10 +55,11 @@ impl Worker {
             .name("talm-render".into())
             .stack_size(STACK)
             .spawn(move || {
+                roomy_stack();
                 // A job that panics drops its result sender (the watcher reports it); the
                 // worker goes on with the next job.
                 for job in rx {
-                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                    let _ = panic::catch_unwind(AssertUnwindSafe(job));
                 }
             })?;
         Ok(Worker { jobs })
@@ -102,7 +117,7 @@ pub fn resident_kib() -> Option<u64> {
     Some(resident * page_kib)
 }
 
-fn stop(what: &str, limit: String, hint: &str) -> ! {
+pub(super) fn stop(what: &str, limit: String, hint: &str) -> ! {
     let err: anyhow::Error = Hinted {
         message: format!("{what}: {limit} (templates and preset logic run with strict limits)"),
         hints: vec![hint.to_string()],
@@ -121,50 +136,34 @@ pub fn watched<T: Send + 'static>(
     if limits.render_time.is_none() && limits.max_memory_mib.is_none() {
         return Ok(work());
     }
-    let (tx, rx) = mpsc::sync_channel(1);
-    let base = limits.max_memory_mib.and(resident_kib());
-    let start = Instant::now();
-    let worker = Worker::run(Box::new(move || {
-        let _ = tx.send(work());
-    }))
-    .map_err(|e| {
+    let no_thread = |e: String| {
         hinted(
             format!("{what}: cannot start the render thread: {e}"),
             "the system is out of threads or memory; close other programs and try again",
         )
-    })?;
-    loop {
-        match rx.recv_timeout(TICK) {
-            Ok(v) => {
-                worker.give_back();
-                return Ok(v);
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(hinted(
-                    format!("{what}: the render stopped unexpectedly"),
-                    "this is a bug in talm: please report it with the template",
-                ))
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
+    };
+    let unexpected = || {
+        hinted(
+            format!("{what}: the render stopped unexpectedly"),
+            "this is a bug in talm: please report it with the template",
+        )
+    };
+    let _watch = watchdog::register(what, limits)
+        .ok_or_else(|| no_thread("the watchdog thread did not start".into()))?;
+    if ROOMY.with(Cell::get) {
+        return panic::catch_unwind(AssertUnwindSafe(work)).map_err(|_| unexpected());
+    }
+    let (tx, rx) = mpsc::sync_channel(1);
+    let worker = Worker::run(Box::new(move || {
+        let _ = tx.send(work());
+    }))
+    .map_err(|e| no_thread(e.to_string()))?;
+    match rx.recv() {
+        Ok(v) => {
+            worker.give_back();
+            Ok(v)
         }
-        if let Some(max) = limits.render_time {
-            if start.elapsed() > max {
-                stop(
-                    what,
-                    format!("the render did not finish within {}s", max.as_secs()),
-                    "look for loops nested over large ranges; template logic cannot raise its limits",
-                );
-            }
-        }
-        if let (Some(max), Some(base), Some(now)) = (limits.max_memory_mib, base, resident_kib()) {
-            if now.saturating_sub(base) > max * 1024 {
-                stop(
-                    what,
-                    format!("the render grew talm's memory by more than {max} MiB"),
-                    "look for a value that keeps growing (`set_global s = s ~ s` in a loop); template logic cannot raise its limits",
-                );
-            }
-        }
+        Err(mpsc::RecvError) => Err(unexpected()),
     }
 }
 
@@ -198,6 +197,36 @@ mod tests {
             .unwrap();
         assert!(rss.abs_diff(resident_kib().unwrap()) < 32 * 1024, "{rss}");
         drop(std::hint::black_box(block));
+    }
+
+    #[test]
+    fn a_roomy_thread_renders_itself_others_hand_over() {
+        let here = || std::thread::current().id();
+        let on_plain =
+            std::thread::spawn(move || (here(), watched("t", &Limits::TEMPLATE, here).unwrap()))
+                .join()
+                .unwrap();
+        assert_ne!(
+            on_plain.0, on_plain.1,
+            "a plain thread hands the render over"
+        );
+        let on_roomy = std::thread::Builder::new()
+            .stack_size(STACK)
+            .spawn(move || {
+                roomy_stack();
+                let ran = watched("t", &Limits::TEMPLATE, here).unwrap();
+                let err = watched("t", &Limits::TEMPLATE, || -> u8 { panic!("boom") }).unwrap_err();
+                (here(), ran, err.to_string())
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(on_roomy.0, on_roomy.1, "a roomy thread renders itself");
+        assert!(
+            on_roomy.2.contains("stopped unexpectedly"),
+            "{}",
+            on_roomy.2
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod limits;
 mod stdlib;
 pub mod text;
 pub mod tpl;
+mod watchdog;
 
 pub use stdlib::prewarm as prewarm_stdlib;
 

@@ -215,6 +215,17 @@ fn tera_renders_are_bounded() {
         "templates/grow.yaml: the render grew talm's memory by more than 512 MiB (templates and preset logic run with strict limits)",
     );
     assert_eq!(o.code, 1, "an error, not an abort: {}", o.stderr);
+    // Renders inside `parallel()` run on the worker threads themselves, still watched.
+    d.write(
+        "grow.rhai",
+        "parallel([1, 2, 3], |i| render(#{ template: \"templates/grow.yaml\", offline: true }), 3);\n",
+    );
+    let o = fails(
+        60,
+        d.talm(["run", "grow.rhai"]),
+        "templates/grow.yaml: the render grew talm's memory by more than 512 MiB (templates and preset logic run with strict limits)",
+    );
+    assert_eq!(o.code, 1, "an error, not an abort: {}", o.stderr);
     d.write(
         "templates/indent.yaml",
         "a: {{ \"x\\ny\" | indent(width=100000000000) }}\n",
