@@ -36,6 +36,16 @@
 //! column. Since 92990b4 only blocks up to 256 bytes come from mimalloc (larger ones from glibc,
 //! for memory: `talm::heap`): 1,153/s patch on one thread, 1,597–1,728/s on both cores, full
 //! configs 469–518/s and 716–725/s, the same as mimalloc alone within this machine's variance.
+//! Since 0fefd88 the throughput rows render on threads with a roomy stack, as a playbook's
+//! `parallel()` workers do, and such a thread renders the Tera template itself while the
+//! watchdog thread watches it (`guard::watched`: 1 µs instead of a 15 µs hand-over, plus the
+//! thread wake-ups); since c6680d9 `assemble::full` parses each rendered patch once (827 µs
+//! before, 634–698 µs after). Alternating runs without LTO: 1,364–1,456/s patch on one thread
+//! before the hand-over went, 1,640–1,717/s after; with LTO 1,647/s on one thread, 2,378/s on
+//! both cores, full configs 715/s and 877/s. Two threads of one process render at 1.0–1.5 times
+//! one thread's rate while two bench processes at once render at twice it, every step slowed
+//! alike: most likely the cores contending for the reference counts of the shared compiled
+//! preset logic and stdlib modules, which Rhai updates on every script call and string constant.
 //! What is left is the preset logic's own run
 //! (Rhai script calls, 1–2 µs each here) and the YAML parsing of the output (checked, split,
 //! decoded).

@@ -4,9 +4,10 @@
 //! limit: the runaway thread cannot be cancelled, so the process exits (nothing is written
 //! before a command's render finishes, so nothing on disk is lost). A render nests includes and
 //! components, so it runs on a thread with a [`STACK`]-byte stack: the calling thread itself
-//! when it has one (talm's worker threads, marked with [`roomy_stack`]), else a render thread
-//! it hands the work to and waits for. Those are kept between renders (up to [`IDLE_WORKERS`]
-//! idle), so a render does not pay for starting a thread.
+//! when it has one (talm's worker threads, marked with [`roomy_stack`]; the render shares that
+//! stack with the script that asked for it, whose depth its call-level limit bounds), else a
+//! render thread it hands the work to and waits for. Those are kept between renders (up to
+//! [`IDLE_WORKERS`] idle), so a render does not pay for starting a thread.
 
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
