@@ -137,9 +137,9 @@ fn main() {
                 let (request, fleet, base) = (&request, &fleet, &base);
                 // As a playbook's `parallel()` workers: a roomy stack, so renders run on the
                 // thread itself rather than on a render thread it hands them to.
-                let worker = std::thread::Builder::new().stack_size(guard::STACK);
+                let worker = std::thread::Builder::new().stack_size(2 * guard::STACK);
                 let spawned = worker.spawn_scoped(s, move || {
-                    guard::roomy_stack();
+                    guard::roomy_stack(2 * guard::STACK);
                     for i in (k..n).step_by(threads) {
                         let t = if i % 2 == 0 {
                             "templates/controlplane.yaml"
@@ -264,9 +264,9 @@ fn steps(
         guard::watched("b", &Limits::TEMPLATE, || 1).unwrap()
     });
     let itself = std::thread::Builder::new()
-        .stack_size(guard::STACK)
+        .stack_size(2 * guard::STACK)
         .spawn(move || {
-            guard::roomy_stack();
+            guard::roomy_stack(2 * guard::STACK);
             per_call(budget, || {
                 guard::watched("b", &Limits::TEMPLATE, || 1).unwrap()
             })

@@ -24,10 +24,10 @@ use crate::talos::duration::{self, Zero};
 pub const MAX_AT_ONCE: usize = 32;
 /// Worker threads all `parallel` calls of the process may hold together.
 const THREAD_BUDGET: usize = 64;
-/// Stack of a worker thread (as deep as a script on the main thread may go).
-const WORKER_STACK: usize = 16 << 20;
-// Roomy enough that renders run on the worker itself (`guard::roomy_stack`).
-const _: () = assert!(WORKER_STACK >= crate::sandbox::guard::STACK);
+/// Stack of a worker thread: as deep as a script on the main thread may go (16 MiB), with a
+/// render's own stack below it, so renders run on the worker itself (`guard::roomy_stack`).
+/// Only the pages a thread touches take memory.
+const WORKER_STACK: usize = (16 << 20) + crate::sandbox::guard::STACK;
 
 static LIVE_WORKERS: AtomicUsize = AtomicUsize::new(0);
 

@@ -82,10 +82,8 @@ impl Workers {
             .name("talm-parallel".into())
             .stack_size(stack)
             .spawn(move || {
-                if stack >= crate::sandbox::guard::STACK {
-                    // Renders on this thread need no render thread of their own.
-                    crate::sandbox::guard::roomy_stack();
-                }
+                // Renders on this thread need no render thread while its stack has room.
+                crate::sandbox::guard::roomy_stack(stack);
                 while let Ok(job) = rx.recv() {
                     let panicked = panic::catch_unwind(AssertUnwindSafe(job.run)).err();
                     // Idle again before the call learns its run ended, so the call after it finds

@@ -3,11 +3,11 @@
 //! memory. Past either bound of the profile talm ends with an error naming the work and the
 //! limit: the runaway thread cannot be cancelled, so the process exits (nothing is written
 //! before a command's render finishes, so nothing on disk is lost). A render nests includes and
-//! components, so it runs on a thread with a [`STACK`]-byte stack: the calling thread itself
-//! when it has one (talm's worker threads, marked with [`roomy_stack`]; the render shares that
-//! stack with the script that asked for it, whose depth its call-level limit bounds), else a
-//! render thread it hands the work to and waits for. Those are kept between renders (up to
-//! [`IDLE_WORKERS`] idle), so a render does not pay for starting a thread.
+//! components, so it runs with [`STACK`] bytes of stack free: on the calling thread itself when
+//! that much of its stack is left (talm's worker threads, whose stacks [`roomy_stack`] records,
+//! have room for a deep script and a render below it), else on a render thread it hands the
+//! work to and waits for. Those are kept between renders (up to [`IDLE_WORKERS`] idle), so a
+//! render does not pay for starting a thread.
 
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
@@ -19,20 +19,38 @@ use super::limits::Limits;
 use super::watchdog;
 use crate::error::{hinted, Hinted};
 
-/// Stack a watched render runs on, at least.
+/// Stack a watched render has free, at least.
 pub const STACK: usize = 16 << 20;
+/// What the stack-top estimate of [`roomy_stack`] may be off by (the frames above the call).
+const SLACK: usize = 256 << 10;
 /// Idle workers kept for the next renders (more start when renders run side by side).
 pub const IDLE_WORKERS: usize = 8;
 
 thread_local! {
-    /// Whether this thread's stack is [`STACK`] bytes or more.
-    static ROOMY: Cell<bool> = const { Cell::new(false) };
+    /// The lowest address of this thread's stack, when the thread recorded it.
+    static STACK_END: Cell<Option<usize>> = const { Cell::new(None) };
 }
 
-/// Marks the calling thread as having a stack of [`STACK`] bytes or more: work watched on it
-/// runs on it, without handing it to a render thread and waiting (two thread wake-ups a render).
-pub fn roomy_stack() {
-    ROOMY.with(|r| r.set(true));
+/// An address in the current stack frame.
+#[inline(never)]
+fn stack_here() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as usize
+}
+
+/// Records that the calling thread, which has just started, has a `size`-byte stack: work
+/// watched on it later runs on it when [`STACK`] bytes of it are still free there, without
+/// handing it to a render thread and waiting (two thread wake-ups a render).
+pub fn roomy_stack(size: usize) {
+    let end = stack_here().saturating_sub(size.saturating_sub(SLACK));
+    STACK_END.with(|e| e.set(Some(end)));
+}
+
+/// Whether [`STACK`] bytes of this thread's stack are free below the caller.
+fn room_here() -> bool {
+    STACK_END
+        .with(Cell::get)
+        .is_some_and(|end| stack_here().saturating_sub(end) >= STACK)
 }
 
 /// A job a worker runs: the work, which sends its result back itself.
@@ -56,9 +74,8 @@ impl Worker {
             .name("talm-render".into())
             .stack_size(STACK)
             .spawn(move || {
-                roomy_stack();
-                // A job that panics drops its result sender (the watcher reports it); the
-                // worker goes on with the next job.
+                // A job that panics drops its result sender (its caller's `recv` reports it);
+                // the worker goes on with the next job.
                 for job in rx {
                     let _ = panic::catch_unwind(AssertUnwindSafe(job));
                 }
@@ -124,7 +141,11 @@ pub(super) fn stop(what: &str, limit: String, hint: &str) -> ! {
         hints: vec![hint.to_string()],
     }
     .into();
-    eprint!("{}", crate::error::render(&err));
+    // Written without panicking (stderr may be a closed pipe): the exit must come.
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr().lock(),
+        crate::error::render(&err).as_bytes(),
+    );
     std::process::exit(1)
 }
 
@@ -151,7 +172,7 @@ pub fn watched<T: Send + 'static>(
     };
     let _watch = watchdog::register(what, limits)
         .ok_or_else(|| no_thread("the watchdog thread did not start".into()))?;
-    if ROOMY.with(Cell::get) {
+    if room_here() {
         return panic::catch_unwind(AssertUnwindSafe(work)).map_err(|_| unexpected());
     }
     let (tx, rx) = mpsc::sync_channel(1);
@@ -211,23 +232,51 @@ mod tests {
             on_plain.0, on_plain.1,
             "a plain thread hands the render over"
         );
-        let on_roomy = std::thread::Builder::new()
-            .stack_size(STACK)
-            .spawn(move || {
-                roomy_stack();
-                let ran = watched("t", &Limits::TEMPLATE, here).unwrap();
-                let err = watched("t", &Limits::TEMPLATE, || -> u8 { panic!("boom") }).unwrap_err();
-                (here(), ran, err.to_string())
+        let roomy = |size: usize, f: fn() -> (bool, bool)| {
+            std::thread::Builder::new()
+                .stack_size(size)
+                .spawn(move || {
+                    roomy_stack(size);
+                    let outer = here();
+                    let (itself, watched_meanwhile) = f();
+                    (outer, itself, watched_meanwhile)
+                })
+                .unwrap()
+                .join()
+                .unwrap()
+        };
+        // With room for a render below the caller: rendered in place, and watched meanwhile.
+        let (_, itself, watched_meanwhile) = roomy(2 * STACK, || {
+            let outer = std::thread::current().id();
+            watched("in place", &Limits::TEMPLATE, move || {
+                (
+                    std::thread::current().id() == outer,
+                    super::watchdog::holds("in place"),
+                )
+            })
+            .unwrap()
+        });
+        assert!(itself, "a thread with room renders itself");
+        assert!(watched_meanwhile, "the watchdog watches a render in place");
+        // A stack without that much room left hands the render over.
+        let (_, itself, _) = roomy(STACK, || {
+            let outer = std::thread::current().id();
+            watched("t", &Limits::TEMPLATE, move || {
+                (std::thread::current().id() == outer, true)
+            })
+            .unwrap()
+        });
+        assert!(!itself, "too little room left: handed over");
+        let err = std::thread::Builder::new()
+            .stack_size(2 * STACK)
+            .spawn(|| {
+                roomy_stack(2 * STACK);
+                watched("t", &Limits::TEMPLATE, || -> u8 { panic!("boom") }).unwrap_err()
             })
             .unwrap()
             .join()
             .unwrap();
-        assert_eq!(on_roomy.0, on_roomy.1, "a roomy thread renders itself");
-        assert!(
-            on_roomy.2.contains("stopped unexpectedly"),
-            "{}",
-            on_roomy.2
-        );
+        assert!(err.to_string().contains("stopped unexpectedly"), "{err}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! it runs, on whatever thread runs it, and nobody waits on the watchdog. Past a bound talm ends
 //! with an error naming the work and the limit ([`super::guard`] says why it must end).
 
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::guard::resident_kib;
@@ -67,15 +67,18 @@ fn board() -> MutexGuard<'static, Board> {
     BOARD.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Starts the watchdog thread once; whether it runs.
+/// Starts the watchdog thread unless it runs; whether it runs (a start the system refused is
+/// tried again by the next render).
 fn started() -> bool {
-    static STARTED: OnceLock<bool> = OnceLock::new();
-    *STARTED.get_or_init(|| {
-        std::thread::Builder::new()
+    static STARTED: Mutex<bool> = Mutex::new(false);
+    let mut started = STARTED.lock().unwrap_or_else(|e| e.into_inner());
+    if !*started {
+        *started = std::thread::Builder::new()
             .name("talm-watchdog".into())
             .spawn(run)
-            .is_ok()
-    })
+            .is_ok();
+    }
+    *started
 }
 
 fn run() {
@@ -91,15 +94,23 @@ fn run() {
             .any(|w| w.base.is_some())
             .then(resident_kib)
             .flatten();
-        for w in &b.watches {
-            if let Some(o) = w.overrun(now.duration_since(w.start), resident) {
-                super::guard::stop(&w.what, o.limit, o.hint);
-            }
-        }
+        let over = b.watches.iter().find_map(|w| {
+            let o = w.overrun(now.duration_since(w.start), resident)?;
+            Some((w.what.clone(), o))
+        });
         drop(b);
+        if let Some((what, o)) = over {
+            super::guard::stop(&what, o.limit, o.hint);
+        }
         std::thread::sleep(TICK);
         b = board();
     }
+}
+
+/// Whether work named `what` is being watched (tests of where renders run).
+#[cfg(test)]
+pub(super) fn holds(what: &str) -> bool {
+    board().watches.iter().any(|w| w.what == what)
 }
 
 /// Work registered with the watchdog until this is dropped.

@@ -7,13 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use rustls::sign::CertifiedKey;
 use tokio_stream::StreamExt;
 use tonic::transport::Endpoint;
 use tonic::{Code, Request, Status, Streaming};
 
-use super::creds::{Auth, Identity};
+use super::creds::Auth;
 use super::diagnose;
 use super::errors::{self, Site, MACHINE, STATE};
 use super::wire::{Checked, Dialer, Facts, Wire};
@@ -66,39 +64,6 @@ mod inspect;
 
 pub use change::{PullUpdate, ServiceAction};
 pub use etcd::Downgrade as EtcdDowngrade;
-
-/// The client certificates of the talosconfig contexts in use, each made once: a fleet's
-/// connections share their context's instead of parsing its key again per connection.
-static CERTIFIED: crate::memo::Memo<(String, String), Arc<CertifiedKey>> =
-    crate::memo::Memo::new(4);
-
-/// The client certificate and key as rustls signs with them.
-fn certified(id: &Identity) -> Result<Arc<CertifiedKey>> {
-    CERTIFIED.get_or_try((id.cert_pem.clone(), id.key_pem.clone()), |(cert, key)| {
-        make_certified(cert, key)
-    })
-}
-
-fn make_certified(cert_pem: &str, key_pem: &str) -> Result<Arc<CertifiedKey>> {
-    let unusable = |e: String| {
-        crate::error::hinted(
-            format!("the talosconfig's client certificate is unusable: {e}"),
-            "regenerate the talosconfig with `talm talosconfig`",
-        )
-    };
-    let (_, cert) =
-        crate::secrets::pki::pem_decode(cert_pem).ok_or_else(|| unusable("not PEM".into()))?;
-    let (_, key) =
-        crate::secrets::pki::pem_decode(key_pem).ok_or_else(|| unusable("key not PEM".into()))?;
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key));
-    CertifiedKey::from_der(
-        vec![CertificateDer::from(cert)],
-        key,
-        &rustls::crypto::aws_lc_rs::default_provider(),
-    )
-    .map(Arc::new)
-    .map_err(|e| unusable(e.to_string()))
-}
 
 /// Longest second look at a node whose authenticated connection ended silently.
 const SECOND_LOOK: Duration = Duration::from_secs(2);
@@ -160,9 +125,9 @@ impl Client {
             Auth::Insecure | Auth::Pinned(_) => (None, None),
             Auth::Mutual { ca_pem, identity } => (
                 Some(super::verify::ca_verifier(ca_pem)?),
-                Some(certified(identity)?),
+                Some(identity.certified()?),
             ),
-            Auth::Unverified { identity } => (None, Some(certified(identity)?)),
+            Auth::Unverified { identity } => (None, Some(identity.certified()?)),
         };
         let port = addr
             .rsplit_once(':')
@@ -600,39 +565,5 @@ mod tests {
         assert_eq!(with_port("[fd00::1]:7"), "[fd00::1]:7");
         assert_eq!(host("[fd00::1]:7"), "fd00::1");
         assert_eq!(host("node-1"), "node-1");
-    }
-
-    /// A context's client certificate and CA verifier are made once and shared by its
-    /// connections; another context gets its own.
-    #[test]
-    fn credentials_are_made_once_per_context() {
-        use crate::secrets::pki;
-        let now = time::OffsetDateTime::now_utc();
-        let ca = pki::self_signed_ca(pki::KeyKind::Ed25519, Some("talos"), now).unwrap();
-        let identity = |roles: &[&str]| {
-            let c = pki::client_cert(&ca.cert_pem, &ca.key, roles, now).unwrap();
-            Identity {
-                cert_pem: c.cert_pem,
-                key_pem: pki::pem_encode("PRIVATE KEY", c.key.pkcs8_der()),
-            }
-        };
-        let (admin, reader) = (identity(&["os:admin"]), identity(&["os:reader"]));
-        let first = certified(&admin).unwrap();
-        assert!(Arc::ptr_eq(&first, &certified(&admin.clone()).unwrap()));
-        assert!(!Arc::ptr_eq(&first, &certified(&reader).unwrap()));
-        let verifier = super::super::verify::ca_verifier(&ca.cert_pem).unwrap();
-        assert!(Arc::ptr_eq(
-            &verifier,
-            &super::super::verify::ca_verifier(&ca.cert_pem).unwrap()
-        ));
-        // A bad key is still reported every time, not kept.
-        let bad = Identity {
-            cert_pem: admin.cert_pem.clone(),
-            key_pem: "not pem".into(),
-        };
-        for _ in 0..2 {
-            let err = certified(&bad).unwrap_err().to_string();
-            assert!(err.contains("client certificate is unusable"), "{err}");
-        }
     }
 }

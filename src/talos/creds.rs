@@ -2,14 +2,18 @@
 //! none at all (maintenance mode), checked before any connection is made.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::Result;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::sign::CertifiedKey;
 use serde_yaml_ng::Value;
 use time::OffsetDateTime;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 use super::fingerprint::Fingerprint;
 use crate::error::hinted;
+use crate::memo::Memo;
 use crate::secrets::{bundle::unb64, pki, talosconfig};
 
 /// A client certificate with its key as PKCS#8 PEM (`PRIVATE KEY`), the form TLS stacks load;
@@ -23,6 +27,50 @@ pub struct Identity {
 impl std::fmt::Debug for Identity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Identity(<redacted>)")
+    }
+}
+
+/// The client certificates of the identities in use, each made once, kept by a digest of
+/// certificate and key: a fleet's connections share their context's instead of parsing its key
+/// again per connection.
+static CERTIFIED: Memo<[u8; 32], Arc<CertifiedKey>> = Memo::new(4);
+
+impl Identity {
+    /// The certificate and key as rustls signs with them.
+    pub fn certified(&self) -> Result<Arc<CertifiedKey>> {
+        self.certified_in(&CERTIFIED)
+    }
+
+    fn certified_in(&self, kept: &Memo<[u8; 32], Arc<CertifiedKey>>) -> Result<Arc<CertifiedKey>> {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::new()
+            .chain_update(&self.cert_pem)
+            .chain_update([0])
+            .chain_update(&self.key_pem)
+            .finalize()
+            .into();
+        kept.get_or_try(digest, |_| self.make_certified())
+    }
+
+    fn make_certified(&self) -> Result<Arc<CertifiedKey>> {
+        let unusable = |e: String| {
+            hinted(
+                format!("the talosconfig's client certificate is unusable: {e}"),
+                "regenerate the talosconfig with `talm talosconfig`",
+            )
+        };
+        let (_, cert) =
+            pki::pem_decode(&self.cert_pem).ok_or_else(|| unusable("not PEM".into()))?;
+        let (_, key) =
+            pki::pem_decode(&self.key_pem).ok_or_else(|| unusable("key not PEM".into()))?;
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key));
+        CertifiedKey::from_der(
+            vec![CertificateDer::from(cert)],
+            key,
+            &rustls::crypto::aws_lc_rs::default_provider(),
+        )
+        .map(Arc::new)
+        .map_err(|e| unusable(e.to_string()))
     }
 }
 
@@ -194,6 +242,38 @@ mod tests {
     use super::*;
     use crate::secrets::bundle::Bundle;
     use crate::secrets::contract::Contract;
+
+    /// An identity's client certificate is made once and shared by its connections; another
+    /// identity gets its own, and a bad key is reported every time, never kept.
+    #[test]
+    fn client_certificates_are_made_once_per_identity() {
+        let now = OffsetDateTime::now_utc();
+        let ca = pki::self_signed_ca(pki::KeyKind::Ed25519, Some("talos"), now).unwrap();
+        let identity = |roles: &[&str]| {
+            let c = pki::client_cert(&ca.cert_pem, &ca.key, roles, now).unwrap();
+            Identity {
+                cert_pem: c.cert_pem,
+                key_pem: pki::pem_encode("PRIVATE KEY", c.key.pkcs8_der()),
+            }
+        };
+        let kept = Memo::new(4);
+        let (admin, reader) = (identity(&["os:admin"]), identity(&["os:reader"]));
+        let first = admin.certified_in(&kept).unwrap();
+        assert!(Arc::ptr_eq(
+            &first,
+            &admin.clone().certified_in(&kept).unwrap()
+        ));
+        assert!(!Arc::ptr_eq(&first, &reader.certified_in(&kept).unwrap()));
+        let bad = Identity {
+            cert_pem: admin.cert_pem.clone(),
+            key_pem: "not pem".into(),
+        };
+        for _ in 0..2 {
+            let err = bad.certified_in(&kept).unwrap_err().to_string();
+            assert!(err.contains("client certificate is unusable"), "{err}");
+        }
+        assert!(admin.certified().is_ok());
+    }
 
     fn talosconfig_text(now: OffsetDateTime) -> String {
         let bundle = Bundle::generate(Contract::parse("v1.6").unwrap(), now).unwrap();

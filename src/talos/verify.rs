@@ -39,7 +39,14 @@ static CA_VERIFIERS: crate::memo::Memo<String, Arc<WebPkiServerVerifier>> =
 
 /// The verifier of servers signed by `ca_pem` (the talosconfig's CA).
 pub fn ca_verifier(ca_pem: &str) -> Result<Arc<WebPkiServerVerifier>> {
-    CA_VERIFIERS.get_or_try(ca_pem.to_string(), |ca_pem| build_ca_verifier(ca_pem))
+    ca_verifier_in(&CA_VERIFIERS, ca_pem)
+}
+
+fn ca_verifier_in(
+    kept: &crate::memo::Memo<String, Arc<WebPkiServerVerifier>>,
+    ca_pem: &str,
+) -> Result<Arc<WebPkiServerVerifier>> {
+    kept.get_or_try(ca_pem.to_string(), |ca_pem| build_ca_verifier(ca_pem))
 }
 
 fn build_ca_verifier(ca_pem: &str) -> Result<Arc<WebPkiServerVerifier>> {
@@ -196,5 +203,37 @@ impl ServerCertVerifier for NodeVerifier {
         self.provider
             .signature_verification_algorithms
             .supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A CA's verifier is built once and shared by the connections that trust it.
+    #[test]
+    fn ca_verifiers_are_built_once_per_ca() {
+        let now = time::OffsetDateTime::now_utc();
+        let ca = |org| {
+            crate::secrets::pki::self_signed_ca(
+                crate::secrets::pki::KeyKind::Ed25519,
+                Some(org),
+                now,
+            )
+            .unwrap()
+        };
+        let (a, b) = (ca("a"), ca("b"));
+        let kept = crate::memo::Memo::new(4);
+        let first = ca_verifier_in(&kept, &a.cert_pem).unwrap();
+        assert!(Arc::ptr_eq(
+            &first,
+            &ca_verifier_in(&kept, &a.cert_pem).unwrap()
+        ));
+        assert!(!Arc::ptr_eq(
+            &first,
+            &ca_verifier_in(&kept, &b.cert_pem).unwrap()
+        ));
+        assert!(ca_verifier_in(&kept, "not pem").is_err());
+        assert!(ca_verifier(&a.cert_pem).is_ok());
     }
 }

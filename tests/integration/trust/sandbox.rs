@@ -215,7 +215,8 @@ fn tera_renders_are_bounded() {
         "templates/grow.yaml: the render grew talm's memory by more than 512 MiB (templates and preset logic run with strict limits)",
     );
     assert_eq!(o.code, 1, "an error, not an abort: {}", o.stderr);
-    // Renders inside `parallel()` run on the worker threads themselves, still watched.
+    // Renders inside `parallel()` (on the worker threads themselves, or handed over from the
+    // calling thread) are bounded the same way.
     d.write(
         "grow.rhai",
         "parallel([1, 2, 3], |i| render(#{ template: \"templates/grow.yaml\", offline: true }), 3);\n",
