@@ -90,9 +90,33 @@ fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
     parsed
 }
 
+/// The bundled scripts that render templates of their project.
+const RENDERING: &[&str] = &["template", "apply"];
+
 /// Runs what the command line decided.
 pub fn run(inv: Invocation) -> Result<i32> {
+    let scripted = matches!(
+        inv.action,
+        Action::Script { .. }
+            | Action::Playbook { .. }
+            | Action::Repl { .. }
+            | Action::External { .. }
+    );
+    let renders =
+        matches!(&inv.action, Action::Script { script, .. } if RENDERING.contains(script));
+    if renders {
+        // The preset logic imports the stdlib modules: the standard package they are compiled
+        // with, then they, are built on the other core from now on.
+        crate::sandbox::prewarm_stdlib();
+    } else if scripted {
+        // Built on the other core while the project is found and checked.
+        crate::sandbox::prewarm_package();
+    }
     let root = find_project(&inv.project)?;
+    if let (Some(root), true) = (&root, renders) {
+        // Compiled on the other core while the command builds its engine and reads values.
+        crate::render::cache::prefetch(root);
+    }
     let mut settings = settings(inv.session.as_ref(), root.as_deref())?;
     if matches!(
         inv.action,

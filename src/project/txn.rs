@@ -210,7 +210,13 @@ impl Txn {
 
     /// Commits: the journal lands with one rename, then every change is carried out and the
     /// staging folder removed. Until the journal lands nothing outside the staging folder changed.
+    /// A transaction of one file write needs no journal: the rename of its staged file is the
+    /// commit (killed before it, the old file stands and the next run removes the staging folder;
+    /// after it, the new one does), which spares a fleet's per-node writes a file and a sync.
     pub fn commit(self) -> Result<()> {
+        if let [Op::Write { .. }] = self.ops.as_slice() {
+            return apply(&self.dir, &self.staging, &self.ops);
+        }
         let journal = Journal {
             label: self.label.clone(),
             ops: self.ops.clone(),
@@ -503,6 +509,19 @@ mod tests {
         t.commit().unwrap();
         assert_eq!(listing(d.path()), ["a", "c", "nodes"]);
         assert_eq!(fs::read_to_string(d.path().join("a/b.yaml")).unwrap(), "b");
+    }
+
+    #[test]
+    fn one_file_commits_by_its_rename_without_a_journal() {
+        let d = tempfile::tempdir().unwrap();
+        let mut t = Txn::begin(d.path(), "one").unwrap();
+        t.write(Path::new("n.yaml"), b"new", Mode::Secret).unwrap();
+        let staging = t.staging().to_path_buf();
+        // The rename fails (a folder took the name): what is left holds no journal, so the next
+        // run discards it rather than completing a write that never happened.
+        fs::create_dir_all(d.path().join("n.yaml/x")).unwrap();
+        assert!(t.commit().is_err());
+        assert!(staging.join("0").is_file() && !staging.join(JOURNAL).exists());
     }
 
     #[test]

@@ -6,11 +6,13 @@
 //! [`SETTLE`], finer than the file system may tell apart) is read again and compared by content,
 //! so an edit in the same clock tick is not missed. Changed files are read, and the project is
 //! recompiled only when some content differs. The last [`KEEP`] projects are kept, each by its
-//! root: two projects never share a compiled environment.
+//! root: two projects never share a compiled environment. A command that will render from a
+//! project starts its compile on another core ([`prefetch`]) while it does its other work; the
+//! first render then waits for that compile rather than doing it again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
@@ -162,10 +164,98 @@ fn cache() -> std::sync::MutexGuard<'static, Vec<Entry>> {
     CACHE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Compiles started by [`prefetch`] and not finished yet, by project root; each one's flag is
+/// set (and its waiters woken) when it ends.
+static AHEAD: Mutex<Vec<(PathBuf, Arc<Ahead>)>> = Mutex::new(Vec::new());
+
+/// One compile going on ahead of its renders.
+#[derive(Default)]
+struct Ahead {
+    done: Mutex<bool>,
+    ended: Condvar,
+}
+
+fn ahead() -> std::sync::MutexGuard<'static, Vec<(PathBuf, Arc<Ahead>)>> {
+    AHEAD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The key a project is kept by: its absolute root (a relative root means another project
+/// after a change of folder).
+fn key(root: &Path) -> PathBuf {
+    std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf())
+}
+
+/// Starts compiling the project at `root` (its templates and preset logic) on a thread of its
+/// own, for a command that renders from it once its other work is done; renders that start
+/// meanwhile wait for it instead of compiling the project again. Best effort: what the thread
+/// fails to compile, the render compiles again and reports. Nothing is started for a project
+/// kept already or being compiled (a playbook's commands).
+pub fn prefetch(root: &Path) {
+    let root = key(root);
+    if cache().iter().any(|e| e.root == root) {
+        // Kept already: the render checks it is fresh, which costs less than a thread.
+        return;
+    }
+    let mut going = ahead();
+    if going.iter().any(|(r, _)| *r == root) {
+        return;
+    }
+    let mark = Arc::new(Ahead::default());
+    let spawned = std::thread::Builder::new()
+        .name("templates".into())
+        // Compiling deeply nested preset logic recurses: the stack of a render thread.
+        .stack_size(crate::sandbox::guard::STACK)
+        .spawn({
+            let (root, mark) = (root.clone(), mark.clone());
+            move || {
+                // Ends the compile for its waiters however the thread ends (a panic too).
+                let _end = End(mark);
+                if let Ok(project) = load_now(&root) {
+                    for script in project.context.iter().chain(project.scripts.values()) {
+                        let _ = script.compile();
+                    }
+                }
+            }
+        });
+    if spawned.is_ok() {
+        going.push((root, mark));
+    }
+}
+
+/// Marks a compile ended when dropped: out of [`AHEAD`], its waiters woken.
+struct End(Arc<Ahead>);
+
+impl Drop for End {
+    fn drop(&mut self) {
+        ahead().retain(|(_, m)| !Arc::ptr_eq(m, &self.0));
+        *self.0.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.0.ended.notify_all();
+    }
+}
+
+/// Waits for a compile [`prefetch`] started for `key`, if one is going.
+fn wait_ahead(key: &Path) {
+    let Some(mark) = ahead()
+        .iter()
+        .find(|(r, _)| r == key)
+        .map(|(_, m)| m.clone())
+    else {
+        return;
+    };
+    let mut done = mark.done.lock().unwrap_or_else(|e| e.into_inner());
+    while !*done {
+        done = mark.ended.wait(done).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
 /// The compiled templates of the project at `root`, compiled now only when a file changed.
 pub fn load(root: &Path) -> Result<Arc<Compiled>> {
-    // Kept by absolute path: a relative root means another project after a change of folder.
-    let key = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    wait_ahead(&key(root));
+    load_now(root)
+}
+
+fn load_now(root: &Path) -> Result<Arc<Compiled>> {
+    let key = key(root);
     let listing = list(root)?;
     {
         let mut kept = cache();

@@ -163,3 +163,58 @@ fn a_template_that_does_not_compile_names_itself_and_is_retried() {
     write(dir.path(), "templates/cp.yaml", "a: {{ values.v }}\n");
     assert_eq!(render(dir.path(), "templates/cp.yaml", ETH0), "a: 1\n");
 }
+
+/// A project whose template prints the link its preset logic found.
+fn linked_project() -> tempfile::TempDir {
+    project(&[
+        ("templates/_context.rhai", CONTEXT),
+        ("templates/cp.yaml", "a: {{ node.link }}\n"),
+    ])
+}
+
+#[test]
+fn a_prefetched_project_is_compiled_once_and_the_render_waits_for_it() {
+    let _turn = turn();
+    let dir = linked_project();
+    prefetch(dir.path());
+    // The render takes what the prefetch compiled: its preset logic compiled already, the
+    // same compiled project, nothing left waiting.
+    let compiled = load(dir.path()).unwrap();
+    assert!(compiled.context.as_ref().unwrap().compiled());
+    assert!(ahead().iter().all(|(r, _)| r != &key(dir.path())));
+    assert_eq!(render(dir.path(), "templates/cp.yaml", ETH0), "a: eth0\n");
+    assert!(Arc::ptr_eq(&compiled, &load(dir.path()).unwrap()));
+    // A project kept already starts no thread.
+    prefetch(dir.path());
+    assert!(ahead().iter().all(|(r, _)| r != &key(dir.path())));
+}
+
+#[test]
+fn renders_that_start_during_a_prefetch_wait_for_it_rather_than_compile() {
+    let _turn = turn();
+    let dir = linked_project();
+    prefetch(dir.path());
+    // A second prefetch of the same project while the first goes on starts nothing.
+    prefetch(dir.path());
+    let going = ahead()
+        .iter()
+        .filter(|(r, _)| r == &key(dir.path()))
+        .count();
+    assert!(going <= 1, "{going} compiles of one project");
+    let loads: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| load(dir.path()).unwrap()))
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(loads.iter().all(|c| Arc::ptr_eq(c, &loads[0])));
+    assert!(loads[0].context.as_ref().unwrap().compiled());
+}
+
+#[test]
+fn a_prefetch_that_fails_leaves_the_error_to_the_render() {
+    let dir = project(&[("templates/cp.yaml", "a: {{ oops \n")]);
+    prefetch(dir.path());
+    let err = load(dir.path()).err().unwrap();
+    assert!(err.to_string().contains("cp.yaml:1:"), "{err}");
+}

@@ -62,6 +62,11 @@ impl Script {
         Ok(self.ast.get_or_init(|| ast).clone())
     }
 
+    /// Compiles the script now rather than at its first run.
+    pub fn compile(&self) -> Result<()> {
+        self.ast().map(|_| ())
+    }
+
     /// Whether the script has been compiled (tests of the render cache).
     pub fn compiled(&self) -> bool {
         self.ast.get().is_some()

@@ -1,7 +1,8 @@
 //! Writes are all-or-nothing (issue 9 §2): `talm init`, `init --encrypt`, `init --decrypt` and
 //! `template -I` killed (SIGKILL) 20 times each — half at random moments of the run, half aimed
-//! inside the commit — leave the folder old or new, never half — a half-done commit always has
-//! its journal, which the next run completes — and plaintext secrets only where .gitignore
+//! inside the commit — leave the folder old or new, never half — a half-done commit of several
+//! files always has its journal, which the next run completes; a one-file write (`template -I`'s
+//! node file) commits by renaming its staged file — and plaintext secrets only where .gitignore
 //! covers them.
 
 use std::collections::BTreeMap;
@@ -56,21 +57,33 @@ fn talm_cmd(dir: &Path, args: &[&str]) -> Command {
     c
 }
 
-/// Whether a committed journal waits in a staging folder in `dir`.
-fn journal_in(dir: &Path) -> bool {
+/// Whether a staging folder in `dir` holds the file `name`.
+fn staging_holds(dir: &Path, name: &str) -> bool {
     std::fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(|e| e.ok()).any(|e| {
                 e.file_name().to_string_lossy().starts_with(".talm-txn-")
-                    && e.path().join("journal").is_file()
+                    && e.path().join(name).is_file()
             })
         })
         .unwrap_or(false)
 }
 
-/// Whether a committed journal waits in the folder or its nodes/.
+/// Whether a committed journal waits in a staging folder in `dir`.
+fn journal_in(dir: &Path) -> bool {
+    staging_holds(dir, "journal")
+}
+
+/// Whether a staging folder in `dir` holds a staged file (a one-file write's, which has no
+/// journal: the rename of that file is its commit).
+fn staged_in(dir: &Path) -> bool {
+    staging_holds(dir, "0")
+}
+
+/// Whether a commit is under way in the folder or its nodes/: a committed journal waits, or a
+/// node file's one-file write has staged its file and not yet renamed it into place.
 fn committing(dir: &Path) -> bool {
-    journal_in(dir) || journal_in(&dir.join("nodes"))
+    journal_in(dir) || journal_in(&dir.join("nodes")) || staged_in(&dir.join("nodes"))
 }
 
 /// How long a whole run takes, and how long its committed journal stands (from its rename to
