@@ -51,7 +51,8 @@
 //! at the preset logic's first import); since this change the command starts the package and
 //! the stdlib modules, then the project's templates and preset logic, on other threads before it
 //! checks the project, and its render waits for them: 14.0 against 13.6 ms (no LTO, alternating
-//! runs), 12.8 with the stdlib started first. The rest is CPU: about 14 ms of work on two cores,
+//! runs), 12.8 with the stdlib started first, for somewhat more CPU in all (15–19 ms before,
+//! 19–23 ms after under `perf stat`: three threads on two cores). The rest is CPU: about 14 ms of work on two cores,
 //! a third of it page faults and relocations of the binary, a fifth the stdlib modules' parse.
 //! What is left is the preset logic's own run
 //! (Rhai script calls, 1–2 µs each here) and the YAML parsing of the output (checked, split,
