@@ -9,6 +9,10 @@
 //! of one render measured alone; then the median wall and CPU time of 30 runs of each process
 //! (CPU from `wait4`).
 //!
+//! `TALM_BENCH_CONTEXT=FILE` renders with FILE as the library's `_context.rhai` (to compare
+//! two versions of the preset logic in alternating runs of one build), and
+//! `TALM_BENCH_STEPS_ONLY=1` prints the steps only.
+//!
 //! Measured on this machine (2 cores, release, one thread), step rows of this bench:
 //!
 //! | step of one patch render | before (main at 6619674) | kept compiled (66034ef) | tpl:: natives (44aeea8) | no interner (415bbe9) | mimalloc, LTO (now) |
@@ -54,6 +58,17 @@
 //! runs), 12.8 with the stdlib started first, for somewhat more CPU in all (15–19 ms before,
 //! 19–23 ms after under `perf stat`: three threads on two cores). The rest is CPU: about 14 ms of work on two cores,
 //! a third of it page faults and relocations of the binary, a fifth the stdlib modules' parse.
+//! Since this change the preset logic hands what the values alone decide (the extension keys
+//! checked, the VIP set, the cluster name) to `once`, which keeps it by the values' content for
+//! every later node; Sprig's `toString`/`int` and Go's printing of a value, which `talm/net`
+//! called as script functions on every field, are `tpl::` natives; and a render trusts the
+//! compiled project while inotify reports no change to its folders and files (a full check at
+//! least once a second). Alternating runs of one build (no LTO, the machine in a slow hour),
+//! the previous preset logic against this one (`TALM_BENCH_CONTEXT`): `_context.rhai` run
+//! 400–612 µs against 318–525 µs (means of six runs 526 and 404 µs); patch renders 1,019–1,021/s
+//! against 1,154–1,342/s on one thread, 1,536–1,599/s against 1,793–1,910/s on both cores; full
+//! configs 445–512/s against 541–550/s on one thread. The cache hit (list + stat every template
+//! file, 43–58 µs) is now a read of the inotify descriptor and two stats: 5–6 µs.
 //! What is left is the preset logic's own run
 //! (Rhai script calls, 1–2 µs each here) and the YAML parsing of the output (checked, split,
 //! decoded).
@@ -99,6 +114,9 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write_project(root);
+    if let Ok(f) = std::env::var("TALM_BENCH_CONTEXT") {
+        std::fs::copy(f, root.join("charts/talm/templates/_context.rhai")).unwrap();
+    }
     // A fleet renders each node once: 64 nodes that differ in address (and so in the rendered
     // text), taken in turn, so nothing kept by text (parsed streams, project files) is reused
     // from one render of a node to the next as it would be by rendering one node over again.
@@ -169,7 +187,8 @@ fn main() {
         start.elapsed().as_secs_f64()
     };
     println!("render throughput, cozystack preset, {NODES} distinct nodes in turn:");
-    for threads in [1, 2] {
+    let steps_only = std::env::var("TALM_BENCH_STEPS_ONLY").is_ok();
+    for threads in if steps_only { vec![] } else { vec![1, 2] } {
         for (label, full) in [("patch", false), ("full config", true)] {
             let n = if full { 2000 } else { 5000 };
             let secs = run(n, full, threads);
@@ -189,6 +208,9 @@ fn main() {
     }
 
     steps(root, &fleet, &values, &base);
+    if steps_only {
+        return;
+    }
     process_row();
 }
 

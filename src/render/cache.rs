@@ -5,7 +5,10 @@
 //! without reading a file. A file whose times are too close to the moment it was read (within
 //! [`SETTLE`], finer than the file system may tell apart) is read again and compared by content,
 //! so an edit in the same clock tick is not missed. Changed files are read, and the project is
-//! recompiled only when some content differs. The last [`KEEP`] projects are kept, each by its
+//! recompiled only when some content differs. Where the system gives change notices
+//! (`render::watch`), the folders and files are watched as they are listed, and a render that
+//! finds no notice since (and the last full check under [`super::watch::RECHECK`] old) skips the
+//! listing. The last [`KEEP`] projects are kept, each by its
 //! root: two projects never share a compiled environment. A command that will render from a
 //! project starts its compile on another core ([`prefetch`]) while it does its other work; the
 //! first render then waits for that compile rather than doing it again.
@@ -19,6 +22,7 @@ use anyhow::Result;
 
 use super::context::{self, Script};
 use super::engine::Engine;
+use super::watch::Watch;
 use crate::error::hinted;
 
 /// How many compiled projects a process keeps (a long REPL session moving between projects
@@ -104,14 +108,30 @@ impl Folder {
     }
 }
 
-fn list(root: &Path) -> Result<Listing> {
-    fn walk(folder: Folder, base: &Path, dir: &Path, out: &mut Listing) -> std::io::Result<()> {
+/// Lists the template files of `root`, each folder and file watched by `watch` before it is
+/// read.
+fn list(root: &Path, watch: &mut Option<Watch>) -> Result<Listing> {
+    #[cfg(test)]
+    tests::LISTINGS.with(|n| n.set(n.get() + 1));
+    fn walk(
+        folder: Folder,
+        base: &Path,
+        dir: &Path,
+        out: &mut Listing,
+        watch: &mut Option<Watch>,
+    ) -> std::io::Result<()> {
+        if let Some(w) = watch {
+            w.add(dir, true);
+        }
         for entry in std::fs::read_dir(dir)? {
             let path = entry?.path();
             let meta = std::fs::metadata(&path)?;
             if meta.is_dir() {
-                walk(folder, base, &path, out)?;
+                walk(folder, base, &path, out, watch)?;
             } else {
+                if let Some(w) = watch {
+                    w.add(&path, false);
+                }
                 let rel = crate::project::fsutil::rel_slash(base, &path);
                 out.push((folder, rel, path, Stamp::of(&meta)));
             }
@@ -121,8 +141,13 @@ fn list(root: &Path) -> Result<Listing> {
     let mut out = Listing::new();
     for folder in [Folder::Project, Folder::Library] {
         let dir = folder.path(root);
-        if dir.is_dir() {
-            walk(folder, &dir, &dir, &mut out).map_err(|e| {
+        if !dir.is_dir() {
+            // A folder made later would not be noticed.
+            if let Some(w) = watch {
+                w.gap();
+            }
+        } else {
+            walk(folder, &dir, &dir, &mut out, watch).map_err(|e| {
                 hinted(
                     format!("cannot read the templates in {}: {e}", dir.display()),
                     "check that the folder and its files are readable by you",
@@ -143,6 +168,8 @@ struct Entry {
     /// When the files were last read or found unchanged (taken before reading).
     read_at: SystemTime,
     compiled: Arc<Compiled>,
+    /// Notices of changes since the files were last listed.
+    watch: Option<Watch>,
 }
 
 impl Entry {
@@ -256,12 +283,25 @@ pub fn load(root: &Path) -> Result<Arc<Compiled>> {
 
 fn load_now(root: &Path) -> Result<Arc<Compiled>> {
     let key = key(root);
-    let listing = list(root)?;
+    {
+        let mut kept = cache();
+        if let Some(i) = kept.iter().position(|e| e.root == key) {
+            if kept[i].watch.as_ref().is_some_and(Watch::quiet) {
+                let entry = kept.remove(i);
+                let compiled = entry.compiled.clone();
+                kept.insert(0, entry);
+                return Ok(compiled);
+            }
+        }
+    }
+    let mut watch = Watch::new();
+    let listing = list(root, &mut watch)?;
     {
         let mut kept = cache();
         if let Some(i) = kept.iter().position(|e| e.root == key) {
             if kept[i].fresh(&listing) {
-                let entry = kept.remove(i);
+                let mut entry = kept.remove(i);
+                entry.watch = watch;
                 let compiled = entry.compiled.clone();
                 kept.insert(0, entry);
                 return Ok(compiled);
@@ -292,6 +332,7 @@ fn load_now(root: &Path) -> Result<Arc<Compiled>> {
             texts,
             read_at,
             compiled: compiled.clone(),
+            watch,
         },
     );
     kept.truncate(KEEP);

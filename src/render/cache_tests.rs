@@ -3,6 +3,15 @@ use std::sync::Arc;
 use super::*;
 use crate::render::{facts::Facts, pipeline};
 
+thread_local! {
+    /// How many times this thread listed a project's template files.
+    pub static LISTINGS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+fn listings() -> usize {
+    LISTINGS.with(|n| n.get())
+}
+
 /// The cache is the process's: tests that count on their entry staying kept, or that push
 /// others out, take turns.
 static TURN: Mutex<()> = Mutex::new(());
@@ -31,7 +40,7 @@ fn settle(root: &Path) {
     let mut kept = cache();
     let e = kept.iter_mut().find(|e| e.root == *root).unwrap();
     e.read_at = SystemTime::now() + SETTLE + Duration::from_secs(1);
-    assert!(e.fresh(&list(root).unwrap()));
+    assert!(e.fresh(&list(root, &mut None).unwrap()));
 }
 
 fn render(root: &Path, template: &str, facts: &str) -> String {
@@ -217,4 +226,54 @@ fn a_prefetch_that_fails_leaves_the_error_to_the_render() {
     prefetch(dir.path());
     let err = load(dir.path()).err().unwrap();
     assert!(err.to_string().contains("cp.yaml:1:"), "{err}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn watched_projects_render_without_listing_and_still_see_every_edit() {
+    let _turn = turn();
+    let dir = project(&[
+        (
+            "templates/cp.yaml",
+            "{% include \"talm/sub/h.tera\" %}\nb: {{ node.x }}\n",
+        ),
+        ("charts/talm/templates/_context.rhai", "#{ x: 1 }"),
+        ("charts/talm/templates/sub/h.tera", "a: 1"),
+    ]);
+    let root = dir.path();
+    let first = load(root).unwrap();
+    let before = listings();
+    for _ in 0..3 {
+        assert!(Arc::ptr_eq(&first, &load(root).unwrap()));
+    }
+    assert_eq!(listings(), before, "a quiet watch needs no listing");
+    // Edits right away, of the same size, in either folder and below, are seen.
+    write(root, "charts/talm/templates/sub/h.tera", "a: 2");
+    assert_eq!(render(root, "templates/cp.yaml", ETH0), "a: 2\nb: 1\n");
+    write(root, "charts/talm/templates/_context.rhai", "#{ x: 3 }");
+    assert_eq!(render(root, "templates/cp.yaml", ETH0), "a: 2\nb: 3\n");
+    write(
+        root,
+        "templates/cp.yaml",
+        "{% include \"talm/sub/h.tera\" %}\nc: {{ node.x }}\n",
+    );
+    assert_eq!(render(root, "templates/cp.yaml", ETH0), "a: 2\nc: 3\n");
+    // A file in a new folder, then an edit inside it.
+    write(root, "templates/more/w.yaml", "w: 1\n");
+    assert_eq!(render(root, "templates/more/w.yaml", ETH0), "w: 1\n");
+    write(root, "templates/more/w.yaml", "w: 2\n");
+    assert_eq!(render(root, "templates/more/w.yaml", ETH0), "w: 2\n");
+    // An edit through another name of the same file.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let other = elsewhere.path().join("w.yaml");
+    std::fs::hard_link(root.join("templates/more/w.yaml"), &other).unwrap();
+    assert_eq!(render(root, "templates/more/w.yaml", ETH0), "w: 2\n");
+    std::fs::write(&other, "w: 3\n").unwrap();
+    assert_eq!(render(root, "templates/more/w.yaml", ETH0), "w: 3\n");
+    // The watch is trusted for a while only: then the files are listed again.
+    let kept = load(root).unwrap();
+    let before = listings();
+    std::thread::sleep(crate::render::watch::RECHECK);
+    assert!(Arc::ptr_eq(&kept, &load(root).unwrap()));
+    assert_eq!(listings(), before + 1);
 }

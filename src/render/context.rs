@@ -3,7 +3,8 @@
 //! templates see as `node` (default link, addresses, hostname, disks, ...). Preset logic and
 //! Rhai templates run under the strict limits (`Limits::TEMPLATE`), on one sandbox engine per
 //! process; each script is compiled once (`Script`) and run for every node, `lookup` reading
-//! the facts of the node being rendered (`facts::with_current`).
+//! the facts of the node being rendered (`facts::with_current`), `once` keeping what the values
+//! alone decide for the script's later runs (`once`).
 
 use std::sync::{Arc, OnceLock};
 
@@ -11,6 +12,7 @@ use anyhow::Result;
 use rhai::{Dynamic, FuncRegistration, AST};
 
 use super::facts::{self, Facts};
+use super::once::{self, Kept};
 use crate::sandbox::Limits;
 
 /// The file name of a preset's context script, inside `templates/`.
@@ -32,6 +34,16 @@ fn engine() -> &'static rhai::Engine {
                     ))?)
                 })
             });
+        FuncRegistration::new("once")
+            .with_comments([
+                "/// `f` called with the items of `key`, its result kept by the key's content for later runs of this script (what the values alone decide, computed once for a fleet).",
+            ])
+            .register_into_engine(
+                &mut engine,
+                |ctx: rhai::NativeCallContext, key: rhai::Array, f: rhai::FnPtr| {
+                    once::once(&ctx, key, f)
+                },
+            );
         engine
     })
 }
@@ -42,6 +54,8 @@ pub struct Script {
     pub name: String,
     pub source: String,
     ast: OnceLock<Arc<AST>>,
+    /// Results of its `once` calls.
+    kept: Arc<Kept>,
 }
 
 impl Script {
@@ -50,6 +64,7 @@ impl Script {
             name: name.into(),
             source: source.into(),
             ast: OnceLock::new(),
+            kept: Arc::default(),
         }
     }
 
@@ -71,6 +86,11 @@ impl Script {
     pub fn compiled(&self) -> bool {
         self.ast.get().is_some()
     }
+
+    /// How many `once` results the script keeps (tests).
+    pub fn kept(&self) -> usize {
+        self.kept.len()
+    }
 }
 
 fn eval(script: &Script, facts: &Arc<Facts>, args: &serde_json::Value) -> Result<Dynamic> {
@@ -79,7 +99,9 @@ fn eval(script: &Script, facts: &Arc<Facts>, args: &serde_json::Value) -> Result
         .try_cast::<rhai::Map>()
         .unwrap_or_default();
     facts::with_current(facts, || {
-        crate::sandbox::eval_ast(engine(), &Limits::TEMPLATE, &script.name, &ast, args)
+        once::with_kept(&script.kept, || {
+            crate::sandbox::eval_ast(engine(), &Limits::TEMPLATE, &script.name, &ast, args)
+        })
     })
 }
 
@@ -151,5 +173,41 @@ mod tests {
             err.to_string().starts_with("templates/_context.rhai:1:"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn once_keeps_a_result_by_its_key() {
+        let facts = |links: &str| {
+            Arc::new(Facts::parse(&format!("resources:\n  links: {links}\n"), "f").unwrap())
+        };
+        let (one, two) = (
+            facts("[{metadata: {id: eth0}}]"),
+            facts("[{metadata: {id: eth0}}, {metadata: {id: eth1}}]"),
+        );
+        // Impure on purpose: the number of links tells whether `count` ran.
+        let script = Script::new(
+            "templates/_context.rhai",
+            "fn count(k) { lookup(\"links\", \"\", \"\").items.len() }\nonce([ARGS.k], Fn(\"count\"))",
+        );
+        let run_with = |f: &Arc<Facts>, k: &str| run(&script, f, &serde_json::json!({"k": k}));
+        assert_eq!(run_with(&one, "a").unwrap(), 1);
+        assert_eq!(run_with(&two, "a").unwrap(), 1, "kept for the same key");
+        assert_eq!(run_with(&two, "b").unwrap(), 2, "another key runs it");
+        assert_eq!(script.kept(), 2);
+        // A failing function is not kept: it fails again on the next run.
+        let failing = Script::new(
+            "templates/_context.rhai",
+            "once([ARGS.k], |k| if k == \"bad\" { fail(\"bad key\") } else { k + \"!\" })",
+        );
+        for _ in 0..2 {
+            let err = run(&failing, &one, &serde_json::json!({"k": "bad"})).unwrap_err();
+            assert_eq!(err.to_string(), "bad key");
+        }
+        assert_eq!(failing.kept(), 0);
+        assert_eq!(
+            run(&failing, &one, &serde_json::json!({"k": "ok"})).unwrap(),
+            "ok!"
+        );
+        assert_eq!(failing.kept(), 1);
     }
 }

@@ -59,16 +59,7 @@ thread_local! {
 
 /// Runs `f` with `facts` as this thread's current node (restoring the previous one after).
 pub fn with_current<R>(facts: &Arc<Facts>, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<Arc<Facts>>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let previous = self.0.take();
-            CURRENT.with(|c| *c.borrow_mut() = previous);
-        }
-    }
-    let previous = CURRENT.with(|c| c.borrow_mut().replace(facts.clone()));
-    let _restore = Restore(previous);
-    f()
+    super::scoped(&CURRENT, facts.clone(), f)
 }
 
 /// `lookup` over the current node's facts (`{}` for everything outside a render).

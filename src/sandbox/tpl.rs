@@ -8,7 +8,10 @@
 //! nil gives nil in Go templates); `tpl::spec(res, key)` is `res.spec[key]`, `tpl::id(res)` is
 //! `res.metadata.id`, `tpl::items(res)` the array under `items` (else `[]`); `tpl::truthy(v)` is
 //! Go's truthiness (false, 0, "", nil and empty lists or maps are false); `tpl::is_nil(v)`;
-//! `tpl::eq(a, b)` is Go's `eq`: false when either side is nil or their types differ.
+//! `tpl::eq(a, b)` is Go's `eq`: false when either side is nil or their types differ;
+//! `tpl::str(v)` is Sprig's `toString` (`<nil>` for nil, a whole float below 1e6 without its
+//! fraction), `tpl::text(v)` what `{{ v }}` prints (`""` for nil, else `tpl::str`), and
+//! `tpl::int(v)` Sprig's `int` (nil and text that is not a number give 0, floats truncate).
 
 use std::sync::OnceLock;
 
@@ -82,6 +85,52 @@ fn eq(ctx: &NativeCallContext, a: &Dynamic, b: Dynamic) -> Result<bool, Box<Eval
     ctx.call_native_fn("==", (a.clone(), b))
 }
 
+/// Sprig `toString`: nil gives `<nil>`, text stays as it is, a whole float below 1e6 prints
+/// without a fraction; anything else as the script's `to_string` prints it.
+fn go_str(ctx: &NativeCallContext, v: Dynamic) -> Result<Dynamic, Box<EvalAltResult>> {
+    if v.is_unit() {
+        return Ok("<nil>".into());
+    }
+    if v.is_string() {
+        return Ok(v);
+    }
+    if let Ok(i) = v.as_int() {
+        return Ok(i.to_string().into());
+    }
+    if let Ok(f) = v.as_float() {
+        if f == f.floor() && f.abs() < 1_000_000.0 {
+            return Ok((f as i64).to_string().into());
+        }
+    }
+    ctx.call_native_fn::<Dynamic>("to_string", (v,))
+}
+
+/// What `{{ v }}` prints: "" for nil, else [`go_str`].
+fn go_text(ctx: &NativeCallContext, v: Dynamic) -> Result<Dynamic, Box<EvalAltResult>> {
+    if v.is_unit() {
+        return Ok("".into());
+    }
+    go_str(ctx, v)
+}
+
+/// Sprig `int`: nil, lists, maps and text that is not a whole number give 0, floats
+/// truncate (as the script's `to_int`), booleans give 1 or 0.
+fn go_int(ctx: &NativeCallContext, v: Dynamic) -> Result<rhai::INT, Box<EvalAltResult>> {
+    if let Ok(i) = v.as_int() {
+        return Ok(i);
+    }
+    if let Ok(b) = v.as_bool() {
+        return Ok(rhai::INT::from(b));
+    }
+    if v.as_float().is_ok() {
+        return ctx.call_native_fn("to_int", (v,));
+    }
+    match v.read_lock::<ImmutableString>() {
+        Some(s) => Ok(s.trim().parse::<rhai::INT>().unwrap_or(0)),
+        None => Ok(0),
+    }
+}
+
 fn module() -> Shared<Module> {
     static MODULE: OnceLock<Shared<Module>> = OnceLock::new();
     MODULE
@@ -121,6 +170,15 @@ fn module() -> Shared<Module> {
                     &mut m,
                     |ctx: NativeCallContext, a: &mut Dynamic, b: Dynamic| eq(&ctx, a, b),
                 );
+            FuncRegistration::new("str")
+                .with_comments(["/// Sprig's toString: <nil> for (), whole floats below 1e6 without a fraction."])
+                .set_into_module(&mut m, |ctx: NativeCallContext, v: Dynamic| go_str(&ctx, v));
+            FuncRegistration::new("text")
+                .with_comments(["/// What `{{ v }}` prints: \"\" for (), else tpl::str(v)."])
+                .set_into_module(&mut m, |ctx: NativeCallContext, v: Dynamic| go_text(&ctx, v));
+            FuncRegistration::new("int")
+                .with_comments(["/// Sprig's int: 0 for (), lists, maps and text that is no whole number; floats truncate."])
+                .set_into_module(&mut m, |ctx: NativeCallContext, v: Dynamic| go_int(&ctx, v));
             FuncRegistration::new("is_nil")
                 .with_comments(["/// Whether v is () (Go's nil)."])
                 .set_into_module(&mut m, |v: &mut Dynamic| v.is_unit());
@@ -169,6 +227,71 @@ mod tests {
         assert_eq!(eval("tpl::items(#{items: 3}).len()").as_int(), Ok(0));
         assert_eq!(eval("tpl::items(#{}).len()").as_int(), Ok(0));
         assert_eq!(eval("tpl::items(()).len()").as_int(), Ok(0));
+    }
+
+    /// The natives agree with the script functions the stdlib used before them.
+    #[test]
+    fn printing_and_int_as_sprig() {
+        let defs = r#"
+            fn go_str(v) {
+                switch type_of(v) {
+                    "()" => "<nil>",
+                    "string" => v,
+                    "f64" => if v == v.floor() && v.abs() < 1000000.0 { v.to_int().to_string() } else { v.to_string() },
+                    _ => v.to_string()
+                }
+            }
+            fn text(v) { if tpl::is_nil(v) { "" } else { go_str(v) } }
+            fn go_int(v) {
+                switch type_of(v) {
+                    "i64" => v,
+                    "f64" => v.to_int(),
+                    "bool" => if v { 1 } else { 0 },
+                    "string" => { let t = v; t.trim(); let n = 0; try { n = parse_int(t); } catch { n = 0; } n },
+                    _ => 0
+                }
+            }
+        "#;
+        for v in [
+            "()",
+            "\"x\"",
+            "\"\"",
+            "3",
+            "-7",
+            "2.0",
+            "-2.0",
+            "2.5",
+            "999999.0",
+            "1000000.0",
+            "1e20",
+            "true",
+            "false",
+            "'c'",
+            "[1, \"a\"]",
+            "#{a: 1}",
+            "\" 42 \"",
+            "\"+5\"",
+            "\"4.5\"",
+            "\"x1\"",
+            "\"\"",
+        ] {
+            for (old, new) in [
+                ("go_str", "tpl::str"),
+                ("text", "tpl::text"),
+                ("go_int", "tpl::int"),
+            ] {
+                let run = |f: &str| {
+                    let mut engine = Engine::new();
+                    register(&mut engine);
+                    engine
+                        .eval::<Dynamic>(&format!("{defs} {f}({v})"))
+                        .map(|d| (d.type_name(), d.to_string()))
+                        .map_err(|e| e.to_string().contains("Integer overflow"))
+                };
+                // Out of range for an integer, both fail.
+                assert_eq!(run(new), run(old), "{new}({v})");
+            }
+        }
     }
 
     #[test]
