@@ -186,3 +186,39 @@ fn a_closed_stdout_ends_quietly() {
         assert_eq!(stderr, "", "{args:?}");
     }
 }
+
+/// One process renders, its project's files are edited right away (same sizes, the preset logic
+/// and a template in a new folder too), and its next renders show every edit: the compiled
+/// project is kept between renders, and change notices or the file check tell it is stale.
+#[test]
+fn a_long_session_renders_each_edit_at_once() {
+    let d = Dir::project("generic");
+    d.write("templates/t.yaml", "v: {{ node.x }}1\n");
+    d.write("charts/talm/templates/_context.rhai", "#{ x: 7 }");
+    d.write(
+        "edit.rhai",
+        r##"
+fn edit(root, rel, text) {
+    let p = project::plan(root);
+    p.write(rel, text, "public", "");
+    p.commit();
+}
+fn show(t) {
+    let lines = render(#{ template: t, offline: true }).split("\n");
+    lines.filter(|l| l != "" && !l.starts_with("#"))[0]
+}
+let seen = [show("templates/t.yaml")];
+edit(ARGS.root, "templates/t.yaml", "v: {{ node.x }}2\n");
+seen.push(show("templates/t.yaml"));
+edit(ARGS.root, "charts/talm/templates/_context.rhai", "#{ x: 8 }");
+seen.push(show("templates/t.yaml"));
+edit(ARGS.root, "templates/new/n.yaml", "n: {{ node.x }}\n");
+seen.push(show("templates/new/n.yaml"));
+edit(ARGS.root, "templates/new/n.yaml", "m: {{ node.x }}\n");
+seen.push(show("templates/new/n.yaml"));
+out(seen.reduce(|a, s| if a == () { s } else { a + " | " + s }));
+"##,
+    );
+    let o = d.talm(["run", "edit.rhai"]).ok();
+    assert_eq!(o.stdout, "v: 71 | v: 72 | v: 82 | n: 8 | m: 8");
+}
