@@ -10,8 +10,9 @@
 //! (CPU from `wait4`).
 //!
 //! `TALM_BENCH_CONTEXT=FILE` renders with FILE as the library's `_context.rhai` (to compare
-//! two versions of the preset logic in alternating runs of one build), and
-//! `TALM_BENCH_STEPS_ONLY=1` prints the steps only.
+//! two versions of the preset logic in alternating runs of one build),
+//! `TALM_BENCH_STEPS_ONLY=1` prints the steps only, and `TALM_BENCH_LANES=1` makes every render
+//! share one copy of the compiled Rhai code (`sandbox::lanes`) as before lanes.
 //!
 //! Measured on this machine (2 cores, release, one thread), step rows of this bench:
 //!
@@ -69,6 +70,14 @@
 //! against 1,154–1,342/s on one thread, 1,536–1,599/s against 1,793–1,910/s on both cores; full
 //! configs 445–512/s against 541–550/s on one thread. The cache hit (list + stat every template
 //! file, 43–58 µs) is now a read of the inotify descriptor and two stats: 5–6 µs.
+//! Since lanes (`sandbox::lanes`) renders at once no longer share the compiled Rhai code: each
+//! runs on its own copy (standard package, stdlib modules, engine, preset logic; 2.0 MiB, the
+//! row after the throughput rows), the one its thread used last when free. Alternating runs of
+//! one build (no LTO), `TALM_BENCH_LANES=1` against lanes, patches on both cores: 1,615–2,091/s
+//! (mean 1,766; 1.50–1.79 times one thread) against 1,805–2,464/s (mean 2,190; 1.66–2.20
+//! times); with the standard package shared by all lanes, 1,574–1,925/s against 1,847–2,252/s
+//! (1.4 MiB a lane). Before a thread took its last lane again, two threads trading two lanes
+//! rendered no faster than one shared copy (1,680–1,935/s).
 //! What is left is the preset logic's own run
 //! (Rhai script calls, 1–2 µs each here) and the YAML parsing of the output (checked, split,
 //! decoded).
@@ -154,7 +163,33 @@ fn main() {
     // The render cache trusts a file's stamp once it is older than `cache::SETTLE` (before
     // that it compares contents); a project is not edited while a fleet renders.
     std::thread::sleep(cache::SETTLE + Duration::from_millis(100));
+    if let Some(n) = std::env::var("TALM_BENCH_LANES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        sandbox::lanes::RENDERS.set_limit(n);
+    }
 
+    // What a lane's copy of the compiled code costs: the resident set after a render on the
+    // first lane, then after one on a second (another thread, while this one holds the first).
+    let lane_cost = {
+        let rss = || {
+            let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+            let pages: f64 = statm.split(' ').nth(1).unwrap().parse().unwrap();
+            pages * 4096.0 / (1 << 20) as f64
+        };
+        pipeline::render(&request("templates/controlplane.yaml", &fleet[0])).unwrap();
+        let one = rss();
+        sandbox::lanes::with_lane(|_| {
+            std::thread::scope(|s| {
+                s.spawn(|| pipeline::render(&request("templates/controlplane.yaml", &fleet[1])))
+                    .join()
+                    .unwrap()
+                    .unwrap()
+            })
+        });
+        rss() - one
+    };
     // Render `n` node configs on `threads` threads, the nodes taken in turn.
     let run = |n: usize, full: bool, threads: usize| -> f64 {
         let start = Instant::now();
@@ -207,6 +242,7 @@ fn main() {
         }
     }
 
+    println!("  resident memory a second lane (its own compiled copy) added: {lane_cost:.1} MiB");
     steps(root, &fleet, &values, &base);
     if steps_only {
         return;

@@ -4,25 +4,27 @@
 //! Rhai templates run under the strict limits (`Limits::TEMPLATE`), on one sandbox engine per
 //! process; each script is compiled once (`Script`) and run for every node, `lookup` reading
 //! the facts of the node being rendered (`facts::with_current`), `once` keeping what the values
-//! alone decide for the script's later runs (`once`).
+//! alone decide for the script's later runs (`once`). Renders at once run on different lanes
+//! (`sandbox::lanes`), each with its own engine and compiled copy of the script.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use anyhow::Result;
 use rhai::{Dynamic, FuncRegistration, AST};
 
 use super::facts::{self, Facts};
 use super::once::{self, Kept};
+use crate::sandbox::lanes::{self, Lane, PerLane};
 use crate::sandbox::Limits;
 
 /// The file name of a preset's context script, inside `templates/`.
 pub const CONTEXT_SCRIPT: &str = "_context.rhai";
 
-/// The sandbox with `lookup` over the current node's facts, built once per process.
-fn engine() -> &'static rhai::Engine {
-    static ENGINE: OnceLock<rhai::Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| {
-        let mut engine = crate::sandbox::engine(&Limits::TEMPLATE);
+/// The sandbox with `lookup` over the current node's facts, built once per lane.
+fn engine(lane: Lane) -> &'static rhai::Engine {
+    static ENGINES: PerLane<rhai::Engine> = PerLane::new();
+    ENGINES.get_or_init(lane, || {
+        let mut engine = crate::sandbox::engine_on(&Limits::TEMPLATE, lane);
         FuncRegistration::new("lookup")
             .with_comments([
                 "/// A node resource by kind and id (`{}` when missing), or all of a kind as `#{apiVersion, kind: \"List\", items}` when `id` is \"\".",
@@ -49,11 +51,11 @@ fn engine() -> &'static rhai::Engine {
 }
 
 /// A Rhai script of a project (`templates/_context.rhai`, `templates/*.rhai`): its name as
-/// errors show it, its text, and its compiled form once compiled.
+/// errors show it, its text, and its compiled form on each lane that ran it.
 pub struct Script {
     pub name: String,
     pub source: String,
-    ast: OnceLock<Arc<AST>>,
+    ast: PerLane<Arc<AST>>,
     /// Results of its `once` calls.
     kept: Arc<Kept>,
 }
@@ -63,28 +65,39 @@ impl Script {
         Script {
             name: name.into(),
             source: source.into(),
-            ast: OnceLock::new(),
+            ast: PerLane::new(),
             kept: Arc::default(),
         }
     }
 
-    /// The compiled script (compiled on first use; a syntax error is reported on every use).
-    fn ast(&self) -> Result<Arc<AST>> {
-        if let Some(ast) = self.ast.get() {
+    /// The script compiled for `lane` (compiled on first use there; a syntax error is reported
+    /// on every use).
+    fn ast(&self, lane: Lane) -> Result<Arc<AST>> {
+        if let Some(ast) = self.ast.get(lane) {
             return Ok(ast.clone());
         }
-        let ast = Arc::new(crate::sandbox::compile(engine(), &self.name, &self.source)?);
-        Ok(self.ast.get_or_init(|| ast).clone())
+        let ast = Arc::new(crate::sandbox::compile(
+            engine(lane),
+            &self.name,
+            &self.source,
+        )?);
+        Ok(self.ast.get_or_init(lane, || ast).clone())
     }
 
-    /// Compiles the script now rather than at its first run.
+    /// Compiles the script now, for the first lane (a one-shot command's), rather than at its
+    /// first run.
     pub fn compile(&self) -> Result<()> {
-        self.ast().map(|_| ())
+        self.ast(Lane::FIRST).map(|_| ())
     }
 
-    /// Whether the script has been compiled (tests of the render cache).
+    /// Whether the script has been compiled on any lane (tests of the render cache).
     pub fn compiled(&self) -> bool {
-        self.ast.get().is_some()
+        self.ast.count() > 0
+    }
+
+    /// On how many lanes the script has been compiled (tests).
+    pub fn copies(&self) -> usize {
+        self.ast.count()
     }
 
     /// How many `once` results the script keeps (tests).
@@ -94,13 +107,16 @@ impl Script {
 }
 
 fn eval(script: &Script, facts: &Arc<Facts>, args: &serde_json::Value) -> Result<Dynamic> {
-    let ast = script.ast()?;
-    let args: rhai::Map = rhai::serde::to_dynamic(args)?
-        .try_cast::<rhai::Map>()
-        .unwrap_or_default();
-    facts::with_current(facts, || {
-        once::with_kept(&script.kept, || {
-            crate::sandbox::eval_ast(engine(), &Limits::TEMPLATE, &script.name, &ast, args)
+    lanes::with_lane(|lane| {
+        let ast = script.ast(lane)?;
+        let args: rhai::Map = rhai::serde::to_dynamic(args)?
+            .try_cast::<rhai::Map>()
+            .unwrap_or_default();
+        facts::with_current(facts, || {
+            once::with_kept(&script.kept, || {
+                let engine = engine(lane);
+                crate::sandbox::eval_ast(engine, &Limits::TEMPLATE, &script.name, &ast, args)
+            })
         })
     })
 }
@@ -173,6 +189,36 @@ mod tests {
             err.to_string().starts_with("templates/_context.rhai:1:"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn renders_at_once_run_their_own_copies_alike() {
+        let facts = Arc::new(
+            Facts::parse(
+                "resources:\n  links:\n    - metadata: {id: eth0}\n      spec: {mtu: 9000}\n",
+                "f",
+            )
+            .unwrap(),
+        );
+        let script = Script::new(
+            "templates/_context.rhai",
+            "import \"talm/net\" as net;\n#{ mtu: lookup(\"links\", \"\", \"eth0\").spec.mtu, k: ARGS.k }",
+        );
+        let args = serde_json::json!({"k": "v"});
+        let want = serde_json::json!({"mtu": 9000, "k": "v"});
+        // This thread holds a lane while another renders: the other takes a second lane and
+        // compiles the script there.
+        let (here, there) = lanes::with_lane(|_| {
+            let here = run(&script, &facts, &args).unwrap();
+            let there = std::thread::scope(|s| {
+                s.spawn(|| run(&script, &facts, &args).unwrap())
+                    .join()
+                    .unwrap()
+            });
+            (here, there)
+        });
+        assert_eq!((here, there), (want.clone(), want));
+        assert_eq!(script.copies(), 2);
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod compiled;
 pub mod guard;
 pub mod interrupt;
 pub mod ip;
+pub mod lanes;
 pub mod limits;
 mod stdlib;
 pub mod text;
@@ -16,7 +17,10 @@ mod watchdog;
 
 pub use stdlib::prewarm as prewarm_stdlib;
 
+pub use lanes::Lane;
 pub use limits::{Limits, Profile};
+
+use lanes::PerLane;
 
 use std::cell::Cell;
 
@@ -126,6 +130,11 @@ pub fn configure(engine: &mut Engine, limits: &Limits) {
 
 /// The sandbox under `limits`: stdlib modules, the `ip::` and `text::` helpers, `fail`, `warn`.
 pub fn engine(limits: &Limits) -> Engine {
+    engine_on(limits, Lane::FIRST)
+}
+
+/// [`engine`] with the standard package and the stdlib modules of `lane`.
+pub fn engine_on(limits: &Limits, lane: Lane) -> Engine {
     let mut engine = Engine::new_raw();
     // What `Engine::new` sets up, with its standard package built once per process (building
     // it took a fifth of an engine's making, and a playbook makes engines per node) and
@@ -134,7 +143,7 @@ pub fn engine(limits: &Limits) -> Engine {
     // sleeps 10 ms (Rhai's `locked_write`), which made two threads render slower than one.
     engine.set_max_strings_interned(0);
     engine.on_print(|s| println!("{s}"));
-    engine.register_global_module(standard_package());
+    engine.register_global_module(standard_package(lane));
     configure(&mut engine, limits);
     FuncRegistration::new("warn")
         .with_comments(["/// Prints `WARN: <msg>` on stderr."])
@@ -167,28 +176,29 @@ pub fn engine(limits: &Limits) -> Engine {
     tpl::register(&mut engine);
     ip::register(&mut engine);
     text::register(&mut engine);
-    engine.set_module_resolver(stdlib::resolver());
+    engine.set_module_resolver(stdlib::resolver(lane));
     engine
 }
 
-static PACKAGE: std::sync::OnceLock<rhai::Shared<rhai::Module>> = std::sync::OnceLock::new();
+static PACKAGE: PerLane<rhai::Shared<rhai::Module>> = PerLane::new();
 
 /// Builds Rhai's standard package on a thread of its own (a thousand functions registered:
 /// about a millisecond), for a command that builds its engine after other work.
 pub fn prewarm_package() {
-    if PACKAGE.get().is_some() {
+    if PACKAGE.get(Lane::FIRST).is_some() {
         return;
     }
     let _ = std::thread::Builder::new()
         .name("package".into())
-        .spawn(|| drop(standard_package()));
+        .spawn(|| drop(standard_package(Lane::FIRST)));
 }
 
-/// Rhai's standard package (core, strings, maths, arrays, maps, time...), shared.
-fn standard_package() -> rhai::Shared<rhai::Module> {
+/// Rhai's standard package (core, strings, maths, arrays, maps, time...), shared by the
+/// engines of `lane`.
+fn standard_package(lane: Lane) -> rhai::Shared<rhai::Module> {
     use rhai::packages::{Package, StandardPackage};
     PACKAGE
-        .get_or_init(|| StandardPackage::new().as_shared_module())
+        .get_or_init(lane, || StandardPackage::new().as_shared_module())
         .clone()
 }
 

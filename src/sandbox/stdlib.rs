@@ -4,25 +4,27 @@ use std::sync::OnceLock;
 
 use rhai::{Engine, EvalAltResult, Module, ModuleResolver, Position, Scope, Shared};
 
+use super::lanes::{Lane, PerLane};
 use crate::embedded::STDLIB;
 
-/// The stdlib modules by name, each compiled when a script first imports it (or when
-/// [`prewarm`] got to it first) and then shared by every engine of the process: an engine's
-/// resolver holds them, it does not copy them.
-pub struct Resolver(&'static [Entry]);
+/// The stdlib modules of one lane by name, each compiled when a script on that lane first
+/// imports it (or when [`prewarm`] got to it first) and then shared by every engine of the
+/// lane: an engine's resolver holds them, it does not copy them.
+pub struct Resolver(&'static [Entry], Lane);
 
-/// One stdlib file and, once compiled, its module (`None` when it does not compile).
+/// One stdlib file and, once compiled for a lane, its module there (`None` when it does not
+/// compile).
 pub struct Entry {
     name: &'static str,
     path: &'static str,
     source: &'static str,
-    module: OnceLock<Option<Shared<Module>>>,
+    module: PerLane<Option<Shared<Module>>>,
 }
 
 impl Entry {
-    /// The compiled module; the first caller compiles it, others wait for that one.
-    fn module(&self) -> Option<Shared<Module>> {
-        self.module.get_or_init(|| compile(self)).clone()
+    /// The module compiled for `lane`; the first caller compiles it, others wait for that one.
+    fn module(&self, lane: Lane) -> Option<Shared<Module>> {
+        self.module.get_or_init(lane, || compile(self)).clone()
     }
 }
 
@@ -37,7 +39,7 @@ impl ModuleResolver for Resolver {
         self.0
             .iter()
             .find(|e| e.name == path)
-            .and_then(Entry::module)
+            .and_then(|e| e.module(self.1))
             .ok_or_else(|| Box::new(EvalAltResult::ErrorModuleNotFound(path.to_string(), pos)))
     }
 }
@@ -52,21 +54,22 @@ fn entries() -> &'static [Entry] {
                     name: path.strip_suffix(".rhai")?,
                     path,
                     source,
-                    module: OnceLock::new(),
+                    module: PerLane::new(),
                 })
             })
             .collect()
     })
 }
 
-/// A resolver over the stdlib modules.
-pub fn resolver() -> Resolver {
-    Resolver(entries())
+/// A resolver over the stdlib modules of `lane`.
+pub fn resolver(lane: Lane) -> Resolver {
+    Resolver(entries(), lane)
 }
 
-/// Compiles the stdlib modules not compiled yet on a thread of their own, largest first, while
-/// the caller goes on with other work (a render compiles its templates meanwhile); an import
-/// of a module still being compiled waits for it. Called once per process.
+/// Compiles the first lane's stdlib modules not compiled yet on a thread of their own, largest
+/// first, while the caller goes on with other work (a render compiles its templates
+/// meanwhile); an import of a module still being compiled waits for it. Called once per
+/// process.
 pub fn prewarm() {
     static STARTED: OnceLock<()> = OnceLock::new();
     STARTED.get_or_init(|| {
@@ -77,7 +80,7 @@ pub fn prewarm() {
             .name("stdlib".into())
             .spawn(move || {
                 for e in order {
-                    e.module();
+                    e.module(Lane::FIRST);
                 }
             });
     });
@@ -89,7 +92,7 @@ fn compile(entry: &Entry) -> Option<Shared<Module>> {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
     let engine = ENGINE.get_or_init(|| {
         let mut engine = Engine::new_raw();
-        engine.register_global_module(super::standard_package());
+        engine.register_global_module(super::standard_package(Lane::FIRST));
         super::configure(&mut engine, &super::Limits::TEMPLATE);
         super::tpl::register(&mut engine);
         engine
@@ -120,11 +123,15 @@ mod tests {
     #[test]
     fn a_module_is_compiled_once_and_shared() {
         let engine = Engine::new_raw();
-        let r = resolver();
+        let r = resolver(Lane::FIRST);
         let get = |name: &str| r.resolve(&engine, None, name, Position::NONE);
         let a = get("talm/net").unwrap();
         let b = get("talm/net").unwrap();
         assert!(Shared::ptr_eq(&a, &b), "one module for every import");
+        let other = resolver(Lane::last())
+            .resolve(&engine, None, "talm/net", Position::NONE)
+            .unwrap();
+        assert!(!Shared::ptr_eq(&a, &other), "a module per lane");
         assert!(matches!(
             *get("talm/nope").unwrap_err(),
             EvalAltResult::ErrorModuleNotFound(ref p, _) if p == "talm/nope"
@@ -132,7 +139,7 @@ mod tests {
         prewarm();
         prewarm();
         for e in entries() {
-            assert!(e.module().is_some(), "stdlib/{}", e.path);
+            assert!(e.module(Lane::FIRST).is_some(), "stdlib/{}", e.path);
         }
         assert!(Shared::ptr_eq(&a, &get("talm/net").unwrap()));
     }
