@@ -71,13 +71,15 @@
 //! configs 445–512/s against 541–550/s on one thread. The cache hit (list + stat every template
 //! file, 43–58 µs) is now a read of the inotify descriptor and two stats: 5–6 µs.
 //! Since lanes (`sandbox::lanes`) renders at once no longer share the compiled Rhai code: each
-//! runs on its own copy (standard package, stdlib modules, engine, preset logic; 2.0 MiB, the
-//! row after the throughput rows), the one its thread used last when free. Alternating runs of
-//! one build (no LTO), `TALM_BENCH_LANES=1` against lanes, patches on both cores: 1,615–2,091/s
-//! (mean 1,766; 1.50–1.79 times one thread) against 1,805–2,464/s (mean 2,190; 1.66–2.20
-//! times); with the standard package shared by all lanes, 1,574–1,925/s against 1,847–2,252/s
-//! (1.4 MiB a lane). Before a thread took its last lane again, two threads trading two lanes
-//! rendered no faster than one shared copy (1,680–1,935/s).
+//! runs on its own copy (stdlib modules, engine, preset logic; the row after the throughput
+//! rows), the one its thread used last when free. Alternating runs of one build (no LTO),
+//! `TALM_BENCH_LANES=1` against lanes, patches on both cores: with a standard package per lane
+//! too (2.0 MiB a lane) 1,615–2,091/s (mean 1,766; 1.50–1.79 times one thread) against
+//! 1,805–2,464/s (mean 2,190; 1.66–2.20 times), in a later hour means of 1,730 against 1,791;
+//! with the standard package shared by all lanes (as now, 1.4 MiB a lane) 1,574–1,925/s
+//! against 1,847–2,252/s. Full configs on both cores did not gain (means 806/s with one copy,
+//! 750/s with lanes, eight alternating pairs). Before a thread took its last lane again, two
+//! threads trading two lanes rendered no faster than one shared copy (1,680–1,935/s).
 //! What is left is the preset logic's own run
 //! (Rhai script calls, 1–2 µs each here) and the YAML parsing of the output (checked, split,
 //! decoded).

@@ -1,12 +1,12 @@
-//! Lanes: copies of the compiled Rhai code renders run (Rhai's standard package, the stdlib
-//! modules, the render engine, a project's compiled preset logic), one per render running at
-//! once. Rhai counts references on that code at nearly every step (a script call, a string
-//! constant, a native function looked up): renders on two cores that share one copy contend
-//! for the same cache lines, and two threads rendered at 1.4–1.7 times one thread's rate where
-//! two processes reach 1.8–2 (issue 12). A render takes a lane no other thread is using and
-//! gives it back after; a one-shot command only ever uses the first, the one its prewarm
-//! threads compile for. Each lane compiles its copy at its first use, so a process holds as
-//! many copies as it ran renders at once (at most [`LANES`]; past that, renders share).
+//! Lanes: copies of the compiled Rhai code renders run (the stdlib modules, the render engine,
+//! a project's compiled preset logic), one per render running at once. Rhai counts references
+//! on that code at nearly every step (a script call, a string constant, a native function
+//! looked up): renders on two cores that share one copy contend for the same cache lines, and
+//! two threads rendered at 1.4–1.7 times one thread's rate where two processes reach 1.8–2
+//! (issue 12). A render takes a lane no other thread is using and gives it back after; a
+//! one-shot command only ever uses the first, the one its prewarm threads compile for. Each
+//! lane compiles its copy at its first use, so a process holds as many copies as it ran renders
+//! at once (at most [`LANES`]; past that, renders share).
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};

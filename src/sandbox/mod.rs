@@ -20,8 +20,6 @@ pub use stdlib::prewarm as prewarm_stdlib;
 pub use lanes::Lane;
 pub use limits::{Limits, Profile};
 
-use lanes::PerLane;
-
 use std::cell::Cell;
 
 use anyhow::Result;
@@ -133,7 +131,7 @@ pub fn engine(limits: &Limits) -> Engine {
     engine_on(limits, Lane::FIRST)
 }
 
-/// [`engine`] with the standard package and the stdlib modules of `lane`.
+/// [`engine`] with the stdlib modules of `lane`.
 pub fn engine_on(limits: &Limits, lane: Lane) -> Engine {
     let mut engine = Engine::new_raw();
     // What `Engine::new` sets up, with its standard package built once per process (building
@@ -143,7 +141,7 @@ pub fn engine_on(limits: &Limits, lane: Lane) -> Engine {
     // sleeps 10 ms (Rhai's `locked_write`), which made two threads render slower than one.
     engine.set_max_strings_interned(0);
     engine.on_print(|s| println!("{s}"));
-    engine.register_global_module(standard_package(lane));
+    engine.register_global_module(standard_package());
     configure(&mut engine, limits);
     FuncRegistration::new("warn")
         .with_comments(["/// Prints `WARN: <msg>` on stderr."])
@@ -180,25 +178,26 @@ pub fn engine_on(limits: &Limits, lane: Lane) -> Engine {
     engine
 }
 
-static PACKAGE: PerLane<rhai::Shared<rhai::Module>> = PerLane::new();
+static PACKAGE: std::sync::OnceLock<rhai::Shared<rhai::Module>> = std::sync::OnceLock::new();
 
 /// Builds Rhai's standard package on a thread of its own (a thousand functions registered:
 /// about a millisecond), for a command that builds its engine after other work.
 pub fn prewarm_package() {
-    if PACKAGE.get(Lane::FIRST).is_some() {
+    if PACKAGE.get().is_some() {
         return;
     }
     let _ = std::thread::Builder::new()
         .name("package".into())
-        .spawn(|| drop(standard_package(Lane::FIRST)));
+        .spawn(|| drop(standard_package()));
 }
 
-/// Rhai's standard package (core, strings, maths, arrays, maps, time...), shared by the
-/// engines of `lane`.
-fn standard_package(lane: Lane) -> rhai::Shared<rhai::Module> {
+/// Rhai's standard package (core, strings, maths, arrays, maps, time...), shared by every
+/// engine: its functions are looked up once per render and script, so lanes need no copy of
+/// it (a copy took 0.6 MiB for a gain lost in this machine's noise).
+fn standard_package() -> rhai::Shared<rhai::Module> {
     use rhai::packages::{Package, StandardPackage};
     PACKAGE
-        .get_or_init(lane, || StandardPackage::new().as_shared_module())
+        .get_or_init(|| StandardPackage::new().as_shared_module())
         .clone()
 }
 

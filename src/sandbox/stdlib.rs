@@ -92,7 +92,7 @@ fn compile(entry: &Entry) -> Option<Shared<Module>> {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
     let engine = ENGINE.get_or_init(|| {
         let mut engine = Engine::new_raw();
-        engine.register_global_module(super::standard_package(Lane::FIRST));
+        engine.register_global_module(super::standard_package());
         super::configure(&mut engine, &super::Limits::TEMPLATE);
         super::tpl::register(&mut engine);
         engine
