@@ -8,7 +8,10 @@
 //! recompiled only when some content differs. Where the system gives change notices
 //! (`render::watch`), the folders and files are watched as they are listed, and a render that
 //! finds no notice since (and the last full check under [`super::watch::RECHECK`] old) skips the
-//! listing. The last [`KEEP`] projects are kept, each by its
+//! listing. A project is watched from its second render on: a command that renders once would
+//! only pay for the watch, at its exit (the kernel ends an inotify descriptor's watches after a
+//! grace period the exiting process waits for: 4–9 ms of a 12 ms `talm template` here, in steps
+//! of the 4 ms clock tick). The last [`KEEP`] projects are kept, each by its
 //! root: two projects never share a compiled environment. A command that will render from a
 //! project starts its compile on another core ([`prefetch`]) while it does its other work; the
 //! first render then waits for that compile rather than doing it again.
@@ -170,6 +173,8 @@ struct Entry {
     compiled: Arc<Compiled>,
     /// Notices of changes since the files were last listed.
     watch: Option<Watch>,
+    /// Whether a render took it (a prefetch's compile is not one): the next render watches.
+    served: bool,
 }
 
 impl Entry {
@@ -237,7 +242,7 @@ pub fn prefetch(root: &Path) {
             move || {
                 // Ends the compile for its waiters however the thread ends (a panic too).
                 let _end = End(mark);
-                if let Ok(project) = load_now(&root) {
+                if let Ok(project) = load_now(&root, false) {
                     for script in project.context.iter().chain(project.scripts.values()) {
                         let _ = script.compile();
                     }
@@ -278,23 +283,27 @@ fn wait_ahead(key: &Path) {
 /// The compiled templates of the project at `root`, compiled now only when a file changed.
 pub fn load(root: &Path) -> Result<Arc<Compiled>> {
     wait_ahead(&key(root));
-    load_now(root)
+    load_now(root, true)
 }
 
-fn load_now(root: &Path) -> Result<Arc<Compiled>> {
+/// [`load`] without waiting for a prefetch; `render` says whether a render takes the result.
+fn load_now(root: &Path, render: bool) -> Result<Arc<Compiled>> {
     let key = key(root);
-    {
+    let served = {
         let mut kept = cache();
-        if let Some(i) = kept.iter().position(|e| e.root == key) {
-            if kept[i].watch.as_ref().is_some_and(Watch::quiet) {
+        match kept.iter().position(|e| e.root == key) {
+            Some(i) if kept[i].watch.as_ref().is_some_and(Watch::quiet) => {
                 let entry = kept.remove(i);
                 let compiled = entry.compiled.clone();
                 kept.insert(0, entry);
                 return Ok(compiled);
             }
+            Some(i) => kept[i].served,
+            None => false,
         }
-    }
-    let mut watch = Watch::new();
+    };
+    // Rendered before: worth watching from now on.
+    let mut watch = if served { Watch::new() } else { None };
     let listing = list(root, &mut watch)?;
     {
         let mut kept = cache();
@@ -302,6 +311,7 @@ fn load_now(root: &Path) -> Result<Arc<Compiled>> {
             if kept[i].fresh(&listing) {
                 let mut entry = kept.remove(i);
                 entry.watch = watch;
+                entry.served |= render;
                 let compiled = entry.compiled.clone();
                 kept.insert(0, entry);
                 return Ok(compiled);
@@ -333,6 +343,7 @@ fn load_now(root: &Path) -> Result<Arc<Compiled>> {
             read_at,
             compiled: compiled.clone(),
             watch,
+            served: served || render,
         },
     );
     kept.truncate(KEEP);

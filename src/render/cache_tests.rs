@@ -8,6 +8,14 @@ thread_local! {
     pub static LISTINGS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
+/// Whether the kept project at `root` is watched for changes.
+fn watched(root: &Path) -> bool {
+    cache()
+        .iter()
+        .find(|e| e.root == key(root))
+        .is_some_and(|e| e.watch.is_some())
+}
+
 fn listings() -> usize {
     LISTINGS.with(|n| n.get())
 }
@@ -190,6 +198,8 @@ fn a_prefetched_project_is_compiled_once_and_the_render_waits_for_it() {
     // same compiled project, nothing left waiting.
     let compiled = load(dir.path()).unwrap();
     assert!(compiled.context.as_ref().unwrap().compiled());
+    // What a one-shot command renders once is not watched (see `watched_projects_...` below).
+    assert!(!watched(dir.path()));
     assert!(ahead().iter().all(|(r, _)| r != &key(dir.path())));
     assert_eq!(render(dir.path(), "templates/cp.yaml", ETH0), "a: eth0\n");
     assert!(Arc::ptr_eq(&compiled, &load(dir.path()).unwrap()));
@@ -242,11 +252,17 @@ fn watched_projects_render_without_listing_and_still_see_every_edit() {
     ]);
     let root = dir.path();
     let first = load(root).unwrap();
+    // Rendered once, the project is not watched: a command that renders once would pay for the
+    // watch at its exit. The second render lists the files, watching them.
+    assert!(!watched(root));
     let before = listings();
+    assert!(Arc::ptr_eq(&first, &load(root).unwrap()));
+    assert!(watched(root));
+    assert_eq!(listings(), before + 1);
     for _ in 0..3 {
         assert!(Arc::ptr_eq(&first, &load(root).unwrap()));
     }
-    assert_eq!(listings(), before, "a quiet watch needs no listing");
+    assert_eq!(listings(), before + 1, "a quiet watch needs no listing");
     // Edits right away, of the same size, in either folder and below, are seen.
     write(root, "charts/talm/templates/sub/h.tera", "a: 2");
     assert_eq!(render(root, "templates/cp.yaml", ETH0), "a: 2\nb: 1\n");
