@@ -41,29 +41,24 @@ enum Part {
     Extra(String),
 }
 
-/// The documents of a render in order, each parsed once.
+/// The documents of a render in order, each parsed once: the render's check parsed the whole
+/// text already (kept by `yaml::stream`), and its documents are these when the text has no
+/// other document boundary than the `---` lines split on here.
 fn documents(text: &str) -> Result<Vec<Part>> {
     let text = text.replace("\r\n", "\n");
-    let mut docs = vec![String::new()];
-    for line in text.split_inclusive('\n') {
-        let body = line.trim_end_matches('\n');
-        if body.starts_with("---") && body[3..].trim_matches([' ', '\t']).is_empty() {
-            docs.push(String::new());
-        } else {
-            docs.last_mut()
-                // Cannot fail: split() never returns an empty list of documents.
-                .expect("one document at least")
-                .push_str(line);
-        }
-    }
+    let docs = split_lines(&text);
+    let mut kept = kept_parse(&text, &docs).map(Vec::into_iter);
     let mut out = Vec::new();
     for doc in docs {
-        let value: Value = serde_yaml_ng::from_str(&doc).map_err(|e| {
-            hinted(
-                format!("invalid YAML in template output: {e}\n\nTemplate output:\n{doc}"),
-                "the template rendered text that is not YAML; fix the template",
-            )
-        })?;
+        let value = match kept.as_mut().and_then(Iterator::next) {
+            Some(value) => value,
+            None => serde_yaml_ng::from_str(&doc).map_err(|e| {
+                hinted(
+                    format!("invalid YAML in template output: {e}\n\nTemplate output:\n{doc}"),
+                    "the template rendered text that is not YAML; fix the template",
+                )
+            })?,
+        };
         match &value {
             Value::Null => {}
             Value::Mapping(m) if m.contains_key("machine") || m.contains_key("cluster") => {
@@ -73,6 +68,55 @@ fn documents(text: &str) -> Result<Vec<Part>> {
         }
     }
     Ok(out)
+}
+
+/// `text` split on its `---` lines.
+fn split_lines(text: &str) -> Vec<String> {
+    let mut docs = vec![String::new()];
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        if body.starts_with("---") && body[3..].trim_matches([' ', '\t']).is_empty() {
+            docs.push(String::new());
+        } else {
+            docs.last_mut()
+                // Cannot fail: the list starts with one document.
+                .expect("one document at least")
+                .push_str(line);
+        }
+    }
+    docs
+}
+
+/// The parse of each of `docs` (the split of `text`) from the kept parse of the whole text, or
+/// `None` unless the two split alike: no line starts another document (`--- x`), ends one
+/// (`...`) or holds a directive (`%`), so the YAML stream's documents are the split's, but for
+/// an empty first one (the YAML stream does not count what comes before a leading `---`).
+fn kept_parse(text: &str, docs: &[String]) -> Option<Vec<Value>> {
+    let other_boundary = text.split('\n').any(|line| {
+        line.starts_with("...")
+            || line.starts_with('%')
+            || line.starts_with("---") && !line[3..].trim_matches([' ', '\t', '\r']).is_empty()
+    });
+    if other_boundary {
+        return None;
+    }
+    let parsed = crate::yaml::parsed(text).ok()?;
+    let leading = usize::from(parsed.len() + 1 == docs.len() && blank(&docs[0]));
+    if parsed.len() + leading != docs.len() {
+        return None;
+    }
+    let mut values = Vec::with_capacity(docs.len());
+    values.extend((0..leading).map(|_| Value::Null));
+    values.extend(parsed.iter().cloned());
+    Some(values)
+}
+
+/// Whether a document holds nothing but blank lines and comments.
+fn blank(doc: &str) -> bool {
+    doc.lines().all(|l| {
+        let l = l.trim_start();
+        l.is_empty() || l.starts_with('#')
+    })
 }
 
 /// What the generated base needs besides the render.
@@ -218,6 +262,34 @@ mod tests {
             "version: v1alpha1\nmachine:\n  type: worker\n  token: abc.def\n---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: a\n"
         ));
         assert!(!is_whole("a: [b\n"));
+    }
+
+    #[test]
+    fn documents_come_from_the_kept_parse_only_when_it_splits_alike() {
+        let plain = "machine:\n  type: worker\n---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: a\n";
+        for (text, kept) in [
+            (plain, true),
+            (
+                "# head\n---\nmachine: {}\n---\n# only a comment\n---\nb: 1\n---\n",
+                true,
+            ),
+            ("---\nmachine: {}\n", true),
+            ("machine: {}\n--- b: 2\n---\nnull\n", false),
+            ("machine: {}\n...\n---\nb: 2\n", false),
+            ("%YAML 1.2\n---\nmachine: {}\n", false),
+            ("machine: [\n", false),
+        ] {
+            let docs = split_lines(text);
+            let got = kept_parse(text, &docs);
+            assert_eq!(got.is_some(), kept, "{text:?}");
+            if let Some(values) = got {
+                let each: Vec<Value> = docs
+                    .iter()
+                    .map(|d| serde_yaml_ng::from_str(d).unwrap())
+                    .collect();
+                assert_eq!(values, each, "{text:?}");
+            }
+        }
     }
 
     #[test]

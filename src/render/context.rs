@@ -12,6 +12,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use rhai::{Dynamic, FuncRegistration, AST};
 
+use super::dynamic;
 use super::facts::{self, Facts};
 use super::once::{self, Kept};
 use crate::sandbox::lanes::{self, Lane, PerLane};
@@ -31,9 +32,7 @@ fn engine(lane: Lane) -> &'static rhai::Engine {
             ])
             .register_into_engine(&mut engine, |kind: &str, namespace: &str, id: &str| {
                 crate::sandbox::native(|| {
-                    Ok(rhai::serde::to_dynamic(facts::lookup_current(
-                        kind, namespace, id,
-                    ))?)
+                    facts::find_current(kind, namespace, id, dynamic::from_found)
                 })
             });
         FuncRegistration::new("once")
@@ -109,7 +108,7 @@ impl Script {
 fn eval(script: &Script, facts: &Arc<Facts>, args: &serde_json::Value) -> Result<Dynamic> {
     lanes::with_lane(|lane| {
         let ast = script.ast(lane)?;
-        let args: rhai::Map = rhai::serde::to_dynamic(args)?
+        let args: rhai::Map = dynamic::from_json(args)?
             .try_cast::<rhai::Map>()
             .unwrap_or_default();
         facts::with_current(facts, || {
@@ -131,7 +130,7 @@ pub fn run(
     if out.is_unit() {
         return Ok(serde_json::Value::Object(Default::default()));
     }
-    Ok(rhai::serde::from_dynamic(&out)?)
+    dynamic::to_json(&out)
 }
 
 /// Runs a template written in Rhai (`templates/*.rhai`): it sees the render context as `ARGS`

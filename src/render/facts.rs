@@ -71,6 +71,15 @@ pub fn lookup_current(kind: &str, namespace: &str, id: &str) -> Value {
     }
 }
 
+/// `f` over what a lookup finds in the current node's facts (nothing outside a render).
+pub fn find_current<R>(kind: &str, namespace: &str, id: &str, f: impl FnOnce(Found<'_>) -> R) -> R {
+    let facts = CURRENT.with(|c| c.borrow().clone());
+    match facts {
+        Some(facts) => f(facts.find(kind, namespace, id)),
+        None => f(Found::Nothing),
+    }
+}
+
 fn field<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter().try_fold(v, |cur, k| cur.get(*k))
 }
@@ -128,6 +137,24 @@ impl Facts {
     /// kind: List, items: [...]}`, or `{}` when there is none. A non-empty `namespace` keeps
     /// only resources in that namespace.
     pub fn lookup(&self, kind: &str, namespace: &str, id: &str) -> Value {
+        match self.find(kind, namespace, id) {
+            Found::One(r) => r.clone(),
+            Found::List(items) => {
+                let mut list = Mapping::new();
+                list.insert("apiVersion".into(), "v1".into());
+                list.insert("kind".into(), "List".into());
+                list.insert(
+                    "items".into(),
+                    Value::Sequence(items.into_iter().cloned().collect()),
+                );
+                Value::Mapping(list)
+            }
+            Found::Nothing => Value::Mapping(Mapping::new()),
+        }
+    }
+
+    /// What [`Facts::lookup`] answers, as references into the facts.
+    pub fn find(&self, kind: &str, namespace: &str, id: &str) -> Found<'_> {
         let in_namespace = |r: &Value| {
             namespace.is_empty()
                 || field(r, &["metadata", "namespace"])
@@ -147,22 +174,22 @@ impl Facts {
                 .iter()
                 .map(|&i| &all[i])
                 .find(|r| in_namespace(r))
-                .cloned()
-                .unwrap_or_else(|| Value::Mapping(Mapping::new()));
+                .map_or(Found::Nothing, Found::One);
         }
         let items: Vec<&Value> = all.iter().filter(|r| in_namespace(r)).collect();
         if items.is_empty() {
-            return Value::Mapping(Mapping::new());
+            Found::Nothing
+        } else {
+            Found::List(items)
         }
-        let mut list = Mapping::new();
-        list.insert("apiVersion".into(), "v1".into());
-        list.insert("kind".into(), "List".into());
-        list.insert(
-            "items".into(),
-            Value::Sequence(items.into_iter().cloned().collect()),
-        );
-        Value::Mapping(list)
     }
+}
+
+/// What a lookup found: one resource, a list of them, or nothing.
+pub enum Found<'a> {
+    One(&'a Value),
+    List(Vec<&'a Value>),
+    Nothing,
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 pub mod cache;
 pub mod context;
+pub mod dynamic;
 pub mod engine;
 pub mod facts;
 pub mod gate;

@@ -95,6 +95,9 @@ pub fn render(req: &Request<'_>) -> Result<String> {
         } else {
             project.tera.render(&name, &ctx, &req.facts)?
         };
+        // Checked as it is returned (one final newline), so that the parse the check keeps is
+        // the one a full config (`assemble::full`) reads next.
+        let out = format!("{}\n", out.trim_end_matches('\n'));
         super::verify::check(
             &format!("templates/{name}"),
             &out,
@@ -103,9 +106,9 @@ pub fn render(req: &Request<'_>) -> Result<String> {
                 ("facts", req.facts.resources_json()),
             ],
         )?;
-        outputs.push(out.trim_end_matches('\n').to_string());
+        outputs.push(out);
     }
-    Ok(format!("{}\n", outputs.join("\n---\n")))
+    Ok(outputs.join("---\n"))
 }
 
 #[cfg(test)]

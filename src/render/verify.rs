@@ -2,6 +2,8 @@
 //! values, node facts or the preset logic) changed the structure — a value printed verbatim
 //! outside a scalar that holds it (a newline, a quote, `: ` breaking out) is an injection.
 
+use std::fmt::Write as _;
+
 use anyhow::Result;
 use serde_json::Value as Json;
 
@@ -21,13 +23,17 @@ fn risky(s: &str) -> bool {
                 || s.starts_with(['{', '[', '&', '*', '!', '|', '>', '%', '@']))
 }
 
-/// Every risky string leaf of a JSON value with its path.
-fn risky_leaves(v: &Json, path: String, out: &mut Vec<(String, String)>) {
+/// Every risky string leaf of a JSON value with its path (`path` is where `v` is; it is
+/// extended while walking and left as it was, so that only a risky leaf costs a copy).
+fn risky_leaves(v: &Json, path: &mut String, out: &mut Vec<(String, String)>) {
+    let at = path.len();
     match v {
-        Json::String(s) if risky(s) && !s.trim().is_empty() => out.push((path, s.clone())),
+        Json::String(s) if risky(s) && !s.trim().is_empty() => out.push((path.clone(), s.clone())),
         Json::Array(items) => {
             for (i, x) in items.iter().enumerate() {
-                risky_leaves(x, format!("{path}[{i}]"), out);
+                let _ = write!(path, "[{i}]");
+                risky_leaves(x, path, out);
+                path.truncate(at);
             }
         }
         Json::Object(m) => {
@@ -35,7 +41,10 @@ fn risky_leaves(v: &Json, path: String, out: &mut Vec<(String, String)>) {
                 if risky(k) {
                     out.push((format!("{path} (the key {k:?})"), k.clone()));
                 }
-                risky_leaves(x, format!("{path}.{k}"), out);
+                path.push('.');
+                path.push_str(k);
+                risky_leaves(x, path, out);
+                path.truncate(at);
             }
         }
         _ => {}
@@ -77,7 +86,7 @@ pub fn check(template: &str, output: &str, context: &[(&str, &Json)]) -> Result<
     }
     let mut leaves = Vec::new();
     for (name, v) in context {
-        risky_leaves(v, (*name).to_string(), &mut leaves);
+        risky_leaves(v, &mut (*name).to_string(), &mut leaves);
     }
     if leaves.is_empty() {
         return Ok(());
@@ -156,5 +165,9 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("(the key"), "{err}");
+        // Paths through lists and maps name the leaf.
+        let nested = json!({"a": [{"ok": "x"}, {"b": "y\nevil: true"}]});
+        let err = check("t", "b: y\nevil: true\n", &[("values", &nested)]).unwrap_err();
+        assert!(err.to_string().contains("at values.a[1].b would"), "{err}");
     }
 }

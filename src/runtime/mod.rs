@@ -22,7 +22,6 @@ mod api_support;
 pub mod api_talos;
 mod api_upgrade;
 mod api_verify;
-mod api_yaml;
 mod node_opts;
 mod opts;
 pub mod repl;
@@ -69,7 +68,6 @@ fn engine_with(limits: &Limits, session: &Session, unchecked: &api_parallel::Unc
     api_upgrade::register(&mut engine, session);
     api_rotate::register(&mut engine);
     api_rolling::register(&mut engine, session);
-    api_yaml::register(&mut engine);
     engine
 }
 

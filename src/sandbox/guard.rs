@@ -11,6 +11,7 @@
 
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex, OnceLock};
 
 use anyhow::Result;
@@ -109,9 +110,9 @@ impl Worker {
     }
 }
 
-/// The process's resident memory in KiB (Linux), or None where it cannot be read. It is read
-/// at the start of every script run and render, so it re-reads `/proc/self/statm` through one
-/// descriptor kept open (`/proc/self/status`, opened anew, cost a tenth of a small render).
+/// The process's resident memory in KiB (Linux), or None where it cannot be read, read now.
+/// It re-reads `/proc/self/statm` through one descriptor kept open (`/proc/self/status`,
+/// opened anew, cost a tenth of a small render).
 pub fn resident_kib() -> Option<u64> {
     use std::os::unix::fs::FileExt;
     static STATM: OnceLock<Option<(std::fs::File, u64)>> = OnceLock::new();
@@ -132,7 +133,39 @@ pub fn resident_kib() -> Option<u64> {
         .nth(1)?
         .parse()
         .ok()?;
-    Some(resident * page_kib)
+    let kib = resident * page_kib;
+    LAST_READ.store(kib, Ordering::Relaxed);
+    LAST_READ_AT.store(micros_since_start(), Ordering::Relaxed);
+    Some(kib)
+}
+
+/// The last reading of [`resident_kib`] (KiB) and when it was taken (µs since the process first asked).
+static LAST_READ: AtomicU64 = AtomicU64::new(0);
+static LAST_READ_AT: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// How old a reading may be to serve as the base a memory limit counts growth from.
+const RECENT_US: u64 = 2_000;
+
+fn micros_since_start() -> u64 {
+    static START: OnceLock<std::time::Instant> = OnceLock::new();
+    let start = *START.get_or_init(std::time::Instant::now);
+    u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX - 1)
+}
+
+/// [`resident_kib`], or a reading less than 2 ms old: the base a run's memory limit counts
+/// growth from. Every render reads one; read afresh each time, two threads rendering at once
+/// contended in the kernel for the process's memory counters (a spin lock summing them per
+/// CPU), and what a process can allocate in 2 ms is far below the limits (512 MiB and more).
+pub fn resident_kib_base() -> Option<u64> {
+    if recent(LAST_READ_AT.load(Ordering::Relaxed), micros_since_start()) {
+        return Some(LAST_READ.load(Ordering::Relaxed));
+    }
+    resident_kib()
+}
+
+/// Whether a reading taken at `at` may serve at `now` (µs since the process first asked).
+fn recent(at: u64, now: u64) -> bool {
+    at <= now && now - at < RECENT_US
 }
 
 pub(super) fn stop(what: &str, limit: String, hint: &str) -> ! {
@@ -219,6 +252,27 @@ mod tests {
             .unwrap();
         assert!(rss.abs_diff(resident_kib().unwrap()) < 32 * 1024, "{rss}");
         drop(std::hint::black_box(block));
+    }
+
+    #[test]
+    fn a_base_is_a_recent_reading_and_never_an_old_one() {
+        assert!(recent(1_000, 2_999), "a reading under 2 ms old serves");
+        assert!(!recent(1_000, 3_000), "one 2 ms old does not");
+        assert!(!recent(u64::MAX, 5), "no reading yet");
+        assert!(
+            !recent(10, 5),
+            "another thread's later reading is not trusted blindly"
+        );
+        // Past 2 ms the base is read anew: 64 MiB freed shows.
+        let block = vec![1u8; 64 << 20];
+        let with_block = resident_kib().unwrap();
+        drop(std::hint::black_box(block));
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        let later = resident_kib_base().unwrap();
+        assert!(
+            later + 32 * 1024 <= with_block,
+            "{with_block} KiB -> {later} KiB"
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! `ip::` script functions behind the network stdlib (`stdlib/talm/net.rhai`): addresses and CIDR
+//! `ip::` script functions behind the network stdlib (`talm/net`, src/sandbox/stdlib/net.rs): addresses and CIDR
 //! prefixes with the rules of Go's `net/netip`, plus SHA-256 and Go-compatible JSON text.
 //!
 //! They live in one static module, `ip::`, rather than in the global namespace: Rhai already
@@ -99,6 +99,32 @@ pub fn canonical_ip(text: &str) -> String {
         Some(Addr { ip, zone: None }) => ip.to_string(),
         None => String::new(),
     }
+}
+
+/// The canonical host part of an address or prefix (`2001:DB8::1/64` gives `2001:db8::1`), ""
+/// when it does not parse.
+pub fn host(text: &str) -> String {
+    canonical_ip(text.split_once('/').map_or(text, |(host, _)| host))
+}
+
+/// `addrs` without those whose host ([`host`]; "" for what is not text) is one of `hosts`.
+fn without_hosts(addrs: rhai::Array, hosts: &rhai::Array) -> rhai::Array {
+    let listed = |h: &str| {
+        hosts.iter().any(|x| {
+            x.read_lock::<rhai::ImmutableString>()
+                .is_some_and(|x| x.as_str() == h)
+        })
+    };
+    addrs
+        .into_iter()
+        .filter(|a| {
+            let h = a
+                .read_lock::<rhai::ImmutableString>()
+                .map(|s| host(&s))
+                .unwrap_or_default();
+            !listed(&h)
+        })
+        .collect()
 }
 
 /// Lower-case hex SHA-256 of the UTF-8 bytes of `text`.
@@ -251,12 +277,53 @@ pub fn register(engine: &mut Engine) {
             "/// Canonical text of an address or CIDR (IPv6 per RFC 5952, lower case); \"\" when it does not parse.",
         ])
         .set_into_module(&mut m, |text: &str| canonical_ip(text));
+    FuncRegistration::new("host")
+        .with_comments([
+            "/// The canonical host part of an address or prefix (`2001:DB8::1/64` gives `2001:db8::1`); \"\" when it does not parse.",
+        ])
+        .set_into_module(&mut m, |text: &str| host(text));
+    FuncRegistration::new("without_hosts")
+        .with_comments([
+            "/// The addresses (or prefixes) whose host (`ip::host`) is not one of `hosts`, in order.",
+        ])
+        .set_into_module(&mut m, |addrs: rhai::Array, hosts: rhai::Array| {
+            without_hosts(addrs, &hosts)
+        });
     engine.register_static_module("ip", m.into());
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hosts_of_addresses_and_prefixes() {
+        assert_eq!(host("2001:DB8::0:1/64"), "2001:db8::1");
+        assert_eq!(host("10.0.0.7/24"), "10.0.0.7");
+        assert_eq!(host("10.0.0.7"), "10.0.0.7");
+        assert_eq!(host("fe80::1%eth0"), "fe80::1%eth0");
+        assert_eq!(host("nope/24"), "");
+        let addrs: rhai::Array = [
+            Dynamic::from("10.0.0.1/24"),
+            Dynamic::from("2001:DB8::1/64"),
+            Dynamic::from("10.0.0.2/24"),
+            Dynamic::from(5_i64),
+            Dynamic::from("bad"),
+        ]
+        .into();
+        let hosts: rhai::Array = [Dynamic::from("10.0.0.1"), Dynamic::from("2001:db8::1")].into();
+        let kept: Vec<String> = without_hosts(addrs.clone(), &hosts)
+            .iter()
+            .map(|d| d.to_string())
+            .collect();
+        assert_eq!(kept, ["10.0.0.2/24", "5", "bad"]);
+        // "" never matches an address that does not parse unless listed.
+        assert_eq!(
+            without_hosts(addrs.clone(), &[Dynamic::from("")].into()).len(),
+            3
+        );
+        assert_eq!(without_hosts(addrs, &rhai::Array::new()).len(), 5);
+    }
 
     #[test]
     fn prefix_len_follows_netip() {

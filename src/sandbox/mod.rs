@@ -14,6 +14,7 @@ mod stdlib;
 pub mod text;
 pub mod tpl;
 mod watchdog;
+mod yaml;
 
 pub use stdlib::prewarm as prewarm_stdlib;
 
@@ -131,7 +132,8 @@ pub fn configure(engine: &mut Engine, limits: &Limits) {
     });
 }
 
-/// The sandbox under `limits`: stdlib modules, the `ip::` and `text::` helpers, `fail`, `warn`.
+/// The sandbox under `limits`: stdlib modules, the `ip::`, `text::`, `yaml::` and `json::`
+/// helpers, `fail`, `warn`.
 pub fn engine(limits: &Limits) -> Engine {
     engine_on(limits, Lane::FIRST)
 }
@@ -179,6 +181,7 @@ pub fn engine_on(limits: &Limits, lane: Lane) -> Engine {
     tpl::register(&mut engine);
     ip::register(&mut engine);
     text::register(&mut engine);
+    yaml::register(&mut engine);
     engine.set_module_resolver(stdlib::resolver(lane));
     engine
 }
@@ -254,7 +257,7 @@ pub fn eval_ast(
             RUN_BASE.with(|b| b.set(self.0));
         }
     }
-    let base = limits.max_memory_mib.and(guard::resident_kib());
+    let base = limits.max_memory_mib.and(guard::resident_kib_base());
     let _restore = Restore(RUN_BASE.with(|b| b.replace(base.or(b.get()))));
     let mut scope = Scope::new();
     scope.push_constant("ARGS", args);

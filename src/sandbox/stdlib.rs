@@ -1,4 +1,11 @@
-//! The embedded stdlib (`stdlib/`) as modules scripts import: `import "talm/validate" as v;`.
+//! The stdlib as modules scripts import: `import "talm/validate" as v;`. The embedded Rhai
+//! files (`stdlib/`), and `talm/net` and `talm/disk`, which are natives.
+
+mod disk;
+mod go;
+mod net;
+#[cfg(test)]
+mod reference_tests;
 
 use std::sync::OnceLock;
 
@@ -11,6 +18,24 @@ use crate::embedded::STDLIB;
 /// imports it (or when [`prewarm`] got to it first) and then shared by every engine of the
 /// lane: an engine's resolver holds them, it does not copy them.
 pub struct Resolver(&'static [Entry], Lane);
+
+/// What makes a native module.
+type Build = fn() -> Module;
+
+/// The stdlib modules written in Rust, by name.
+const NATIVES: [(&str, Build); 2] = [("talm/net", net::module), ("talm/disk", disk::module)];
+
+/// The native modules of each lane, made at their first import there.
+static NATIVE_MODULES: [PerLane<Shared<Module>>; 2] = [PerLane::new(), PerLane::new()];
+
+fn native_module(path: &str, lane: Lane) -> Option<Shared<Module>> {
+    let i = NATIVES.iter().position(|(name, _)| *name == path)?;
+    Some(
+        NATIVE_MODULES[i]
+            .get_or_init(lane, || Shared::new(NATIVES[i].1()))
+            .clone(),
+    )
+}
 
 /// One stdlib file and, once compiled for a lane, its module there (`None` when it does not
 /// compile).
@@ -36,10 +61,13 @@ impl ModuleResolver for Resolver {
         path: &str,
         pos: Position,
     ) -> Result<Shared<Module>, Box<EvalAltResult>> {
-        self.0
-            .iter()
-            .find(|e| e.name == path)
-            .and_then(|e| e.module(self.1))
+        native_module(path, self.1)
+            .or_else(|| {
+                self.0
+                    .iter()
+                    .find(|e| e.name == path)
+                    .and_then(|e| e.module(self.1))
+            })
             .ok_or_else(|| Box::new(EvalAltResult::ErrorModuleNotFound(path.to_string(), pos)))
     }
 }
@@ -125,13 +153,19 @@ mod tests {
         let engine = Engine::new_raw();
         let r = resolver(Lane::FIRST);
         let get = |name: &str| r.resolve(&engine, None, name, Position::NONE);
-        let a = get("talm/net").unwrap();
-        let b = get("talm/net").unwrap();
-        assert!(Shared::ptr_eq(&a, &b), "one module for every import");
-        let other = resolver(Lane::last())
-            .resolve(&engine, None, "talm/net", Position::NONE)
-            .unwrap();
-        assert!(!Shared::ptr_eq(&a, &other), "a module per lane");
+        for name in ["talm/values", "talm/net"] {
+            let a = get(name).unwrap();
+            let b = get(name).unwrap();
+            assert!(
+                Shared::ptr_eq(&a, &b),
+                "one module for every import of {name}"
+            );
+            let other = resolver(Lane::last())
+                .resolve(&engine, None, name, Position::NONE)
+                .unwrap();
+            assert!(!Shared::ptr_eq(&a, &other), "a module per lane: {name}");
+        }
+        let a = get("talm/values").unwrap();
         assert!(matches!(
             *get("talm/nope").unwrap_err(),
             EvalAltResult::ErrorModuleNotFound(ref p, _) if p == "talm/nope"
@@ -141,7 +175,7 @@ mod tests {
         for e in entries() {
             assert!(e.module(Lane::FIRST).is_some(), "stdlib/{}", e.path);
         }
-        assert!(Shared::ptr_eq(&a, &get("talm/net").unwrap()));
+        assert!(Shared::ptr_eq(&a, &get("talm/values").unwrap()));
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub fn get(v: &Dynamic, key: &str) -> Dynamic {
 }
 
 /// `v[outer][key]`, `()` when either level is missing.
-fn get2(v: &Dynamic, outer: &str, key: &str) -> Dynamic {
+pub fn get2(v: &Dynamic, outer: &str, key: &str) -> Dynamic {
     let Ok(m) = v.as_map_ref() else {
         return Dynamic::UNIT;
     };
@@ -66,7 +66,7 @@ pub fn truthy(v: &Dynamic) -> bool {
 
 /// Go template `eq`: false when either side is nil or the types differ, else `a == b` (scalars
 /// compared here, anything else by the `==` operator).
-fn eq(ctx: &NativeCallContext, a: &Dynamic, b: Dynamic) -> Result<bool, Box<EvalAltResult>> {
+pub fn eq(ctx: &NativeCallContext, a: &Dynamic, b: Dynamic) -> Result<bool, Box<EvalAltResult>> {
     if a.is_unit() || b.is_unit() || a.type_name() != b.type_name() {
         return Ok(false);
     }
@@ -87,7 +87,7 @@ fn eq(ctx: &NativeCallContext, a: &Dynamic, b: Dynamic) -> Result<bool, Box<Eval
 
 /// Sprig `toString`: nil gives `<nil>`, text stays as it is, a whole float below 1e6 prints
 /// without a fraction; anything else as the script's `to_string` prints it.
-fn go_str(ctx: &NativeCallContext, v: Dynamic) -> Result<Dynamic, Box<EvalAltResult>> {
+pub fn go_str(ctx: &NativeCallContext, v: Dynamic) -> Result<Dynamic, Box<EvalAltResult>> {
     if v.is_unit() {
         return Ok("<nil>".into());
     }
@@ -106,7 +106,7 @@ fn go_str(ctx: &NativeCallContext, v: Dynamic) -> Result<Dynamic, Box<EvalAltRes
 }
 
 /// What `{{ v }}` prints: "" for nil, else [`go_str`].
-fn go_text(ctx: &NativeCallContext, v: Dynamic) -> Result<Dynamic, Box<EvalAltResult>> {
+pub fn go_text(ctx: &NativeCallContext, v: Dynamic) -> Result<Dynamic, Box<EvalAltResult>> {
     if v.is_unit() {
         return Ok("".into());
     }
@@ -115,7 +115,7 @@ fn go_text(ctx: &NativeCallContext, v: Dynamic) -> Result<Dynamic, Box<EvalAltRe
 
 /// Sprig `int`: nil, lists, maps and text that is not a whole number give 0, floats
 /// truncate (as the script's `to_int`), booleans give 1 or 0.
-fn go_int(ctx: &NativeCallContext, v: Dynamic) -> Result<rhai::INT, Box<EvalAltResult>> {
+pub fn go_int(ctx: &NativeCallContext, v: Dynamic) -> Result<rhai::INT, Box<EvalAltResult>> {
     if let Ok(i) = v.as_int() {
         return Ok(i);
     }

@@ -128,7 +128,7 @@ pub fn register(what: &str, limits: &Limits) -> Option<Registered> {
     if !started() {
         return None;
     }
-    let base = limits.max_memory_mib.and(resident_kib());
+    let base = limits.max_memory_mib.and(super::guard::resident_kib_base());
     let mut b = board();
     let id = b.next_id;
     b.next_id += 1;

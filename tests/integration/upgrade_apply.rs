@@ -379,6 +379,9 @@ fn apply_warns_when_the_contract_is_newer_than_the_node() {
     assert!(o.stderr.contains(warning), "{}", o.stderr);
     // A warning only: the apply went on.
     assert!(o.stderr.contains("Dry run summary:"), "{}", o.stderr);
+    // The node runs the legacy network (its config was rendered without a contract): a
+    // multi-document render refuses it as the Go talm does, showing what it found, and the
+    // contract matches the node, so no pre-flight warning.
     let o = d
         .talm([
             "apply",
@@ -388,7 +391,10 @@ fn apply_warns_when_the_contract_is_newer_than_the_node() {
             "--talos-version",
             "v1.12",
         ])
-        .ok();
+        .fails_with("talm: the multi-doc renderer cannot translate legacy machine.network.interfaces[] from the running MachineConfig.");
+    let block =
+        format!("Detected legacy block:\n- addresses:\n    - {old}/24\n  interface: eth0\n");
+    assert!(o.stderr.contains(&block), "{}", o.stderr);
     assert!(!o.stderr.contains("pre-flight"), "{}", o.stderr);
     let d = configured(&nodes, &new);
     let o = d.talm(["apply", "-f", "nodes/cp.yaml", "--dry-run"]).ok();

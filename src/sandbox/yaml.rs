@@ -1,4 +1,6 @@
 //! `yaml::` and `json::` script functions: parse text into Rhai values and write values back.
+//! Every engine has them, the sandbox of templates and preset logic too (the library's preset
+//! logic prints a running config's legacy interfaces with `yaml::to_string`).
 
 use rhai::{Dynamic, Engine, FuncRegistration, Module};
 
