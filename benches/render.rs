@@ -11,7 +11,8 @@
 //!
 //! `TALM_BENCH_CONTEXT=FILE` renders with FILE as the library's `_context.rhai` (to compare
 //! two versions of the preset logic in alternating runs of one build),
-//! `TALM_BENCH_STEPS_ONLY=1` prints the steps only, and `TALM_BENCH_LANES=1` makes every render
+//! `TALM_BENCH_STEPS_ONLY=1` prints the steps only, `TALM_BENCH_ROWS_ONLY=1` the throughput
+//! rows only (to profile them), and `TALM_BENCH_LANES=1` makes every render
 //! share one copy of the compiled Rhai code (`sandbox::lanes`) as before lanes.
 //!
 //! Measured on this machine (2 cores, release, one thread), step rows of this bench:
@@ -99,6 +100,24 @@
 //! 1.6–10.4 ms to exit against 1.2 ms). A project is watched from its second render on now:
 //! 60 alternating runs, medians 21.9 ms (before), 20.0 (no optimiser), 14.0 ms (neither, q1–q3
 //! 13.6–14.2), `talm --version` 4.8 ms.
+//! Since this change (one build each, no LTO, four alternating runs, before → after): patches
+//! 2,024–2,094/s → 2,858–2,885/s on one thread and 3,799–3,974/s → 5,210–5,272/s on both cores,
+//! full configs 960–981/s → 1,246–1,273/s and 1,681–1,710/s → 2,105–2,180/s. The steps: the
+//! `talm/net` and `talm/disk` stdlib functions are natives (`_context.rhai` run 244 → 156 µs),
+//! and so is dropping the VIPs from a list of addresses (`ip::without_hosts`: two script calls
+//! over one address took 17 µs; run 154 → 139 µs); a full config reads the parse the render's
+//! check kept instead of parsing each document again (the check used to parse the text before
+//! the pipeline trimmed its final newlines, so the kept parse never matched: full configs on
+//! one thread 1,075 → 1,200/s, both cores 1,870 → 2,060/s); the base a render's memory limit
+//! counts from is a reading of at most 2 ms ago (every read of `statm` sums the process's memory
+//! counters under a kernel spin lock the two threads contended for: 2–3%); lookups, `ARGS` and
+//! the returned `node` are converted without Rhai's serde bridge, and the check's search for
+//! risky strings no longer builds a path for every leaf (1–3%). The sections of the preset
+//! logic now (µs, as above): `once` 15, list lookups 12, default link and addresses 8, subnets
+//! 6, the `node` map 17, the discovery loop 16, the running config's interfaces 4, the
+//! multi-document links 18, extra links 8, their checks 5, merging 12, the rest 7. Where a patch
+//! render's time goes now (perf, rows only): the preset logic 48%, `verify::check` 34% (its YAML
+//! parse 31%), Tera 11%.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -261,6 +280,9 @@ fn main() {
     }
 
     println!("  resident memory a second lane (its own compiled copy) added: {lane_cost:.1} MiB");
+    if std::env::var("TALM_BENCH_ROWS_ONLY").is_ok() {
+        return;
+    }
     steps(root, &fleet, &values, &base);
     if steps_only {
         return;
