@@ -406,6 +406,10 @@ fn resolvers_and_existing_interfaces() {
     let mc_map = yaml("spec: {machine: {network: {interfaces: [{interface: eth1}]}}}");
     let mc_none = yaml("spec: {machine: {network: {}}}");
     let mc_bad = yaml("spec: \"machine: [\"");
+    // A running config with typed documents: the first (v1alpha1) one counts, as Go's fromYaml.
+    let mc_multi = yaml(
+        "spec: |\n  machine:\n    network:\n      interfaces:\n        - interface: eth2\n  ---\n  apiVersion: v1alpha1\n  kind: HostnameConfig\n  hostname: a\n",
+    );
     let got = run(
         r#"#{
             none: net::default_resolvers(#{}),
@@ -415,6 +419,7 @@ fn resolvers_and_existing_interfaces() {
             map: net::existing_interfaces(ARGS.map),
             none_if: net::existing_interfaces(ARGS.none),
             bad: net::existing_interfaces(ARGS.bad),
+            multi: net::existing_interfaces(ARGS.multi),
             empty: net::existing_interfaces(#{}),
         }"#,
         &[
@@ -422,6 +427,7 @@ fn resolvers_and_existing_interfaces() {
             ("map", mc_map),
             ("none", mc_none),
             ("bad", mc_bad),
+            ("multi", mc_multi),
         ],
     );
     assert_eq!(got["none"], Json::Null);
@@ -434,6 +440,7 @@ fn resolvers_and_existing_interfaces() {
     assert_eq!(got["map"], json!([{"interface": "eth1"}]));
     assert_eq!(got["none_if"], json!([]));
     assert_eq!(got["bad"], json!([]));
+    assert_eq!(got["multi"], json!([{"interface": "eth2"}]));
     assert_eq!(got["empty"], json!([]));
 }
 

@@ -373,16 +373,19 @@ fn physical_links_info(ctx: &NativeCallContext, links: &Dynamic) -> Res {
 }
 
 /// `machine.network.interfaces` of the running machine config (the `machineconfig` lookup,
-/// whose `spec` is a map or YAML text), or `[]` when there is none or it does not parse.
+/// whose `spec` is a map or YAML text), or `[]` when there is none or it does not parse. Of
+/// text only the first document counts, as Go's `fromYaml` reads it: a running config is text
+/// (Talos's MachineConfig resource), and one with typed documents is several.
 fn existing_interfaces(res: &Dynamic) -> Dynamic {
     if !tpl::truthy(res) {
         return Array::new().into();
     }
     let mut spec = tpl::get(res, "spec");
     if let Ok(text) = spec.clone().into_immutable_string() {
-        spec = crate::yaml::parse(&text, "machineconfig")
+        spec = crate::yaml::parsed(&text)
             .ok()
-            .and_then(|v| rhai::serde::to_dynamic(v).ok())
+            .and_then(|docs| docs.first().map(rhai::serde::to_dynamic))
+            .and_then(Result::ok)
             .unwrap_or_default();
     }
     let interfaces = tpl::get(
@@ -540,7 +543,7 @@ pub fn module() -> Module {
             physical_links_info(&ctx, links)
         });
     FuncRegistration::new("existing_interfaces")
-        .with_comments(["/// `machine.network.interfaces` of the running machine config (the `machineconfig` lookup; its `spec` a map or YAML text), or [] when there is none or it does not parse."])
+        .with_comments(["/// `machine.network.interfaces` of the running machine config (the `machineconfig` lookup; its `spec` a map or YAML text, of which the first document counts), or [] when there is none or it does not parse."])
         .set_into_module(&mut m, |res: &mut Dynamic| existing_interfaces(res));
     m.build_index();
     m
