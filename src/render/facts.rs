@@ -1,8 +1,9 @@
 //! Node facts: the resources a render may look up (links, addresses, routes, disks, ...), from
 //! a live node or from a file recorded by `talm discover`, and `lookup(kind, namespace, id)`
 //! (indexed by kind and id on first use). A render names the node it is for with
-//! [`with_current`]; the project's compiled templates and preset logic read that node's facts
-//! through [`lookup_current`], so one compiled engine serves every node.
+//! [`with_current`]; the project's compiled templates read that node's facts through
+//! [`lookup_current`] and its preset logic through [`find_current`] (references, converted
+//! straight into Rhai values), so one compiled engine serves every node.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};

@@ -23,7 +23,7 @@ pub fn items<R>(res: &Dynamic, f: impl FnOnce(&[Dynamic]) -> R) -> R {
 
 /// `res.spec[key]`, `()` when either level is missing.
 pub fn spec(res: &Dynamic, key: &str) -> Dynamic {
-    super::super::tpl::get2(res, "spec", key)
+    crate::sandbox::tpl::get2(res, "spec", key)
 }
 
 /// The text when `v` is text.
