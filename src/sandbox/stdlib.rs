@@ -94,14 +94,22 @@ pub fn resolver(lane: Lane) -> Resolver {
     Resolver(entries(), lane)
 }
 
-/// Compiles the first lane's stdlib modules not compiled yet on a thread of their own, largest
-/// first, while the caller goes on with other work (a render compiles its templates
+/// The script modules every render of the library's preset logic imports (its top-level
+/// imports that are not natives). `talm/links_legacy` is imported only by a legacy render and
+/// `talm/validate` by no preset: compiled at their first import, they cost a render nothing.
+const PREWARMED: [&str; 2] = ["talm/links", "talm/values"];
+
+/// Compiles the first lane's [`PREWARMED`] modules not compiled yet on a thread of their own,
+/// largest first, while the caller goes on with other work (a render compiles its templates
 /// meanwhile); an import of a module still being compiled waits for it. Called once per
 /// process.
 pub fn prewarm() {
     static STARTED: OnceLock<()> = OnceLock::new();
     STARTED.get_or_init(|| {
-        let mut order: Vec<&'static Entry> = entries().iter().collect();
+        let mut order: Vec<&'static Entry> = entries()
+            .iter()
+            .filter(|e| PREWARMED.contains(&e.name))
+            .collect();
         order.sort_by_key(|e| std::cmp::Reverse(e.source.len()));
         // Best effort: without a thread each module is compiled at its first import.
         let _ = std::thread::Builder::new()
@@ -176,6 +184,25 @@ mod tests {
             assert!(e.module(Lane::FIRST).is_some(), "stdlib/{}", e.path);
         }
         assert!(Shared::ptr_eq(&a, &get("talm/values").unwrap()));
+    }
+
+    /// The modules compiled ahead are the script modules the library's preset logic imports at
+    /// its top level, so every render: one it imports only in a branch is left out.
+    #[test]
+    fn the_prewarmed_modules_are_the_library_renders_top_level_imports() {
+        let context = include_str!("../../presets/talm/templates/_context.rhai");
+        let mut scripts: Vec<&str> = context
+            .lines()
+            .filter_map(|l| l.strip_prefix("import \""))
+            .filter_map(|l| l.split('"').next())
+            .filter(|p| !NATIVES.iter().any(|(n, _)| n == p))
+            .collect();
+        scripts.sort_unstable();
+        assert_eq!(scripts, PREWARMED);
+        assert!(
+            context.contains("    import \"talm/links_legacy\" as lkl;"),
+            "imported in the legacy branch"
+        );
     }
 
     #[test]
