@@ -118,6 +118,19 @@
 //! multi-document links 18, extra links 8, their checks 5, merging 12, the rest 7. Where a patch
 //! render's time goes now (perf, rows only): the preset logic 48%, `verify::check` 34% (its YAML
 //! parse 31%), Tera 11%.
+//! The process row since this change: Rhai is built with i64 integers only (its standard package,
+//! which every one-shot command builds, took 0.9 ms and 200 page faults with operators for
+//! i8..u128, 0.65 ms and 134 without), and the library's preset logic imports
+//! `talm/links_legacy` in its legacy branch only, so a multi-document render compiles neither it
+//! nor `talm/validate` (prewarmed before: about 1 ms of CPU). 40 alternating runs without LTO,
+//! in a slow hour: 15.73 → 14.74 ms wall, 18.40 → 17.27 ms CPU, `--version` 6.37 ms (2.31×);
+//! with LTO 10.78 against 3.46 ms (3.12×) in the bench's own row in a fast hour, 12.25 against
+//! 5.23 ms (2.34×) in a slow one: `--version` is mostly exec, relocations and clap, and slows
+//! more than the render when the machine does. Where a one-shot `template`'s CPU goes (perf, LTO,
+//! every thread): page faults a third (1,493 faults against `--version`'s 766, about 2.5 µs each
+//! on this machine: a first touch of a heap page costs 2.2 µs, 1.6 µs populated in bulk), Rhai's
+//! parser a fifth (the stdlib modules, the preset logic, the command's script), Tera's parser 6%,
+//! clap 4%; the render itself is under a tenth.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
