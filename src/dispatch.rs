@@ -102,12 +102,15 @@ pub fn run(inv: Invocation) -> Result<i32> {
             | Action::Repl { .. }
             | Action::External { .. }
     );
-    let renders =
-        matches!(&inv.action, Action::Script { script, .. } if RENDERING.contains(script));
-    if renders {
-        // The preset logic imports the stdlib modules: the standard package they are compiled
-        // with, then they, are built on the other core from now on.
-        crate::sandbox::prewarm_stdlib();
+    let rendering = match &inv.action {
+        Action::Script { script, .. } if RENDERING.contains(script) => Some(*script),
+        _ => None,
+    };
+    let renders = rendering.is_some();
+    if let Some(script) = rendering {
+        // Built on the other core from now on: the standard package, the command's script,
+        // then the stdlib modules the preset logic imports.
+        crate::sandbox::prewarm_stdlib(crate::runtime::bundled(script));
     } else if scripted {
         // Built on the other core while the project is found and checked.
         crate::sandbox::prewarm_package();

@@ -356,7 +356,7 @@ fn same_names(a: &Listing, b: &Listing) -> bool {
 
 fn compile(listing: &Listing, texts: &[String]) -> Result<Compiled> {
     // The preset logic imports stdlib modules: they compile on another core meanwhile.
-    crate::sandbox::prewarm_stdlib();
+    crate::sandbox::prewarm_stdlib(None);
     let mut tera_sources: Vec<(String, &str)> = Vec::new();
     let mut scripts = BTreeMap::new();
     let mut own_context = None;

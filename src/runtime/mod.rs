@@ -34,7 +34,7 @@ use anyhow::Result;
 use rhai::{Dynamic, Engine};
 
 use crate::embedded::SCRIPTS;
-pub use crate::sandbox::{from_rhai, native, to_rhai, Limits, ScriptError};
+pub use crate::sandbox::{from_rhai, native, to_rhai, Limits, ScriptError, Upcoming};
 pub use session::{Scope, Session, Settings};
 
 /// Builds the engine under `limits`: the sandbox (stdlib, pure helpers, `fail`/`warn`) plus
@@ -73,16 +73,19 @@ fn engine_with(limits: &Limits, session: &Session, unchecked: &api_parallel::Unc
 
 /// Runs the bundled script `scripts/<name>.rhai` with `args` bound to `ARGS` (playbook limits).
 pub fn run_bundled(name: &str, args: rhai::Map, session: &Session) -> Result<Dynamic> {
+    let script = bundled(name)
+        .ok_or_else(|| crate::error::plain(format!("no bundled script {name}.rhai")))?;
+    run_source(&script.name, script.source, args, &script.limits, session)
+}
+
+/// The bundled script `scripts/<name>.rhai` as [`run_bundled`] runs it, to compile it ahead.
+pub fn bundled(name: &str) -> Option<Upcoming> {
     let file = format!("{name}.rhai");
-    let source = crate::embedded::find(SCRIPTS, &file)
-        .ok_or_else(|| crate::error::plain(format!("no bundled script {file}")))?;
-    run_source(
-        &format!("scripts/{file}"),
-        source,
-        args,
-        &Limits::PLAYBOOK,
-        session,
-    )
+    Some(Upcoming {
+        source: crate::embedded::find(SCRIPTS, &file)?,
+        name: format!("scripts/{file}"),
+        limits: Limits::PLAYBOOK,
+    })
 }
 
 /// Runs a script file from disk (a playbook or project script); Ctrl-C stops it.

@@ -16,6 +16,7 @@ pub mod tpl;
 mod watchdog;
 mod yaml;
 
+pub use compiled::Upcoming;
 pub use stdlib::prewarm as prewarm_stdlib;
 
 pub use lanes::Lane;

@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 
 use rhai::{Engine, EvalAltResult, Module, ModuleResolver, Position, Scope, Shared};
 
+use super::compiled::Upcoming;
 use super::lanes::{Lane, PerLane};
 use crate::embedded::STDLIB;
 
@@ -99,11 +100,12 @@ pub fn resolver(lane: Lane) -> Resolver {
 /// `talm/validate` by no preset: compiled at their first import, they cost a render nothing.
 const PREWARMED: [&str; 2] = ["talm/links", "talm/values"];
 
-/// Compiles the first lane's [`PREWARMED`] modules not compiled yet on a thread of their own,
+/// Builds the standard package, compiles `script` (the command about to run, if given) and
+/// then the first lane's [`PREWARMED`] modules not compiled yet on a thread of their own,
 /// largest first, while the caller goes on with other work (a render compiles its templates
-/// meanwhile); an import of a module still being compiled waits for it. Called once per
-/// process.
-pub fn prewarm() {
+/// meanwhile); an import of a module still being compiled waits for it. Acts once per process:
+/// a later call compiles nothing, its script included.
+pub fn prewarm(script: Option<Upcoming>) {
     static STARTED: OnceLock<()> = OnceLock::new();
     STARTED.get_or_init(|| {
         let mut order: Vec<&'static Entry> = entries()
@@ -115,6 +117,12 @@ pub fn prewarm() {
         let _ = std::thread::Builder::new()
             .name("stdlib".into())
             .spawn(move || {
+                // In the order the command needs them: the package for its own engine, then
+                // its script, then the modules its render imports.
+                drop(super::standard_package());
+                if let Some(script) = script {
+                    script.compile();
+                }
                 for e in order {
                     e.module(Lane::FIRST);
                 }
@@ -178,8 +186,8 @@ mod tests {
             *get("talm/nope").unwrap_err(),
             EvalAltResult::ErrorModuleNotFound(ref p, _) if p == "talm/nope"
         ));
-        prewarm();
-        prewarm();
+        prewarm(None);
+        prewarm(None);
         for e in entries() {
             assert!(e.module(Lane::FIRST).is_some(), "stdlib/{}", e.path);
         }
