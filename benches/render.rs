@@ -122,11 +122,15 @@
 //! which every one-shot command builds, took 0.9 ms and 200 page faults with operators for
 //! i8..u128, 0.65 ms and 134 without), and the library's preset logic imports
 //! `talm/links_legacy` in its legacy branch only, so a multi-document render compiles neither it
-//! nor `talm/validate` (prewarmed before: about 1 ms of CPU). 40 alternating runs without LTO,
-//! in a slow hour: 15.73 → 14.74 ms wall, 18.40 → 17.27 ms CPU, `--version` 6.37 ms (2.31×);
-//! with LTO 10.78 against 3.46 ms (3.12×) in the bench's own row in a fast hour, 12.25 against
-//! 5.23 ms (2.34×) in a slow one: `--version` is mostly exec, relocations and clap, and slows
-//! more than the render when the machine does. Where a one-shot `template`'s CPU goes (perf, LTO,
+//! nor `talm/validate` (prewarmed before: about 1 ms of CPU); and the command's own script is
+//! compiled on the stdlib thread (after the package, before the modules) while the main thread
+//! finds the project and builds its engine. 40 alternating runs (spawned as this bench spawns,
+//! not through Python's `fork`, which adds about 1.5 ms to both sides and flattered the ratios
+//! measured that way before), a slow hour, no LTO: 16.08 ms before, 15.24 with the first two,
+//! 14.88 with all three (CPU 19.32 → 17.86 ms), `--version` 5.31 ms; with LTO 15.22 → 13.62 ms
+//! against 5.18 (2.63×). This bench's own row with LTO: 10.78 against 3.46 ms (3.12×) before the
+//! script compiled ahead, 11.29 against 3.59 ms (3.15×) after, in minutes when the same binary
+//! took 10.1 and 13.1 ms in consecutive sets of 30 runs. Where a one-shot `template`'s CPU goes (perf, LTO,
 //! every thread): page faults a third (1,493 faults against `--version`'s 766, about 2.5 µs each
 //! on this machine: a first touch of a heap page costs 2.2 µs, 1.6 µs populated in bulk), Rhai's
 //! parser a fifth (the stdlib modules, the preset logic, the command's script), Tera's parser 6%,
