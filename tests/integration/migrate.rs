@@ -545,7 +545,14 @@ fn journal_in(dir: &Path) -> bool {
         .filter_map(|e| e.ok())
         .any(|e| {
             e.file_name().to_string_lossy().starts_with(".talm-txn-")
-                && e.path().join("journal").is_file()
+                && std::fs::read_dir(e.path()).is_ok_and(|mut inside| {
+                    inside.any(|f| {
+                        let name = f
+                            .map(|f| f.file_name().to_string_lossy().into_owned())
+                            .unwrap_or_default();
+                        name.starts_with("journal") && !name.ends_with(".tmp")
+                    })
+                })
         })
 }
 

@@ -34,11 +34,12 @@ const INPUTS: &[&str] = &[
 
 /// A copy of the project's render inputs with talm's templates for the preset in place of the
 /// Go ones: what the node proof renders through before anything changes. It holds copies of
-/// the secrets, so it lives in a transaction's own folder inside the project (0700,
+/// the secrets, so it lives in a transaction's staging folder inside the project (0700,
 /// git-ignored): removed when dropped, and if the process is killed first, by the next talm
 /// run in the project (`txn::recover` discards a dead run's folder).
 pub struct Staged {
-    txn: Txn,
+    /// Holds the staging folder while the copy lives.
+    _txn: Txn,
     project: PathBuf,
 }
 
@@ -51,15 +52,15 @@ impl Staged {
 
 impl Drop for Staged {
     fn drop(&mut self) {
-        let _ = fs::remove_dir_all(self.txn.staging());
+        let _ = fs::remove_dir_all(&self.project);
     }
 }
 
 /// Stages the project at `root` for `preset` (see [`Staged`]).
 pub fn stage(root: &Path, preset: &str) -> Result<Staged> {
     let txn = Txn::begin(root, "talm migrate (proof)")?;
-    let project = txn.staging().join("project");
-    let staged = Staged { txn, project };
+    let project = txn.scratch("project");
+    let staged = Staged { _txn: txn, project };
     let fail = |what: String, e: std::io::Error| {
         hinted(
             format!("preparing the proof's copy of the project: {what}: {e}"),

@@ -57,27 +57,31 @@ fn talm_cmd(dir: &Path, args: &[&str]) -> Command {
     c
 }
 
-/// Whether a staging folder in `dir` holds the file `name`.
-fn staging_holds(dir: &Path, name: &str) -> bool {
+/// Whether a staging folder in `dir` holds a file whose name passes `named`.
+fn staging_holds(dir: &Path, named: fn(&str) -> bool) -> bool {
+    let holds = |staging: &Path| {
+        std::fs::read_dir(staging).is_ok_and(|mut inside| {
+            inside.any(|f| f.is_ok_and(|f| named(&f.file_name().to_string_lossy())))
+        })
+    };
     std::fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(|e| e.ok()).any(|e| {
-                e.file_name().to_string_lossy().starts_with(".talm-txn-")
-                    && e.path().join(name).is_file()
+                e.file_name().to_string_lossy().starts_with(".talm-txn-") && holds(&e.path())
             })
         })
         .unwrap_or(false)
 }
 
-/// Whether a committed journal waits in a staging folder in `dir`.
+/// Whether a committed journal (`journal-<number>`) waits in a staging folder in `dir`.
 fn journal_in(dir: &Path) -> bool {
-    staging_holds(dir, "journal")
+    staging_holds(dir, |n| n.starts_with("journal-"))
 }
 
-/// Whether a staging folder in `dir` holds a staged file (a one-file write's, which has no
-/// journal: the rename of that file is its commit).
+/// Whether a staging folder in `dir` holds a staged file (`<number>-0`: a one-file write's,
+/// which has no journal: the rename of that file is its commit).
 fn staged_in(dir: &Path) -> bool {
-    staging_holds(dir, "0")
+    staging_holds(dir, |n| n.ends_with("-0"))
 }
 
 /// Whether a commit is under way in the folder or its nodes/: a committed journal waits, or a
@@ -87,7 +91,7 @@ fn committing(dir: &Path) -> bool {
 }
 
 /// How long a whole run takes, and how long its committed journal stands (from its rename to
-/// the staging folder's removal), so kills can be spread over the run and aimed into the commit.
+/// its removal), so kills can be spread over the run and aimed into the commit.
 fn timings(dir: &Path, args: &[&str]) -> (Duration, Duration) {
     let t = Instant::now();
     let mut child = talm_cmd(dir, args).spawn().unwrap();

@@ -1,28 +1,30 @@
 //! All-or-nothing writes of several files: every new content is staged in a hidden, git-ignored
 //! folder next to the targets, a journal is committed with one rename, then the staged files are
 //! renamed into place. A run killed before the journal leaves the old files (and a staging folder
-//! the next run removes); a run killed after it leaves a journal the next run completes.
+//! the next run removes); a run killed after it leaves a journal the next run completes. The
+//! transactions of one process in one directory share its staging folder (`folder`).
+
+mod folder;
+mod recover;
 
 use std::fs;
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::fsutil::Mode;
+pub use recover::{pending, recover, Recovered};
 
 /// Names of staging folders start with this; the process id and a sequence number follow.
 pub const STAGING_PREFIX: &str = ".talm-txn-";
+/// Committed journals are named this, followed by `-` and their transaction's number (a folder
+/// of an earlier talm holds one named just `journal`).
 const JOURNAL: &str = "journal";
-/// The file a live transaction holds locked.
+/// The file a live staging folder's process holds locked.
 const OWNER: &str = "owner.lock";
-/// How old a staging folder without its lock file must be to count as a killed run's: a run
-/// still going makes the lock file microseconds after the folder.
-const UNLOCKED_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
-/// Every staging folder holds this `.gitignore`, so nothing staged can be committed to git.
-const IGNORE_ALL: &str =
-    "# talm's staging folder for an all-or-nothing write; never commit it\n*\n";
 
 /// One change of a transaction, with paths relative to the transaction's folder.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -45,20 +47,12 @@ struct Journal {
 /// A transaction being prepared in `dir`.
 pub struct Txn {
     dir: PathBuf,
-    staging: PathBuf,
+    /// The staging folder, shared with the process's other transactions in `dir`.
+    folder: Arc<folder::Folder>,
+    /// This transaction's number: its staged files and journal are named after it.
+    id: u64,
     label: String,
     ops: Vec<Op>,
-    /// Held (locked) while this transaction lives: how `recover` tells a live one from a dead one.
-    _owner: fs::File,
-}
-
-/// What `recover` found in a folder.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Recovered {
-    /// Labels of interrupted transactions that were completed.
-    pub completed: Vec<String>,
-    /// How many uncommitted staging folders were removed.
-    pub discarded: usize,
 }
 
 fn rel_ok(rel: &str) -> bool {
@@ -131,38 +125,30 @@ impl Txn {
     pub fn begin(dir: &Path, label: &str) -> Result<Txn> {
         fs::create_dir_all(dir).with_context(|| format!("creating directory {}", dir.display()))?;
         recover(dir)?;
-        let staging = dir.join(format!(
-            "{STAGING_PREFIX}{}-{:012x}",
-            std::process::id(),
-            sequence()
-        ));
-        fs::create_dir(&staging).with_context(|| format!("creating {}", staging.display()))?;
-        set_mode(&staging, 0o700)?;
-        let owner = fs::File::create(staging.join(OWNER))
-            .with_context(|| format!("creating {}", staging.display()))?;
-        // Blocking: another run's recovery may hold the fresh lock file for a moment while it
-        // looks (and leaves a young folder of a live run alone).
-        owner
-            .lock()
-            .map_err(|e| anyhow::anyhow!("locking {}: {e}", staging.display()))?;
-        write_new(
-            &staging.join(".gitignore"),
-            IGNORE_ALL.as_bytes(),
-            Mode::Public,
-        )?;
         Ok(Txn {
             dir: dir.to_path_buf(),
-            staging,
+            folder: folder::join(dir)?,
+            id: sequence(),
             label: label.to_string(),
             ops: Vec::new(),
-            _owner: owner,
         })
     }
 
-    /// The transaction's own folder inside `dir` (0700, git-ignored, removed by the next
-    /// run's `recover` once this process is gone): scratch space for what must not outlive it.
+    /// The staging folder inside `dir` (0700, git-ignored, removed by the next run's `recover`
+    /// once this process is gone), shared with this process's other transactions there.
     pub fn staging(&self) -> &Path {
-        &self.staging
+        self.folder.path()
+    }
+
+    /// A path in the staging folder that is this transaction's alone: scratch space for what
+    /// must not outlive the process. Nothing is made there.
+    pub fn scratch(&self, name: &str) -> PathBuf {
+        self.staging().join(self.name(name))
+    }
+
+    /// `what` prefixed with this transaction's number.
+    fn name(&self, what: &str) -> String {
+        format!("{:012x}-{what}", self.id)
     }
 
     fn rel(&self, path: &Path) -> Result<String> {
@@ -185,13 +171,13 @@ impl Txn {
         if full.is_dir() {
             anyhow::bail!("cannot write {}: it is a directory", full.display());
         }
-        let staged = format!("{}", self.ops.len());
-        let spath = self.staging.join(&staged);
+        let staged = self.name(&self.ops.len().to_string());
+        let spath = self.staging().join(&staged);
+        // Recorded first, so that discarding the transaction removes a half-written file too.
+        self.ops.push(Op::Write { target, staged });
         write_new(&spath, content, mode)
             .and_then(|_| set_mode(&spath, mode.bits()))
-            .with_context(|| format!("staging {}", full.display()))?;
-        self.ops.push(Op::Write { target, staged });
-        Ok(())
+            .with_context(|| format!("staging {}", full.display()))
     }
 
     /// Plans creating a folder.
@@ -209,30 +195,58 @@ impl Txn {
     }
 
     /// Commits: the journal lands with one rename, then every change is carried out and the
-    /// staging folder removed. Until the journal lands nothing outside the staging folder changed.
+    /// journal removed. Until the journal lands nothing outside the staging folder changed; if a
+    /// change then fails, the folder stays with the journal for the next run to complete.
     /// A transaction of one file write needs no journal: the rename of its staged file is the
     /// commit (killed before it, the old file stands and the next run removes the staging folder;
     /// after it, the new one does), which spares a fleet's per-node writes a file and a sync.
     pub fn commit(self) -> Result<()> {
         if let [Op::Write { .. }] = self.ops.as_slice() {
-            return apply(&self.dir, &self.staging, &self.ops);
+            let done = apply(&self.dir, self.staging(), &self.ops);
+            if done.is_err() {
+                self.discard();
+            }
+            return done;
         }
         let journal = Journal {
             label: self.label.clone(),
             ops: self.ops.clone(),
         };
         let text = serde_json::to_vec_pretty(&journal)?;
-        let tmp = self.staging.join("journal.tmp");
-        write_new(&tmp, &text, Mode::Secret)
-            .and_then(|_| fs::rename(&tmp, self.staging.join(JOURNAL)))
-            .with_context(|| format!("committing the writes in {}", self.staging.display()))?;
-        sync_dir(&self.staging);
-        apply(&self.dir, &self.staging, &journal.ops)
+        let tmp = self.staging().join(self.name("journal.tmp"));
+        let landed = self.staging().join(format!("{JOURNAL}-{:012x}", self.id));
+        let written = write_new(&tmp, &text, Mode::Secret).and_then(|_| fs::rename(&tmp, &landed));
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            self.discard();
+            return Err(e)
+                .with_context(|| format!("committing the writes in {}", self.staging().display()));
+        }
+        sync_dir(self.staging());
+        match apply(&self.dir, self.staging(), &journal.ops) {
+            Ok(()) => {
+                let _ = fs::remove_file(&landed);
+                Ok(())
+            }
+            Err(e) => {
+                self.folder.keep();
+                Err(e)
+            }
+        }
     }
 
-    /// Drops the transaction: nothing is changed and the staging folder goes.
+    /// Drops the transaction: nothing is changed and what it staged goes.
     pub fn abort(self) {
-        let _ = fs::remove_dir_all(&self.staging);
+        self.discard();
+    }
+
+    /// Removes this transaction's staged files from the shared folder.
+    fn discard(&self) {
+        for op in &self.ops {
+            if let Op::Write { staged, .. } = op {
+                let _ = fs::remove_file(self.staging().join(staged));
+            }
+        }
     }
 }
 
@@ -246,7 +260,7 @@ fn step_delay() -> Option<std::time::Duration> {
     Some(std::time::Duration::from_millis(ms.min(1000)))
 }
 
-/// Carries out a committed journal; safe to run again after an interruption.
+/// Carries out a committed journal's changes; safe to run again after an interruption.
 fn apply(dir: &Path, staging: &Path, ops: &[Op]) -> Result<()> {
     let mut synced = Vec::new();
     let delay = step_delay();
@@ -290,8 +304,6 @@ fn apply(dir: &Path, staging: &Path, ops: &[Op]) -> Result<()> {
     for d in synced {
         sync_dir(&d);
     }
-    fs::remove_dir_all(staging).with_context(|| format!("removing {}", staging.display()))?;
-    sync_dir(dir);
     Ok(())
 }
 
@@ -305,135 +317,9 @@ fn remove_empty_parents(stop: &Path, path: &Path) {
     }
 }
 
-/// Whether a staging folder belongs to a transaction still going (in this process or another):
-/// its owner holds `owner.lock` locked. A dead owner's lock is released by the kernel, so a
-/// process id that was reused (a container's pid 1) does not keep leftovers alive. Returns the
-/// lock, held while the caller recovers the folder.
-fn claim(staging: &Path) -> Option<fs::File> {
-    let young = || {
-        fs::metadata(staging)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .unwrap_or_default()
-            < UNLOCKED_GRACE
-    };
-    match fs::File::open(staging.join(OWNER)) {
-        // Unlocked, but when it is this process's own its run may be another thread between
-        // creating the lock file and locking it (a playbook's items writing in one folder): a
-        // young folder of ours is left to it.
-        Ok(f) => {
-            f.try_lock().ok()?;
-            (!(owner_pid(staging) == Some(std::process::id()) && young())).then_some(f)
-        }
-        // No lock file: a run killed between making the folder and its lock — unless its
-        // process is alive and the folder young: a run in its first microseconds.
-        Err(_) => (!owner_alive(staging) || !young())
-            .then(|| fs::File::open(staging).ok())
-            .flatten(),
-    }
-}
-
-/// The process a staging folder is named after (`.talm-txn-<pid>-<nonce>`).
-fn owner_pid(staging: &Path) -> Option<u32> {
-    let name = staging.file_name()?.to_string_lossy().into_owned();
-    name.strip_prefix(STAGING_PREFIX)?
-        .split('-')
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// Whether the process a staging folder is named after still runs.
-fn owner_alive(staging: &Path) -> bool {
-    match owner_pid(staging) {
-        Some(pid) => Path::new(&format!("/proc/{pid}")).exists(),
-        // Not one of ours by name: treat as alive, so only its age decides.
-        None => true,
-    }
-}
-
-/// Finishes or discards what killed runs left in `dir`: a committed journal is carried out, an
-/// uncommitted staging folder removed. Folders of runs still going are left alone.
-/// Whether `dir` holds a committed write that has not been carried out yet (the next
-/// `recover` completes it).
-pub fn pending(dir: &Path) -> bool {
-    fs::read_dir(dir).is_ok_and(|entries| {
-        entries.filter_map(|e| e.ok()).any(|e| {
-            e.file_name().to_string_lossy().starts_with(STAGING_PREFIX)
-                && e.path().join(JOURNAL).is_file()
-        })
-    })
-}
-
-pub fn recover(dir: &Path) -> Result<Recovered> {
-    let mut out = Recovered::default();
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Ok(out);
-    };
-    let mut found: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with(STAGING_PREFIX))
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    found.sort();
-    for staging in found {
-        let Some(_claimed) = claim(&staging) else {
-            continue;
-        };
-        // Its owner may have finished and removed it between the listing and the claim.
-        if !staging.exists() {
-            continue;
-        }
-        let journal = staging.join(JOURNAL);
-        if journal.is_file() {
-            let text = fs::read(&journal)
-                .with_context(|| format!("reading the interrupted write {}", journal.display()))?;
-            let j: Journal = serde_json::from_slice(&text).map_err(|e| {
-                crate::error::hinted(
-                    format!("{} is damaged: {e}", journal.display()),
-                    format!(
-                        "an earlier talm run was killed while writing; inspect {} and move its files into place by hand, then remove it",
-                        staging.display()
-                    ),
-                )
-            })?;
-            let bad = j.ops.iter().find(|op| {
-                let (Op::Write { target, .. } | Op::Mkdir { target } | Op::Remove { target }) = op;
-                !rel_ok(target)
-            });
-            if let Some(op) = bad {
-                anyhow::bail!(
-                    "{} names a path outside its folder: {op:?}",
-                    journal.display()
-                );
-            }
-            apply(dir, &staging, &j.ops)?;
-            out.completed.push(j.label);
-        } else {
-            match fs::remove_dir_all(&staging) {
-                Ok(()) => out.discarded += 1,
-                // Gone already: another run recovered it at the same time.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    return Err(anyhow::Error::new(e)
-                        .context(format!("removing leftovers {}", staging.display())))
-                }
-            }
-        }
-    }
-    for label in &out.completed {
-        crate::output::err(&format!(
-            "talm: completed the interrupted write of an earlier `{label}` in {}",
-            dir.display()
-        ));
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::recover::journals;
     use super::*;
 
     fn listing(dir: &Path) -> Vec<String> {
@@ -470,10 +356,8 @@ mod tests {
     }
 
     #[test]
-    fn staging_folders_are_named_by_process_and_a_number_never_reused() {
+    fn transactions_at_the_same_time_share_one_staging_folder_named_never_again() {
         let d = tempfile::tempdir().unwrap();
-        let a = Txn::begin(d.path(), "a").unwrap();
-        let b = Txn::begin(d.path(), "b").unwrap();
         let name = |t: &Txn| {
             t.staging()
                 .file_name()
@@ -481,15 +365,25 @@ mod tests {
                 .to_string_lossy()
                 .into_owned()
         };
-        let (na, nb) = (name(&a), name(&b));
-        assert_ne!(na, nb);
-        for n in [&na, &nb] {
-            let rest = n.strip_prefix(STAGING_PREFIX).unwrap();
-            let (pid, number) = rest.split_once('-').unwrap();
-            assert_eq!(pid, std::process::id().to_string());
-            assert_eq!(number.len(), 12);
-            assert!(u64::from_str_radix(number, 16).is_ok(), "{n}");
-        }
+        let mut a = Txn::begin(d.path(), "a").unwrap();
+        let mut b = Txn::begin(d.path(), "b").unwrap();
+        assert_eq!(name(&a), name(&b));
+        let rest = name(&a).strip_prefix(STAGING_PREFIX).unwrap().to_string();
+        let (pid, number) = rest.split_once('-').unwrap();
+        assert_eq!(pid, std::process::id().to_string());
+        assert_eq!(number.len(), 12);
+        assert!(u64::from_str_radix(number, 16).is_ok(), "{rest}");
+        // Each stages under its own number; the folder goes with the last of them.
+        a.write(Path::new("a"), b"a", Mode::Public).unwrap();
+        b.write(Path::new("b"), b"b", Mode::Public).unwrap();
+        let first = name(&a);
+        a.commit().unwrap();
+        assert_eq!(listing(d.path()), [first.as_str(), "a"]);
+        b.commit().unwrap();
+        assert_eq!(listing(d.path()), ["a", "b"]);
+        let c = Txn::begin(d.path(), "c").unwrap();
+        assert_ne!(name(&c), first);
+        c.abort();
         let seen: std::collections::HashSet<u64> = (0..1000).map(|_| sequence()).collect();
         assert_eq!(seen.len(), 1000);
     }
@@ -517,11 +411,29 @@ mod tests {
         let mut t = Txn::begin(d.path(), "one").unwrap();
         t.write(Path::new("n.yaml"), b"new", Mode::Secret).unwrap();
         let staging = t.staging().to_path_buf();
-        // The rename fails (a folder took the name): what is left holds no journal, so the next
-        // run discards it rather than completing a write that never happened.
+        assert_eq!(journals(&staging), Vec::<PathBuf>::new());
+        // The rename fails (a folder took the name): nothing changed, nothing is left.
         fs::create_dir_all(d.path().join("n.yaml/x")).unwrap();
         assert!(t.commit().is_err());
-        assert!(staging.join("0").is_file() && !staging.join(JOURNAL).exists());
+        assert_eq!(listing(d.path()), ["n.yaml"]);
+    }
+
+    #[test]
+    fn a_commit_that_fails_after_its_journal_leaves_it_for_the_next_run() {
+        let d = tempfile::tempdir().unwrap();
+        let mut t = Txn::begin(d.path(), "two").unwrap();
+        t.write(Path::new("a"), b"a", Mode::Public).unwrap();
+        t.write(Path::new("b"), b"b", Mode::Public).unwrap();
+        let staging = t.staging().to_path_buf();
+        fs::create_dir_all(d.path().join("b/x")).unwrap();
+        assert!(t.commit().is_err());
+        assert!(pending(d.path()));
+        assert_eq!(journals(&staging).len(), 1);
+        // Later writes of this process stage elsewhere; the kept folder waits for recovery.
+        let next = Txn::begin(d.path(), "next").unwrap();
+        assert_ne!(next.staging(), staging);
+        next.abort();
+        assert!(staging.is_dir());
     }
 
     #[test]
@@ -584,7 +496,7 @@ mod tests {
         let live = Txn::begin(d.path(), "live").unwrap();
         let r = recover(d.path()).unwrap();
         assert_eq!(r, Recovered::default());
-        assert!(live.staging.is_dir(), "a live transaction's folder stays");
+        assert!(live.staging().is_dir(), "a live transaction's folder stays");
         live.abort();
         // A journal that writes through a link out of the folder is refused.
         let outside = tempfile::tempdir().unwrap();
@@ -603,6 +515,35 @@ mod tests {
         fs::write(dead.join(JOURNAL), serde_json::to_vec(&j).unwrap()).unwrap();
         assert!(recover(d.path()).is_err());
         assert!(!outside.path().join("pwned").exists());
+    }
+
+    #[test]
+    fn a_dead_runs_folder_has_every_journal_completed_and_the_rest_discarded() {
+        let d = tempfile::tempdir().unwrap();
+        let dead = d
+            .path()
+            .join(format!("{STAGING_PREFIX}{}-shared", u32::MAX));
+        fs::create_dir(&dead).unwrap();
+        fs::write(dead.join(OWNER), "").unwrap();
+        for (id, target) in [("000000000001", "one"), ("000000000002", "two")] {
+            fs::write(dead.join(format!("{id}-0")), target).unwrap();
+            let j = Journal {
+                label: target.into(),
+                ops: vec![Op::Write {
+                    target: target.into(),
+                    staged: format!("{id}-0"),
+                }],
+            };
+            let name = format!("{JOURNAL}-{id}");
+            fs::write(dead.join(name), serde_json::to_vec(&j).unwrap()).unwrap();
+        }
+        // A third transaction had staged but not committed; its journal was still a temp file.
+        fs::write(dead.join("000000000003-0"), "never").unwrap();
+        fs::write(dead.join("000000000003-journal.tmp"), "{").unwrap();
+        let r = recover(d.path()).unwrap();
+        assert_eq!(r.completed, ["one", "two"]);
+        assert_eq!(listing(d.path()), ["one", "two"]);
+        assert_eq!(fs::read_to_string(d.path().join("two")).unwrap(), "two");
     }
 
     #[test]
