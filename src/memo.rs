@@ -1,6 +1,7 @@
-//! Process-wide memory of pure work (a compiled script, a parsed secrets bundle, the command
-//! line's definition): the last few results, each keyed by everything its work reads, so a
-//! playbook driving hundreds of nodes does the work once and a changed input is worked afresh.
+//! Memory of pure work (a compiled script, a parsed secrets bundle, the command line's
+//! definition), process-wide or per thread: the last few results, each keyed by everything its
+//! work reads, so a playbook driving hundreds of nodes does the work once and a changed input is
+//! worked afresh.
 
 use std::sync::Mutex;
 

@@ -1,7 +1,9 @@
 //! The documents of a YAML stream, parsed once per text: applying a node's config reads the
 //! same few texts (the rendered config, the node file, the running config) in several steps
 //! (declared resources, drift, node body merge, redaction), and a fleet does so per node on
-//! many threads. The last streams parsed are kept, by their whole text.
+//! many threads. Each thread keeps the last streams it parsed, by their whole text: one node's
+//! command runs on one thread, so its steps find their texts however many other nodes' commands
+//! run beside it (a process-wide memory of a few was emptied by them between two steps).
 
 use std::sync::Arc;
 
@@ -9,10 +11,13 @@ use serde_yaml_ng::Value;
 
 use crate::memo::Memo;
 
-/// Streams kept: a few per node being applied on each pool thread.
-const KEPT: usize = 16;
+/// Streams kept per thread: the texts of one node's command (its patch, its node file, its
+/// whole config and the node's running one).
+const KEPT: usize = 4;
 
-static PARSED: Memo<String, Arc<Vec<Value>>> = Memo::new(KEPT);
+thread_local! {
+    static PARSED: Memo<String, Arc<Vec<Value>>> = const { Memo::new(KEPT) };
+}
 
 /// The kept parse of `text` (parsed now if it is not kept), shared: a reader that only needs
 /// to know the text parses, or only reads it, does not copy it.
@@ -26,7 +31,7 @@ pub fn parsed(text: &str) -> Result<Arc<Vec<Value>>, serde_yaml_ng::Error> {
     if text.len() > super::KEPT_TEXT_MAX {
         return parse(text);
     }
-    PARSED.get_or_try(text.to_string(), |text| parse(text))
+    PARSED.with(|kept| kept.get_or_try(text.to_string(), |text| parse(text)))
 }
 
 /// Every document of `text` in order, empty ones as `Value::Null`.
@@ -64,16 +69,39 @@ mod tests {
     }
 
     #[test]
+    fn a_threads_streams_outlive_other_threads_parses() {
+        // A node's command between two of its steps, while 32 other nodes' commands parse
+        // their own texts on their threads.
+        let mine = "node: mine\n".to_string();
+        parsed(&mine).unwrap();
+        std::thread::scope(|s| {
+            for t in 0..32 {
+                s.spawn(move || {
+                    for i in 0..KEPT * 2 {
+                        parsed(&format!("node: n{t}-{i}\n")).unwrap();
+                    }
+                });
+            }
+        });
+        assert!(PARSED.with(|kept| kept.holds(&mine)));
+        // Its own next texts do push it out: what a thread keeps stays small.
+        for i in 0..KEPT {
+            parsed(&format!("step: {i}\n")).unwrap();
+        }
+        assert!(!PARSED.with(|kept| kept.holds(&mine)));
+    }
+
+    #[test]
     fn large_texts_are_parsed_but_not_kept() {
         let small = "kept: stream\n".to_string();
         let large = format!("big: \"{}\"\n", "x".repeat(super::super::KEPT_TEXT_MAX));
         assert_eq!(parsed(&small).unwrap().len(), 1);
-        assert!(PARSED.holds(&small));
+        assert!(PARSED.with(|kept| kept.holds(&small)));
         let got = parsed(&large).unwrap();
         assert_eq!(
             got[0]["big"].as_str().unwrap().len(),
             super::super::KEPT_TEXT_MAX
         );
-        assert!(!PARSED.holds(&large));
+        assert!(!PARSED.with(|kept| kept.holds(&large)));
     }
 }
