@@ -7,6 +7,7 @@ pub mod dynamic;
 pub mod engine;
 pub mod facts;
 pub mod gate;
+pub mod kept;
 pub mod once;
 pub mod pipeline;
 pub mod seal;

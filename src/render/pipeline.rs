@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use serde_json::json;
 
-use super::{context, facts::Facts};
+use super::{cache::Compiled, context, facts::Facts};
 use crate::error::hinted;
 use crate::secrets::contract::Contract;
 
@@ -68,6 +68,11 @@ pub fn render(req: &Request<'_>) -> Result<String> {
     }
     let multidoc = multidoc(&req.talos_version)?;
     let project = super::cache::load(req.root)?;
+    super::kept::render(&project, req, || render_with(&project, req, multidoc))
+}
+
+/// [`render`] with the project compiled.
+fn render_with(project: &Compiled, req: &Request<'_>, multidoc: bool) -> Result<String> {
     let mut outputs = Vec::new();
     for t in &req.templates {
         let name = template_name(t);

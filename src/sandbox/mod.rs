@@ -133,6 +133,20 @@ pub fn configure(engine: &mut Engine, limits: &Limits) {
     });
 }
 
+thread_local! {
+    static SAID: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+fn said() {
+    SAID.with(|n| n.set(n.get() + 1));
+}
+
+/// How many lines scripts on this thread have printed (`print`, `warn`) so far: a caller that
+/// keeps what a script computed compares it before and after, and keeps nothing that printed.
+pub fn lines_said() -> u64 {
+    SAID.with(|n| n.get())
+}
+
 /// The sandbox under `limits`: stdlib modules, the `ip::`, `text::`, `yaml::` and `json::`
 /// helpers, `fail`, `warn`.
 pub fn engine(limits: &Limits) -> Engine {
@@ -148,12 +162,16 @@ pub fn engine_on(limits: &Limits, lane: Lane) -> Engine {
     // fleet's renders, `parallel` items), and a thread that finds the interner's lock taken
     // sleeps 10 ms (Rhai's `locked_write`), which made two threads render slower than one.
     engine.set_max_strings_interned(0);
-    engine.on_print(|s| println!("{s}"));
+    engine.on_print(|s| {
+        said();
+        println!("{s}")
+    });
     engine.register_global_module(standard_package());
     configure(&mut engine, limits);
     FuncRegistration::new("warn")
         .with_comments(["/// Prints `WARN: <msg>` on stderr."])
         .register_into_engine(&mut engine, |msg: &str| {
+            said();
             crate::output::err(&format!("WARN: {}", crate::mask::scrub(msg)))
         });
     FuncRegistration::new("fail")
