@@ -2,10 +2,11 @@
 //! whole `talm template --offline` process against `talm --version`. Run:
 //! `cargo bench --bench render`.
 //!
-//! Rows (issue 12): node configs/s in-process through `pipeline::render` (the path of
-//! `render()` / `render::template`), as a patch and as the full config (`assemble::full`), on one
-//! thread and on both cores, for 64 nodes that differ in address taken in turn (a fleet renders
-//! each node once: nothing kept by text may make a repeated render look cheap); then the steps
+//! Rows (issue 12): node configs/s in-process through `pipeline::render_anew` (the path of
+//! `render()` / `render::template` when no render of the same inputs is kept), as a patch and as
+//! the full config (`assemble::full`), on one thread and on both cores, for 64 nodes that differ
+//! in address taken in turn (a fleet renders each node once: nothing kept by text may make a
+//! repeated render look cheap; what a kept render and its key cost are step rows); then the steps
 //! of one render measured alone; then the median wall and CPU time of 30 runs of each process
 //! (CPU from `wait4`).
 //!
@@ -136,6 +137,7 @@
 //! parser a fifth (the stdlib modules, the preset logic, the command's script), Tera's parser 6%,
 //! clap 4%; the render itself is under a tenth.
 
+use std::hash::Hash;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -143,7 +145,7 @@ use std::time::{Duration, Instant};
 
 use talm::config::assemble;
 use talm::project::{confine, fsutil};
-use talm::render::{cache, context, engine::Engine, facts::Facts, pipeline, verify};
+use talm::render::{cache, context, engine::Engine, facts::Facts, kept, pipeline, verify};
 use talm::sandbox::{self, guard, Limits};
 use talm::secrets::{bundle::Bundle, contract::Contract};
 
@@ -232,14 +234,16 @@ fn main() {
             let pages: f64 = statm.split(' ').nth(1).unwrap().parse().unwrap();
             pages * 4096.0 / (1 << 20) as f64
         };
-        pipeline::render(&request("templates/controlplane.yaml", &fleet[0])).unwrap();
+        pipeline::render_anew(&request("templates/controlplane.yaml", &fleet[0])).unwrap();
         let one = rss();
         sandbox::lanes::with_lane(|_| {
             std::thread::scope(|s| {
-                s.spawn(|| pipeline::render(&request("templates/controlplane.yaml", &fleet[1])))
-                    .join()
-                    .unwrap()
-                    .unwrap()
+                s.spawn(|| {
+                    pipeline::render_anew(&request("templates/controlplane.yaml", &fleet[1]))
+                })
+                .join()
+                .unwrap()
+                .unwrap()
             })
         });
         rss() - one
@@ -261,7 +265,8 @@ fn main() {
                         } else {
                             "templates/worker.yaml"
                         };
-                        let out = pipeline::render(&request(t, &fleet[(i / 2) % NODES])).unwrap();
+                        let out =
+                            pipeline::render_anew(&request(t, &fleet[(i / 2) % NODES])).unwrap();
                         let out = if full {
                             assemble::full(&out, base).unwrap()
                         } else {
@@ -425,6 +430,25 @@ fn steps(
         docs
     });
     let full = per_call(budget, || assemble::full(next_out(), base).unwrap());
+    let facts_digest = per_call(budget, || {
+        kept::digest(|h| {
+            facts.node.hash(h);
+            facts.version.hash(h);
+            facts.resources.hash(h);
+        })
+    });
+    let kept_request = pipeline::Request {
+        root,
+        templates: vec!["templates/controlplane.yaml".into()],
+        facts: facts.clone(),
+        values: values.clone(),
+        chart_name: "bench".into(),
+        chart_version: "0.1.0".into(),
+        talos_version: "v1.12".into(),
+        kubernetes_version: "1.34.0".into(),
+    };
+    pipeline::render(&kept_request).unwrap();
+    let kept_render = per_call(budget, || pipeline::render(&kept_request).unwrap());
     row("walk + read the template folders", walk);
     row("Tera: parse + compile every template", tera);
     row("Rhai: build a sandbox engine", rhai_engine);
@@ -450,6 +474,14 @@ fn steps(
         parse,
     );
     row("assemble::full (full: true)", full);
+    row(
+        "digest of a node's facts (once per facts: kept renders' key)",
+        facts_digest,
+    );
+    row(
+        "a kept render (the same inputs again: apply after template)",
+        kept_render,
+    );
     let before = walk + tera + rhai_engine + rhai_compile + run + render + spawn - pooled
         + facts_json
         + check;

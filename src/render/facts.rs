@@ -7,6 +7,7 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
 use std::sync::{Arc, OnceLock};
 
 use anyhow::Result;
@@ -43,6 +44,8 @@ struct Derived {
     ids: HashMap<String, HashMap<String, Vec<usize>>>,
     /// `resources` as JSON (what `verify::check` scans for values that could break out).
     json: serde_json::Value,
+    /// The keyed digest kept renders tell facts apart by (`render::kept`).
+    digest: (u64, u64),
 }
 
 impl PartialEq for Facts {
@@ -125,8 +128,19 @@ impl Facts {
                 }
             }
             let json = serde_json::to_value(&self.resources).unwrap_or_default();
-            Derived { ids, json }
+            let digest = super::kept::digest(|h| {
+                self.node.hash(h);
+                self.version.hash(h);
+                self.resources.hash(h);
+            });
+            Derived { ids, json, digest }
         })
+    }
+
+    /// A keyed digest of the facts (computed once, like the indexes): the same for equal facts
+    /// within one process.
+    pub fn digest(&self) -> (u64, u64) {
+        self.derived().digest
     }
 
     /// The resources as JSON (computed once).

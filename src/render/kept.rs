@@ -5,7 +5,7 @@
 //! or the output check again. A render whose scripts printed (`print`, `warn`) is not kept, so
 //! its lines show every time; a failed one is not kept either.
 
-use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher, RandomState};
 use std::sync::{Arc, OnceLock, Weak};
 
 use super::cache::Compiled;
@@ -42,22 +42,29 @@ fn hashers() -> &'static (RandomState, RandomState) {
     STATES.get_or_init(|| (RandomState::new(), RandomState::new()))
 }
 
-fn digest(req: &Request<'_>) -> (u64, u64) {
+/// A 128-bit keyed digest of what `feed` writes.
+pub fn digest(feed: impl Fn(&mut DefaultHasher)) -> (u64, u64) {
     let (a, b) = hashers();
     let one = |state: &RandomState| {
         let mut h = state.build_hasher();
-        req.templates.hash(&mut h);
-        req.values.hash(&mut h);
-        req.facts.node.hash(&mut h);
-        req.facts.version.hash(&mut h);
-        req.facts.resources.hash(&mut h);
-        req.chart_name.hash(&mut h);
-        req.chart_version.hash(&mut h);
-        req.talos_version.hash(&mut h);
-        req.kubernetes_version.hash(&mut h);
+        feed(&mut h);
         h.finish()
     };
     (one(a), one(b))
+}
+
+/// What a render reads besides its project; the facts' part is computed once per facts.
+fn request_digest(req: &Request<'_>) -> (u64, u64) {
+    let facts = req.facts.digest();
+    digest(|h| {
+        req.templates.hash(h);
+        req.values.hash(h);
+        facts.hash(h);
+        req.chart_name.hash(h);
+        req.chart_version.hash(h);
+        req.talos_version.hash(h);
+        req.kubernetes_version.hash(h);
+    })
 }
 
 /// Why a render's text is not kept.
@@ -75,7 +82,7 @@ pub fn render(
 ) -> anyhow::Result<String> {
     let key = Key {
         project: Arc::downgrade(project),
-        digest: digest(req),
+        digest: request_digest(req),
     };
     let kept = RENDERS.get_or_try(key, |_| {
         let before = crate::sandbox::lines_said();

@@ -58,8 +58,22 @@ pub fn multidoc(talos_version: &str) -> Result<bool> {
     Ok(c.newer_than(1, 11))
 }
 
-/// Renders the requested templates, joined as YAML documents.
+/// Renders the requested templates, joined as YAML documents; a render of the same inputs
+/// earlier in the process gives its kept text (`kept`).
 pub fn render(req: &Request<'_>) -> Result<String> {
+    let (project, multidoc) = prepare(req)?;
+    super::kept::render(&project, req, || render_with(&project, req, multidoc))
+}
+
+/// [`render`] without the kept renders: what every node's first render costs (the render
+/// bench's rows).
+pub fn render_anew(req: &Request<'_>) -> Result<String> {
+    let (project, multidoc) = prepare(req)?;
+    render_with(&project, req, multidoc)
+}
+
+/// The request checked, its project compiled and whether it renders multi-document.
+fn prepare(req: &Request<'_>) -> Result<(Arc<Compiled>, bool)> {
     if req.templates.is_empty() {
         return Err(hinted(
             "templates are not set for the command: please use `--file` or `--template` flag",
@@ -67,8 +81,7 @@ pub fn render(req: &Request<'_>) -> Result<String> {
         ));
     }
     let multidoc = multidoc(&req.talos_version)?;
-    let project = super::cache::load(req.root)?;
-    super::kept::render(&project, req, || render_with(&project, req, multidoc))
+    Ok((super::cache::load(req.root)?, multidoc))
 }
 
 /// [`render`] with the project compiled.
