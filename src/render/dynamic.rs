@@ -1,16 +1,17 @@
-//! Render data as Rhai values and back, converted directly: node facts for `lookup`, the
-//! arguments of the preset logic (`ARGS`) and the `node` map it returns. Through Rhai's serde
-//! bridge these conversions took a tenth of a patch render (`cargo bench --bench render`).
-//! What the direct path does not take as it is (YAML tags, keys that are not text, integers
-//! past `i64`, values Rhai keeps shared or custom) goes through the bridge still, so both read
-//! every value alike.
+//! Render data as Rhai values and back, converted directly: node facts (for `lookup`, and
+//! whole from `n.discover()` into `render::template` and `config::declared`), the arguments of
+//! the preset logic (`ARGS`) and the `node` map it returns. Through Rhai's serde bridge these
+//! conversions took a tenth of a patch render (`cargo bench --bench render`), and a fleet's
+//! facts crossing twice per command 0.6 ms a node. What the direct path does not take as it is
+//! (YAML tags, keys that are not text, integers past `i64`, values Rhai keeps shared or custom)
+//! goes through the bridge still, so both read every value alike.
 
 use anyhow::Result;
 use rhai::{Array, Dynamic, Map};
 use serde_json::Value as Json;
 use serde_yaml_ng::Value as Yaml;
 
-use super::facts::Found;
+use super::facts::{Facts, Found};
 
 /// A YAML value as a Rhai value.
 pub fn from_yaml(v: &Yaml) -> Result<Dynamic> {
@@ -126,6 +127,114 @@ fn direct_to_json(v: &Dynamic) -> Option<Json> {
     None
 }
 
+/// A Rhai value as YAML.
+pub fn to_yaml(v: &Dynamic) -> Result<Yaml> {
+    match direct_to_yaml(v) {
+        Some(y) => Ok(y),
+        None => Ok(rhai::serde::from_dynamic(v)?),
+    }
+}
+
+fn direct_to_yaml(v: &Dynamic) -> Option<Yaml> {
+    if v.is_shared() {
+        return None;
+    }
+    if v.is_unit() {
+        return Some(Yaml::Null);
+    }
+    if let Ok(b) = v.as_bool() {
+        return Some(Yaml::Bool(b));
+    }
+    if let Ok(i) = v.as_int() {
+        return Some(Yaml::Number(i.into()));
+    }
+    if let Ok(f) = v.as_float() {
+        return Some(Yaml::Number(f.into()));
+    }
+    if let Ok(c) = v.as_char() {
+        return Some(Yaml::String(c.to_string()));
+    }
+    if let Some(s) = v.read_lock::<rhai::ImmutableString>() {
+        return Some(Yaml::String(s.to_string()));
+    }
+    if let Ok(items) = v.as_array_ref() {
+        return items
+            .iter()
+            .map(direct_to_yaml)
+            .collect::<Option<Vec<Yaml>>>()
+            .map(Yaml::Sequence);
+    }
+    if let Ok(m) = v.as_map_ref() {
+        let mut out = serde_yaml_ng::Mapping::new();
+        for (k, v) in m.iter() {
+            out.insert(Yaml::String(k.to_string()), direct_to_yaml(v)?);
+        }
+        return Some(Yaml::Mapping(out));
+    }
+    None
+}
+
+/// A node's facts as the map scripts see (`n.discover()`), as Rhai's serde bridge writes them.
+pub fn from_facts(f: &Facts) -> Result<Dynamic> {
+    let mut m = Map::new();
+    if !f.node.is_empty() {
+        m.insert("node".into(), f.node.as_str().into());
+    }
+    if let Some(v) = &f.version {
+        m.insert("version".into(), from_yaml(v)?);
+    }
+    let mut resources = Map::new();
+    for (kind, items) in &f.resources {
+        let items = items.iter().map(from_yaml).collect::<Result<Array>>()?;
+        resources.insert(kind.as_str().into(), items.into());
+    }
+    m.insert("resources".into(), resources.into());
+    Ok(m.into())
+}
+
+/// Facts from the map a script passes (`facts: n.discover()`), read as Rhai's serde bridge
+/// reads them (which reads, and names the fault of, a map of another shape).
+pub fn to_facts(v: &Dynamic) -> Result<Facts> {
+    match direct_to_facts(v) {
+        Some(f) => Ok(f),
+        None => Ok(rhai::serde::from_dynamic(v)?),
+    }
+}
+
+fn direct_to_facts(v: &Dynamic) -> Option<Facts> {
+    if v.is_shared() {
+        return None;
+    }
+    let m = v.as_map_ref().ok()?;
+    let mut f = Facts::empty();
+    for (k, v) in m.iter() {
+        match k.as_str() {
+            "node" => f.node = v.read_lock::<rhai::ImmutableString>()?.to_string(),
+            "version" if v.is_unit() => f.version = None,
+            "version" => f.version = Some(direct_to_yaml(v)?),
+            "resources" => {
+                if v.is_shared() {
+                    return None;
+                }
+                for (kind, items) in v.as_map_ref().ok()?.iter() {
+                    if items.is_shared() {
+                        return None;
+                    }
+                    let items = items
+                        .as_array_ref()
+                        .ok()?
+                        .iter()
+                        .map(direct_to_yaml)
+                        .collect::<Option<Vec<Yaml>>>()?;
+                    f.resources.insert(kind.to_string(), items);
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(f)
+}
+
 /// What `lookup` answers for what was found: the resource, `#{apiVersion: "v1", kind: "List",
 /// items}` for a list, `#{}` for nothing.
 pub fn from_found(found: Found<'_>) -> Result<Dynamic> {
@@ -190,5 +299,31 @@ mod tests {
             to_json(&shared).ok(),
             rhai::serde::from_dynamic::<Json>(&shared).ok()
         );
+    }
+
+    /// Facts cross into Rhai and back as through the serde bridge.
+    #[test]
+    fn facts_convert_as_the_serde_bridge() {
+        let golden = include_str!("../../tests/fixtures/talm-golden/facts.yaml");
+        let mut facts = Facts::parse(golden, "facts.yaml").unwrap();
+        facts.node = "10.0.0.1".into();
+        facts.version = Some(serde_yaml_ng::from_str("{tag: v1.12.1, arch: amd64}").unwrap());
+        let direct = from_facts(&facts).unwrap();
+        let bridge = rhai::serde::to_dynamic(&facts).unwrap();
+        assert_eq!(to_json(&direct).unwrap(), to_json(&bridge).unwrap());
+        assert!(direct_to_facts(&bridge).unwrap() == facts);
+        assert!(to_facts(&direct).unwrap() == facts);
+        // No node, no version, a field scripts added: read alike.
+        let bare = rhai::serde::to_dynamic(Facts::empty()).unwrap();
+        let mut m = bare.clone().cast::<Map>();
+        m.insert("extra".into(), 1_i64.into());
+        m.insert("version".into(), Dynamic::UNIT);
+        let bridged: Facts = rhai::serde::from_dynamic(&m.clone().into()).unwrap();
+        assert!(direct_to_facts(&m.into()).unwrap() == bridged);
+        // A map of another shape is the bridge's to refuse.
+        let mut bad = Map::new();
+        bad.insert("resources".into(), "links".into());
+        assert!(direct_to_facts(&bad.clone().into()).is_none());
+        assert!(to_facts(&bad.into()).is_err());
     }
 }

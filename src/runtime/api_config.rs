@@ -110,7 +110,7 @@ pub fn register(engine: &mut Engine) {
         .with_comments(["/// The declared-resources gate: links and disks `config` names, checked against a node's discovered `facts`. Returns #{blockers, warnings, report}."])
         .set_into_module(&mut m, |config: &str, facts: Dynamic| {
             native(|| {
-                let facts: crate::render::facts::Facts = rhai::serde::from_dynamic(&facts)?;
+                let facts = crate::render::dynamic::to_facts(&facts)?;
                 let found = crate::config::declared::check(config, &facts)?;
                 let mut out = Map::new();
                 out.insert("blockers".into(), (found.iter().filter(|f| f.blocker).count() as i64).into());

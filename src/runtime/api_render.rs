@@ -81,7 +81,7 @@ fn concat(chart: &[String], cli: &[String]) -> Vec<String> {
 /// or nothing (offline).
 fn facts(o: &TemplateOpts, chart: &Chart) -> Result<Facts> {
     if o.facts.is_map() {
-        return Ok(rhai::serde::from_dynamic(&o.facts)?);
+        return crate::render::dynamic::to_facts(&o.facts);
     }
     let file = o.facts.clone().into_string().unwrap_or_default();
     if !file.is_empty() {

@@ -308,7 +308,7 @@ async fn get_async(c: &Client, kind: &str, id: &str, namespace: &str) -> Result<
 pub(super) fn discover(n: &Node) -> Result<Dynamic> {
     crate::progress::stage(crate::progress::Stage::Discover);
     let facts = n.with(|c| block_on(discovery::discover(c)))?;
-    Ok(rhai::serde::to_dynamic(&facts)?)
+    crate::render::dynamic::from_facts(&facts)
 }
 
 /// Whole seconds a script waits for (`wait_ready(300)`), within Go's range.
