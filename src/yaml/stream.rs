@@ -11,9 +11,10 @@ use serde_yaml_ng::Value;
 
 use crate::memo::Memo;
 
-/// Streams kept per thread: the texts of one node's command (its patch, its node file, its
-/// whole config and the node's running one).
-const KEPT: usize = 4;
+/// Streams kept per thread: the texts one node's command reads again (its patch, its node
+/// file, its whole config); a step reads its own text again within the next two parses. Each
+/// kept whole config is a tree of some hundred KiB, and a fleet runs 32 commands at once.
+const KEPT: usize = 3;
 
 thread_local! {
     static PARSED: Memo<String, Arc<Vec<Value>>> = const { Memo::new(KEPT) };
