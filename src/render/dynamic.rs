@@ -82,94 +82,122 @@ fn direct_json(v: &Json) -> Option<Dynamic> {
 
 /// A Rhai value as JSON.
 pub fn to_json(v: &Dynamic) -> Result<Json> {
-    match direct_to_json(v) {
-        Some(j) => Ok(j),
-        None => Ok(rhai::serde::from_dynamic(v)?),
-    }
-}
-
-fn direct_to_json(v: &Dynamic) -> Option<Json> {
-    if v.is_shared() {
-        return None;
-    }
-    if v.is_unit() {
-        return Some(Json::Null);
-    }
-    if let Ok(b) = v.as_bool() {
-        return Some(b.into());
-    }
-    if let Ok(i) = v.as_int() {
-        return Some(i.into());
-    }
-    if let Ok(f) = v.as_float() {
-        return Some(serde_json::Number::from_f64(f).map_or(Json::Null, Json::Number));
-    }
-    if let Ok(c) = v.as_char() {
-        return Some(c.to_string().into());
-    }
-    if let Some(s) = v.read_lock::<rhai::ImmutableString>() {
-        return Some(s.as_str().into());
-    }
-    if let Ok(items) = v.as_array_ref() {
-        return items
-            .iter()
-            .map(direct_to_json)
-            .collect::<Option<Vec<Json>>>()
-            .map(Json::Array);
-    }
-    if let Ok(m) = v.as_map_ref() {
-        let mut out = serde_json::Map::new();
-        for (k, v) in m.iter() {
-            out.insert(k.to_string(), direct_to_json(v)?);
-        }
-        return Some(Json::Object(out));
-    }
-    None
+    to_tree(v)
 }
 
 /// A Rhai value as YAML.
 pub fn to_yaml(v: &Dynamic) -> Result<Yaml> {
-    match direct_to_yaml(v) {
-        Some(y) => Ok(y),
+    to_tree(v)
+}
+
+/// A Rhai value as a tree: directly, else through the bridge.
+fn to_tree<T: Tree + serde::de::DeserializeOwned>(v: &Dynamic) -> Result<T> {
+    match direct_to(v) {
+        Some(t) => Ok(t),
         None => Ok(rhai::serde::from_dynamic(v)?),
     }
 }
 
-fn direct_to_yaml(v: &Dynamic) -> Option<Yaml> {
+/// A tree of data a Rhai value converts into directly: JSON or YAML.
+trait Tree: Sized {
+    fn null() -> Self;
+    fn boolean(b: bool) -> Self;
+    fn int(i: i64) -> Self;
+    fn float(f: f64) -> Self;
+    fn text(s: String) -> Self;
+    fn list(items: Vec<Self>) -> Self;
+    fn map(entries: Vec<(String, Self)>) -> Self;
+}
+
+impl Tree for Json {
+    fn null() -> Json {
+        Json::Null
+    }
+    fn boolean(b: bool) -> Json {
+        b.into()
+    }
+    fn int(i: i64) -> Json {
+        i.into()
+    }
+    fn float(f: f64) -> Json {
+        serde_json::Number::from_f64(f).map_or(Json::Null, Json::Number)
+    }
+    fn text(s: String) -> Json {
+        s.into()
+    }
+    fn list(items: Vec<Json>) -> Json {
+        Json::Array(items)
+    }
+    fn map(entries: Vec<(String, Json)>) -> Json {
+        Json::Object(entries.into_iter().collect())
+    }
+}
+
+impl Tree for Yaml {
+    fn null() -> Yaml {
+        Yaml::Null
+    }
+    fn boolean(b: bool) -> Yaml {
+        Yaml::Bool(b)
+    }
+    fn int(i: i64) -> Yaml {
+        Yaml::Number(i.into())
+    }
+    fn float(f: f64) -> Yaml {
+        Yaml::Number(f.into())
+    }
+    fn text(s: String) -> Yaml {
+        Yaml::String(s)
+    }
+    fn list(items: Vec<Yaml>) -> Yaml {
+        Yaml::Sequence(items)
+    }
+    fn map(entries: Vec<(String, Yaml)>) -> Yaml {
+        Yaml::Mapping(
+            entries
+                .into_iter()
+                .map(|(k, v)| (Yaml::String(k), v))
+                .collect(),
+        )
+    }
+}
+
+/// `v` as a tree, or `None` when it is not plain data (shared, custom): the bridge's then.
+fn direct_to<T: Tree>(v: &Dynamic) -> Option<T> {
     if v.is_shared() {
         return None;
     }
     if v.is_unit() {
-        return Some(Yaml::Null);
+        return Some(T::null());
     }
     if let Ok(b) = v.as_bool() {
-        return Some(Yaml::Bool(b));
+        return Some(T::boolean(b));
     }
     if let Ok(i) = v.as_int() {
-        return Some(Yaml::Number(i.into()));
+        return Some(T::int(i));
     }
     if let Ok(f) = v.as_float() {
-        return Some(Yaml::Number(f.into()));
+        return Some(T::float(f));
     }
     if let Ok(c) = v.as_char() {
-        return Some(Yaml::String(c.to_string()));
+        return Some(T::text(c.to_string()));
     }
     if let Some(s) = v.read_lock::<rhai::ImmutableString>() {
-        return Some(Yaml::String(s.to_string()));
+        return Some(T::text(s.to_string()));
     }
     if let Ok(items) = v.as_array_ref() {
         return items
             .iter()
-            .map(direct_to_yaml)
-            .collect::<Option<Vec<Yaml>>>()
-            .map(Yaml::Sequence);
+            .map(direct_to)
+            .collect::<Option<Vec<T>>>()
+            .map(T::list);
     }
     if let Ok(m) = v.as_map_ref() {
-        let mut out = serde_yaml_ng::Mapping::new();
-        for (k, v) in m.iter() {
-            out.insert(Yaml::String(k.to_string()), direct_to_yaml(v)?);
-        }
-        return Some(Yaml::Mapping(out));
+        return m
+            .iter()
+            .map(|(k, v)| Some((k.to_string(), direct_to(v)?)))
+            .collect::<Option<Vec<(String, T)>>>()
+            .map(T::map);
     }
     None
 }
@@ -211,7 +239,7 @@ fn direct_to_facts(v: &Dynamic) -> Option<Facts> {
         match k.as_str() {
             "node" => f.node = v.read_lock::<rhai::ImmutableString>()?.to_string(),
             "version" if v.is_unit() => f.version = None,
-            "version" => f.version = Some(direct_to_yaml(v)?),
+            "version" => f.version = Some(direct_to::<Yaml>(v)?),
             "resources" => {
                 if v.is_shared() {
                     return None;
@@ -224,7 +252,7 @@ fn direct_to_facts(v: &Dynamic) -> Option<Facts> {
                         .as_array_ref()
                         .ok()?
                         .iter()
-                        .map(direct_to_yaml)
+                        .map(direct_to::<Yaml>)
                         .collect::<Option<Vec<Yaml>>>()?;
                     f.resources.insert(kind.to_string(), items);
                 }
@@ -294,7 +322,7 @@ mod tests {
             assert_eq!(to_json(&d).unwrap(), bridge, "{d:?}");
         }
         let shared = Dynamic::from(Map::new()).into_shared();
-        assert!(direct_to_json(&shared).is_none());
+        assert!(direct_to::<Json>(&shared).is_none());
         assert_eq!(
             to_json(&shared).ok(),
             rhai::serde::from_dynamic::<Json>(&shared).ok()
