@@ -17,6 +17,15 @@ use crate::runtime::{Limits, Scope, Session, Settings};
 /// Parses the arguments and runs the command; returns the exit code.
 pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
     let typed: Vec<OsString> = args.into_iter().collect();
+    if let Some(script) = crate::cli::subcommand_word(&typed).filter(|w| RENDERING.contains(w)) {
+        // The word is the command's and its script's name: the script and the stdlib modules
+        // its render imports compile on the other core while clap builds the command line's
+        // definition and parses it (a millisecond or two of a one-shot `talm template`).
+        crate::sandbox::prewarm_stdlib(crate::runtime::bundled(script));
+        if let Some(root) = early_root(&typed) {
+            crate::render::cache::prefetch(&root);
+        }
+    }
     let line = command_line(&typed);
     let args = crate::cli::carry(typed, command())?;
     let cli = match parse(args) {
@@ -90,7 +99,8 @@ fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
     parsed
 }
 
-/// The bundled scripts that render templates of their project.
+/// The bundled scripts that render templates of their project, each the script of the talm
+/// command of the same name.
 const RENDERING: &[&str] = &["template", "apply"];
 
 /// Runs what the command line decided.
@@ -115,11 +125,7 @@ pub fn run(inv: Invocation) -> Result<i32> {
         // Built on the other core while the project is found and checked.
         crate::sandbox::prewarm_package();
     }
-    let root = find_project(&inv.project)?;
-    if let (Some(root), true) = (&root, renders) {
-        // Compiled on the other core while the command builds its engine and reads values.
-        crate::render::cache::prefetch(root);
-    }
+    let root = find_project(&inv.project, renders)?;
     let mut settings = settings(inv.session.as_ref(), root.as_deref())?;
     if matches!(
         inv.action,
@@ -279,44 +285,32 @@ fn settings(spec: Option<&SessionSpec>, root: Option<&Path>) -> Result<Settings>
 }
 
 /// The project a command works in, found and checked, or `None`.
-fn find_project(p: &Project) -> Result<Option<PathBuf>> {
+/// The project root the invocation works in, checked; a command that `renders` has its
+/// project's templates compiling on the other core from the moment the root is checked
+/// for what a killed run left.
+fn find_project(p: &Project, renders: bool) -> Result<Option<PathBuf>> {
     match p {
         Project::None | Project::Create => Ok(None),
         Project::Required { flags, files } => {
-            let root = match files.first() {
-                Some(first) => root_from_file(first, flags)?,
-                None => {
-                    let start = start(flags)?;
-                    if flags.root.is_some() {
-                        start
-                    } else {
-                        root::detect(&start)?.unwrap_or(start)
-                    }
-                }
-            };
-            check_project(&root, flags)?;
+            let root = locate(flags.root.as_deref(), files.first().map(String::as_str))?;
+            check_project(&root, flags, renders)?;
             Ok(Some(root))
         }
         Project::Adopt(flags) => {
-            let start = start(flags)?;
-            let root = if flags.root.is_some() {
-                start
-            } else {
-                root::detect(&start)?.unwrap_or(start)
-            };
+            let root = locate(flags.root.as_deref(), None)?;
             crate::project::txn::recover(&root)?;
             Chart::load(&root)?;
             Ok(Some(root))
         }
         Project::Optional { flags, files } => {
             if let Some(first) = files.first() {
-                let root = root_from_file(first, flags)?;
-                check_project(&root, flags)?;
+                let root = root_from_file(first, flags.root.as_deref())?;
+                check_project(&root, flags, renders)?;
                 return Ok(Some(root));
             }
-            match root::detect(&start(flags)?)? {
+            match root::detect(&start(flags.root.as_deref())?)? {
                 Some(r) if r.join("Chart.yaml").exists() => {
-                    check_project(&r, flags)?;
+                    check_project(&r, flags, renders)?;
                     Ok(Some(r))
                 }
                 _ => Ok(None),
@@ -325,12 +319,41 @@ fn find_project(p: &Project) -> Result<Option<PathBuf>> {
     }
 }
 
-fn start(flags: &ProjectFlags) -> Result<PathBuf> {
-    root::absolute(Path::new(flags.root.as_deref().unwrap_or(".")))
+/// The root a command works in, not yet checked: the first `-f` file's, else `--root`, else
+/// the first folder with a project at or above the working directory (or the working
+/// directory itself).
+fn locate(root_flag: Option<&str>, first_file: Option<&str>) -> Result<PathBuf> {
+    if let Some(first) = first_file {
+        return root_from_file(first, root_flag);
+    }
+    let start = start(root_flag)?;
+    Ok(if root_flag.is_some() {
+        start
+    } else {
+        root::detect(&start)?.unwrap_or(start)
+    })
+}
+
+/// Where a rendering command will find its project, read off the raw command line before clap
+/// parses it, so that its templates compile on the other core meanwhile: `None` when the line
+/// names none plainly, or when a write of another run waits in it (the checks complete that
+/// before anything reads the templates). A wrong guess costs a thread's work, never a render:
+/// each render checks the compiled project is fresh.
+fn early_root(args: &[OsString]) -> Option<PathBuf> {
+    let root = locate(
+        crate::cli::first_value(args, "root", None),
+        crate::cli::first_value(args, "file", Some('f')),
+    )
+    .ok()?;
+    (root.join("Chart.yaml").is_file() && !crate::project::txn::pending(&root)).then_some(root)
+}
+
+fn start(root_flag: Option<&str>) -> Result<PathBuf> {
+    root::absolute(Path::new(root_flag.unwrap_or(".")))
 }
 
 /// The first `-f` file anchors the project root; an explicit `--root` must agree.
-fn root_from_file(first: &str, flags: &ProjectFlags) -> Result<PathBuf> {
+fn root_from_file(first: &str, root_flag: Option<&str>) -> Result<PathBuf> {
     let path = root::absolute(Path::new(first))?;
     let dir = if path.is_dir() {
         path.clone()
@@ -343,7 +366,7 @@ fn root_from_file(first: &str, flags: &ProjectFlags) -> Result<PathBuf> {
             "the first -f file anchors the project root; place it inside a `talm init`'d project, or reorder the -f chain so a rooted file comes first",
         )
     })?;
-    if let Some(given) = &flags.root {
+    if let Some(given) = root_flag {
         let given = root::absolute(Path::new(given))?;
         if given != found {
             return Err(hinted(
@@ -360,9 +383,14 @@ fn root_from_file(first: &str, flags: &ProjectFlags) -> Result<PathBuf> {
 }
 
 /// Completes or discards what a killed run left, loads Chart.yaml and runs the drift checks.
-fn check_project(root: &Path, flags: &ProjectFlags) -> Result<()> {
+/// For a command that `renders`, the templates start compiling on the other core once the
+/// files are whole again (the checks only read).
+fn check_project(root: &Path, flags: &ProjectFlags, renders: bool) -> Result<()> {
     crate::project::txn::recover(root)?;
     crate::project::txn::recover(&root.join("nodes"))?;
+    if renders {
+        crate::render::cache::prefetch(root);
+    }
     let chart = Chart::load(root)?;
     if crate::project::migrate::detect::looks_go(root) {
         crate::output::err("WARN: this project's templates are the Go talm's (templates/_helpers.tpl), which talm does not render; run `talm migrate --dry-run` to see how it moves to talm's own preset");
@@ -382,4 +410,44 @@ fn inside_root(path: &str, root: &str) -> Result<String> {
                 "keep the talosconfig inside the project folder (globalOptions.talosconfig in Chart.yaml)",
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn a_rendering_command_finds_its_project_before_clap_unless_a_write_waits_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = root::absolute(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("nodes")).unwrap();
+        std::fs::write(root.join("Chart.yaml"), "name: x\n").unwrap();
+        std::fs::write(root.join("secrets.yaml"), "").unwrap();
+        std::fs::write(root.join("nodes/a.yaml"), "").unwrap();
+        let node = root.join("nodes/a.yaml").display().to_string();
+        let by_root = line(&[
+            "talm",
+            "template",
+            "--root",
+            root.to_str().unwrap(),
+            "-t",
+            "x",
+        ]);
+        assert_eq!(early_root(&by_root).as_deref(), Some(root.as_path()));
+        let by_file = line(&["talm", "apply", "-f", &node, "-i"]);
+        assert_eq!(early_root(&by_file).as_deref(), Some(root.as_path()));
+        // Not a project: nothing to compile ahead.
+        let empty = tempfile::tempdir().unwrap();
+        let elsewhere = line(&["talm", "template", "--root", empty.path().to_str().unwrap()]);
+        assert_eq!(early_root(&elsewhere), None);
+        // A killed run's committed write: recovered by the checks before templates are read.
+        let staging = root.join(format!("{}1-dead", crate::project::txn::STAGING_PREFIX));
+        std::fs::create_dir(&staging).unwrap();
+        std::fs::write(staging.join("journal"), "").unwrap();
+        assert_eq!(early_root(&by_file), None);
+    }
 }

@@ -1,6 +1,7 @@
 //! talm: takes bare Talos Linux machines to a running Kubernetes cluster, declaratively and from
 //! git. The library behind the `talm` binary: CLI → runtime/scripts → project/secrets → Talos.
 
+pub mod ahead;
 pub mod cli;
 pub mod completion;
 pub mod config;

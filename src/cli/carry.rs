@@ -120,21 +120,68 @@ fn found(g: &Global, tokens: Vec<OsString>) -> Found {
     }
 }
 
-/// The command line with the flags before the subcommand moved behind it (behind the last of
-/// nested subcommands: `talm -n X image list` → `talm image list --nodes X`). Unchanged when
-/// there are none; an error naming the flag when the command does not take it.
-pub fn carry(args: Vec<OsString>, cli: &clap::Command) -> Result<Vec<OsString>> {
+/// The flags before the subcommand and the index of the word after them.
+fn globals(args: &[OsString]) -> (Vec<Found>, usize) {
     let mut i = 1;
-    let mut globals = Vec::new();
+    let mut found = Vec::new();
     while i < args.len() {
-        match global_at(&args, i) {
+        match global_at(args, i) {
             Some((f, used)) => {
-                globals.push(f);
+                found.push(f);
                 i += used;
             }
             None => break,
         }
     }
+    (found, i)
+}
+
+/// The word where the subcommand stands (after any flags [`carry`] moves), read before the
+/// command line's definition is built: a command can start work it will need (compiling its
+/// script) while clap parses. A guess, not a parse: clap still decides what the line means.
+pub fn subcommand_word(args: &[OsString]) -> Option<&str> {
+    let (_, i) = globals(args);
+    args.get(i)?.to_str().filter(|w| !w.starts_with('-'))
+}
+
+/// The first value given to the flag `--long` (or `-short`) anywhere on the command line
+/// (`--long V`, `--long=V`, `-s V`, `-sV`; the first of a comma-separated list), read as
+/// [`subcommand_word`] reads: a guess clap's parse may contradict.
+pub fn first_value<'a>(args: &'a [OsString], long: &str, short: Option<char>) -> Option<&'a str> {
+    let mut words = args.iter().skip(1).map(|a| a.to_str());
+    while let Some(word) = words.next() {
+        let Some(word) = word else { continue };
+        if word == "--" {
+            return None;
+        }
+        let value = if let Some(body) = word.strip_prefix("--") {
+            match body.split_once('=') {
+                Some((name, v)) if name == long => Some(v),
+                None if body == long => words.next().flatten(),
+                _ => None,
+            }
+        } else {
+            let rest = word.strip_prefix('-').unwrap_or_default();
+            match (short, rest.chars().next()) {
+                (Some(s), Some(c)) if c == s && rest.len() == c.len_utf8() => {
+                    words.next().flatten()
+                }
+                (Some(s), Some(c)) if c == s => Some(rest[c.len_utf8()..].trim_start_matches('=')),
+                _ => None,
+            }
+        };
+        if let Some(v) = value {
+            return v.split(',').next();
+        }
+    }
+    None
+}
+
+/// The command line with the flags before the subcommand moved behind it (behind the last of
+/// nested subcommands: `talm -n X image list` → `talm image list --nodes X`). Unchanged when
+/// there are none; an error naming the flag when the command does not take it.
+pub fn carry(args: Vec<OsString>, cli: &clap::Command) -> Result<Vec<OsString>> {
+    let (globals, i) = globals(&args);
     if globals.is_empty() {
         return Ok(args);
     }
@@ -192,6 +239,45 @@ pub fn carry(args: Vec<OsString>, cli: &clap::Command) -> Result<Vec<OsString>> 
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn the_subcommand_word_is_read_past_the_flags_carried() {
+        let word = |line: &str| {
+            let args: Vec<OsString> = line.split(' ').map(OsString::from).collect();
+            subcommand_word(&args).map(str::to_string)
+        };
+        assert_eq!(word("talm template -t x").as_deref(), Some("template"));
+        assert_eq!(
+            word("talm -n 10.0.0.1 --endpoints=10.0.0.2 --skip-verify apply -f n.yaml").as_deref(),
+            Some("apply")
+        );
+        assert_eq!(
+            word("talm --root dir template").as_deref(),
+            Some("template")
+        );
+        assert_eq!(word("talm --version"), None);
+        assert_eq!(word("talm -n"), None);
+    }
+
+    #[test]
+    fn the_first_value_of_a_flag_is_read_in_each_of_its_spellings() {
+        let value = |line: &str| {
+            let args: Vec<OsString> = line.split(' ').map(OsString::from).collect();
+            first_value(&args, "file", Some('f')).map(str::to_string)
+        };
+        for line in [
+            "talm apply -f a.yaml -f b.yaml",
+            "talm apply --file a.yaml",
+            "talm apply --file=a.yaml,b.yaml",
+            "talm apply -fa.yaml",
+            "talm apply -f=a.yaml",
+        ] {
+            assert_eq!(value(line).as_deref(), Some("a.yaml"), "{line}");
+        }
+        assert_eq!(value("talm apply --files x -i"), None);
+        assert_eq!(value("talm apply -- -f a.yaml"), None);
+        assert_eq!(value("talm apply -f"), None);
+    }
 
     fn carried(line: &str) -> Result<String> {
         let args: Vec<OsString> = line.split(' ').map(OsString::from).collect();

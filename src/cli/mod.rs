@@ -15,7 +15,7 @@ pub mod values;
 
 use clap::{Parser, Subcommand};
 
-pub use carry::{carry, Before};
+pub use carry::{carry, first_value, subcommand_word, Before};
 
 pub use common::{
     Connection, Endpoints, NodeArgs, ProjectFlags, RenderArgs, ScriptLimitArgs, ValueArgs,

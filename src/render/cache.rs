@@ -233,11 +233,12 @@ pub fn prefetch(root: &Path) {
         return;
     }
     let mark = Arc::new(Ahead::default());
-    let spawned = std::thread::Builder::new()
-        .name("templates".into())
-        // Compiling deeply nested preset logic recurses: the stack of a render thread.
-        .stack_size(crate::sandbox::guard::STACK)
-        .spawn({
+    let spawned = crate::ahead::spawn(
+        std::thread::Builder::new()
+            .name("templates".into())
+            // Compiling deeply nested preset logic recurses: the stack of a render thread.
+            .stack_size(crate::sandbox::guard::STACK),
+        {
             let (root, mark) = (root.clone(), mark.clone());
             move || {
                 // Ends the compile for its waiters however the thread ends (a panic too).
@@ -248,7 +249,8 @@ pub fn prefetch(root: &Path) {
                     }
                 }
             }
-        });
+        },
+    );
     if spawned.is_ok() {
         going.push((root, mark));
     }

@@ -213,9 +213,9 @@ pub fn prewarm_package() {
     if PACKAGE.get().is_some() {
         return;
     }
-    let _ = std::thread::Builder::new()
-        .name("package".into())
-        .spawn(|| drop(standard_package()));
+    let _ = crate::ahead::spawn(std::thread::Builder::new().name("package".into()), || {
+        drop(standard_package())
+    });
 }
 
 /// Rhai's standard package (core, strings, maths, arrays, maps, time...), shared by every

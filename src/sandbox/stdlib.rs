@@ -114,9 +114,9 @@ pub fn prewarm(script: Option<Upcoming>) {
             .collect();
         order.sort_by_key(|e| std::cmp::Reverse(e.source.len()));
         // Best effort: without a thread each module is compiled at its first import.
-        let _ = std::thread::Builder::new()
-            .name("stdlib".into())
-            .spawn(move || {
+        let _ = crate::ahead::spawn(
+            std::thread::Builder::new().name("stdlib".into()),
+            move || {
                 // In the order the command needs them: the package for its own engine, then
                 // its script, then the modules its render imports.
                 drop(super::standard_package());
@@ -126,7 +126,8 @@ pub fn prewarm(script: Option<Upcoming>) {
                 for e in order {
                     e.module(Lane::FIRST);
                 }
-            });
+            },
+        );
     });
 }
 
