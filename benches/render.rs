@@ -493,36 +493,46 @@ fn steps(
     );
 }
 
-/// Median wall and CPU time (ms) of `runs` runs of talm with `args` in `cwd`.
-// Each child is reaped by `wait4` (which also gives its CPU time), not by `Child::wait`.
-#[allow(clippy::zombie_processes)]
-fn process(cwd: &Path, args: &[&str], runs: usize) -> (f64, f64) {
-    let mut wall = Vec::new();
-    let mut cpu = Vec::new();
+/// Median wall and CPU time (ms) of each of `lines` (talm's arguments), run `runs` times in
+/// `cwd`, taking turns: this machine's speed drifts by a third within minutes, and a ratio of
+/// two sets of runs taken one after the other measured the drift as much as the commands.
+fn processes<const N: usize>(cwd: &Path, lines: [&[&str]; N], runs: usize) -> [(f64, f64); N] {
+    let mut times: [(Vec<f64>, Vec<f64>); N] = std::array::from_fn(|_| (Vec::new(), Vec::new()));
     for _ in 0..runs {
-        let start = Instant::now();
-        let child = Command::new(env!("CARGO_BIN_EXE_talm"))
-            .args(args)
-            .current_dir(cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut status = 0;
-        // SAFETY: rusage is plain data; wait4 fills it for the child we started.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-        wall.push(start.elapsed().as_secs_f64() * 1e3);
-        assert!(pid > 0 && status == 0, "talm {args:?} failed ({status})");
-        let tv = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
-        cpu.push(tv(usage.ru_utime) + tv(usage.ru_stime));
+        for (args, (wall, cpu)) in lines.iter().zip(times.iter_mut()) {
+            let (w, c) = process(cwd, args);
+            wall.push(w);
+            cpu.push(c);
+        }
     }
-    let median = |mut v: Vec<f64>| {
+    let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    (median(wall), median(cpu))
+    times.map(|(mut wall, mut cpu)| (median(&mut wall), median(&mut cpu)))
+}
+
+/// Wall and CPU time (ms) of one run of talm with `args` in `cwd`.
+// The child is reaped by `wait4` (which also gives its CPU time), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
+fn process(cwd: &Path, args: &[&str]) -> (f64, f64) {
+    let start = Instant::now();
+    let child = Command::new(env!("CARGO_BIN_EXE_talm"))
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 fills it for the child we started.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    let wall = start.elapsed().as_secs_f64() * 1e3;
+    assert!(pid > 0 && status == 0, "talm {args:?} failed ({status})");
+    let tv = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    (wall, tv(usage.ru_utime) + tv(usage.ru_stime))
 }
 
 /// `talm template --offline` in a project made by `talm init`, against `talm --version`.
@@ -548,11 +558,10 @@ fn process_row() {
         "\nadvertisedSubnets: [10.0.0.0/8]",
     );
     std::fs::write(root.join("values.yaml"), values).unwrap();
-    let runs = 30;
+    let runs = 60;
     let template = ["template", "--offline", "-t", "templates/controlplane.yaml"];
-    let (tw, tc) = process(&root, &template, runs);
-    let (vw, vc) = process(&root, &["--version"], runs);
-    println!("whole process, median of {runs} runs:");
+    let [(tw, tc), (vw, vc)] = processes(&root, [&template, &["--version"]], runs);
+    println!("whole process, median of {runs} runs of each, taking turns:");
     println!("  talm --version                                  {vw:6.2} ms wall {vc:6.2} ms CPU");
     println!(
         "  talm template --offline -t templates/controlplane.yaml {tw:6.2} ms wall {tc:6.2} ms CPU"
