@@ -276,6 +276,9 @@ fn wait_ahead(key: &Path) {
     else {
         return;
     };
+    // Rather than idle, compile the stdlib modules the render will import that the thread
+    // compiling them ahead has not reached yet.
+    crate::sandbox::help_stdlib();
     let mut done = mark.done.lock().unwrap_or_else(|e| e.into_inner());
     while !*done {
         done = mark.ended.wait(done).unwrap_or_else(|e| e.into_inner());

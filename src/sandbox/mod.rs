@@ -17,7 +17,7 @@ mod watchdog;
 mod yaml;
 
 pub use compiled::Upcoming;
-pub use stdlib::prewarm as prewarm_stdlib;
+pub use stdlib::{help as help_stdlib, prewarm as prewarm_stdlib};
 
 pub use lanes::Lane;
 pub use limits::{Limits, Profile};

@@ -100,10 +100,15 @@ pub fn resolver(lane: Lane) -> Resolver {
 /// `talm/validate` by no preset: compiled at their first import, they cost a render nothing.
 const PREWARMED: [&str; 2] = ["talm/links", "talm/values"];
 
+/// The first lane's [`PREWARMED`] modules that [`prewarm`] queued and no thread has started
+/// compiling yet, the largest last.
+static QUEUED: std::sync::Mutex<Vec<&'static Entry>> = std::sync::Mutex::new(Vec::new());
+
 /// Builds the standard package, compiles `script` (the command about to run, if given) and
 /// then the first lane's [`PREWARMED`] modules not compiled yet on a thread of their own,
 /// largest first, while the caller goes on with other work (a render compiles its templates
-/// meanwhile); an import of a module still being compiled waits for it. Acts once per process:
+/// meanwhile); an import of a module still being compiled waits for it, and a thread with
+/// nothing else to do takes the next module from the queue ([`help`]). Acts once per process:
 /// a later call compiles nothing, its script included.
 pub fn prewarm(script: Option<Upcoming>) {
     static STARTED: OnceLock<()> = OnceLock::new();
@@ -112,7 +117,8 @@ pub fn prewarm(script: Option<Upcoming>) {
             .iter()
             .filter(|e| PREWARMED.contains(&e.name))
             .collect();
-        order.sort_by_key(|e| std::cmp::Reverse(e.source.len()));
+        order.sort_by_key(|e| e.source.len());
+        *QUEUED.lock().unwrap_or_else(|e| e.into_inner()) = order;
         // Best effort: without a thread each module is compiled at its first import.
         let _ = crate::ahead::spawn(
             std::thread::Builder::new().name("stdlib".into()),
@@ -123,12 +129,26 @@ pub fn prewarm(script: Option<Upcoming>) {
                 if let Some(script) = script {
                     script.compile();
                 }
-                for e in order {
-                    e.module(Lane::FIRST);
-                }
+                help();
             },
         );
     });
+}
+
+/// Compiles the queued modules no thread has started yet, one at a time, until none is left:
+/// for a thread that would otherwise wait for other work (a render waiting for its templates).
+/// Each module is still compiled once: the thread that takes it from the queue compiles it.
+pub fn help() {
+    drain(&QUEUED, Lane::FIRST);
+}
+
+/// Takes the modules out of `queue` one at a time and compiles each for `lane`.
+fn drain(queue: &std::sync::Mutex<Vec<&'static Entry>>, lane: Lane) {
+    loop {
+        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let Some(entry) = next else { return };
+        entry.module(lane);
+    }
 }
 
 /// Compiles one stdlib file into a module named by its path without `.rhai`. A stdlib file
@@ -193,6 +213,18 @@ mod tests {
             assert!(e.module(Lane::FIRST).is_some(), "stdlib/{}", e.path);
         }
         assert!(Shared::ptr_eq(&a, &get("talm/values").unwrap()));
+    }
+
+    #[test]
+    fn a_thread_that_helps_compiles_the_queued_modules_itself() {
+        let legacy = entries()
+            .iter()
+            .find(|e| e.name == "talm/links_legacy")
+            .unwrap();
+        let queue = std::sync::Mutex::new(vec![legacy]);
+        drain(&queue, Lane::last());
+        assert!(queue.lock().unwrap().is_empty());
+        assert!(legacy.module.get(Lane::last()).is_some_and(Option::is_some));
     }
 
     /// The modules compiled ahead are the script modules the library's preset logic imports at
