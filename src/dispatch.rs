@@ -18,9 +18,10 @@ use crate::runtime::{Limits, Scope, Session, Settings};
 pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
     let typed: Vec<OsString> = args.into_iter().collect();
     if let Some(script) = crate::cli::subcommand_word(&typed).filter(|w| RENDERING.contains(w)) {
-        // The word is the command's and its script's name: the script and the stdlib modules
-        // its render imports compile on the other core while clap builds the command line's
-        // definition and parses it (a millisecond or two of a one-shot `talm template`).
+        // The word is the command's and its script's name: the script, the stdlib modules its
+        // render imports and its project's templates compile on the other core while clap
+        // builds the command line's definition and parses it (about 2 ms of a one-shot
+        // `talm template`).
         crate::sandbox::prewarm_stdlib(crate::runtime::bundled(script));
         if let Some(root) = early_root(&typed) {
             crate::render::cache::prefetch(&root);
@@ -284,10 +285,9 @@ fn settings(spec: Option<&SessionSpec>, root: Option<&Path>) -> Result<Settings>
     })
 }
 
-/// The project a command works in, found and checked, or `None`.
-/// The project root the invocation works in, checked; a command that `renders` has its
-/// project's templates compiling on the other core from the moment the root is checked
-/// for what a killed run left.
+/// The project a command works in, found and checked, or `None`. A command that `renders` has
+/// its project's templates compiling on the other core from the moment a killed run's leftovers
+/// are recovered (when the raw command line did not start them already).
 fn find_project(p: &Project, renders: bool) -> Result<Option<PathBuf>> {
     match p {
         Project::None | Project::Create => Ok(None),
