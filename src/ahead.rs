@@ -6,13 +6,14 @@
 //! machine took 1–4 ms: as long as the head start a one-shot `talm template` gives its work
 //! (measured with a C program: a thread spawned by a busy parent first ran 0.06–3.9 ms later,
 //! and 0.05–0.14 ms later when spawned bound to the other core). So the thread is bound to the
-//! cores other than the caller's until it runs, then takes back every core the process may use.
+//! cores other than the caller's until it runs, then takes the caller's cores, as a thread spawned
+//! the usual way inherits them.
 
 use std::io;
 use std::thread::{Builder, JoinHandle};
 
 /// Spawns `f` on a thread made by `builder`, started on a core other than the caller's when
-/// the process may use another one.
+/// the caller may use another one.
 pub fn spawn<F, T>(builder: Builder, f: F) -> io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -34,14 +35,14 @@ mod linux {
     use std::sync::mpsc;
     use std::thread::{Builder, JoinHandle};
 
-    /// The cores the process may use and the ones other than the caller's.
+    /// The cores the caller may use (its affinity) and those of them it is not on now.
     pub struct Cores {
         all: libc::cpu_set_t,
         others: libc::cpu_set_t,
     }
 
     impl Cores {
-        /// `None` when the caller's core is unknown or the process may use no other.
+        /// `None` when the caller's core is unknown or it may use no other.
         pub fn now() -> Option<Cores> {
             // SAFETY: cpu_set_t is plain data; the calls only read the caller's affinity and core.
             unsafe {
@@ -71,7 +72,7 @@ mod linux {
         let handle = builder.spawn(move || {
             // The sender is dropped unsent if the binding failed: either way it is over.
             let _ = wait.recv();
-            // SAFETY: sets the calling thread's own affinity to a mask the process had.
+            // SAFETY: sets the calling thread's own affinity to the mask its spawner had.
             unsafe {
                 libc::sched_setaffinity(0, std::mem::size_of_val(&all), &all);
             }
@@ -95,7 +96,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_thread_runs_its_work_and_may_then_use_every_core_of_the_process() {
+    fn the_thread_runs_its_work_and_may_then_use_every_core_of_its_caller() {
         let count = |pid: libc::pid_t| {
             // SAFETY: reads an affinity mask into plain data.
             unsafe {
