@@ -82,6 +82,10 @@ pub struct TemplateArgs {
     /// Rewrite each -f file with its render (atomically, keeping comments above the modeline)
     #[arg(short = 'I', long)]
     pub in_place: bool,
+    /// Render up to N node files at once (default 1), each against its own nodes; the first
+    /// failure stops new ones from starting. Printed renders keep the order of the files
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
+    pub parallel: Option<u32>,
     #[command(flatten)]
     #[serde(flatten)]
     pub render: RenderArgs,

@@ -2,7 +2,8 @@
 //! (control planes one at a time, workers --max-parallel at a time, the health check between,
 //! a stop on a node whose kubelet fails health after the upgrade, the printed --resume line
 //! finishing the roll), a hook whose before() vetoes, the Rhai `rolling()`, and
-//! `apply -f nodes/ --parallel N` (every node file applied, the report of a failing one).
+//! `apply -f nodes/ --parallel N` and `template -f nodes/ -I --parallel N` (every node file
+//! applied or rendered, the report of a failing one).
 
 use talm::sim::faults::Faults;
 use talm::sim::unhealthy::Unhealthy;
@@ -411,6 +412,89 @@ fn apply_a_folder_of_node_files_in_parallel_and_report_a_failure() {
     d.refused(
         &["apply", "-f", "nodes/cp1.yaml", "-f", "nodes/cp2.yaml"],
         "side-patch nodes/cp2.yaml carries its own modeline",
+    );
+}
+
+/// The node files `files` cut back to their modelines, as a bring-up writes them first.
+fn modelines_only(d: &Dir, files: &[&str]) {
+    for f in files {
+        let text = d.read(f);
+        let modeline = text.lines().next().unwrap();
+        assert!(modeline.starts_with("# talm: "), "{text}");
+        d.write(f, &format!("{modeline}\n"));
+    }
+}
+
+#[test]
+fn template_renders_node_files_in_parallel_and_reports_a_failure() {
+    let ips: [String; 4] = net::addrs();
+    let nodes = Nodes::start(&ips, |_| {});
+    let d = cluster(&nodes, &ips[..2], &ips[2..]);
+    let files = [
+        "nodes/cp1.yaml",
+        "nodes/cp2.yaml",
+        "nodes/w1.yaml",
+        "nodes/w2.yaml",
+    ];
+    // Printed renders come out in the files' order, as one file at a time prints them.
+    let one = d.talm(["template", "-f", "nodes"]).ok().stdout;
+    assert_eq!(one.matches("\n---\n").count(), 3, "{one}");
+    let many = d.talm(["template", "-f", "nodes", "--parallel", "4"]).ok();
+    assert_eq!(many.stdout, one);
+
+    // In place: every file filled from its own node, each line naming it, and the same files
+    // as one at a time writes.
+    modelines_only(&d, &files);
+    let o = d
+        .talm(["template", "-f", "nodes/", "-I", "--parallel", "3"])
+        .ok();
+    let parallel: Vec<String> = files.iter().map(|f| d.read(f)).collect();
+    for (f, ip) in files.iter().zip(&ips) {
+        for line in [
+            format!("{ip}: - talm: file={f}, nodes=[{ip}]"),
+            format!("{ip}: Updated."),
+        ] {
+            assert!(o.stderr.contains(&line), "{line} in\n{}", o.stderr);
+        }
+    }
+    modelines_only(&d, &files);
+    d.talm(["template", "-f", "nodes/", "-I"]).ok();
+    for (f, text) in files.iter().zip(&parallel) {
+        assert!(text.contains("\nmachine:\n"), "{f}: {text}");
+        assert_eq!(&d.read(f), text, "{f}");
+    }
+
+    // A node that answers nothing: the files after it are not started, the one before it is
+    // written, and the failed one is left as it was.
+    nodes.node(&ips[1]).set_faults(Faults {
+        fail: [("*".to_string(), "Unavailable: network is down".to_string())].into(),
+        ..Faults::default()
+    });
+    modelines_only(&d, &files);
+    let o = d
+        .talm(["template", "-f", "nodes", "-I", "--parallel", "1"])
+        .run();
+    assert_ne!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("Error: template: 1 of 4 node files failed; no new one started after the first failure\n  written: nodes/cp1.yaml\n  failed: nodes/cp2.yaml: "),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.ends_with("\n  not started: nodes/w1.yaml, nodes/w2.yaml\nhint: fix the failure, then render the files not rendered (rendering a node file again is safe)\n"), "{}", o.stderr);
+    assert_eq!(d.read(files[0]), parallel[0]);
+    for f in &files[1..] {
+        assert_eq!(d.read(f).lines().count(), 1, "{f}");
+    }
+    d.refused(
+        &[
+            "template",
+            "-t",
+            "templates/controlplane.yaml",
+            "--offline",
+            "--parallel",
+            "2",
+        ],
+        "--parallel renders node files: pass them with -f",
     );
 }
 
