@@ -499,6 +499,35 @@ fn template_renders_node_files_in_parallel_and_reports_a_failure() {
 }
 
 #[test]
+fn the_fleet_step_reports_what_failed_in_its_own_words() {
+    // `talm/fleet`, which `apply --parallel` and `template --parallel` share, from a playbook:
+    // a script error is reported by its message, and the files after it are not started.
+    let d = Dir::new();
+    d.write(
+        "step.rhai",
+        "import \"talm/fleet\" as fleet;\n\
+         let seen = fleet::each([\"a.yaml\", \"b.yaml\"], 1, |f| f.len(), #{ command: \"step\", done: \"done\", hint: \"h\" });\n\
+         log(`lengths ${seen}`);\n\
+         fn bad(f) { if f == \"b.yaml\" { no_such_thing } else { 1 } }\n\
+         fleet::each([\"a.yaml\", \"b.yaml\", \"c.yaml\"], 1, |f| bad(f), #{ command: \"step\", done: \"done\", hint: \"try again\" });\n",
+    );
+    let o = d.talm(["run", "step.rhai"]).run();
+    assert_ne!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("lengths [6, 6]\n"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("Error: step: 1 of 3 node files failed; no new one started after the first failure\n  done: a.yaml\n  failed: b.yaml: Variable not found: no_such_thing @ 'step.rhai' (line 4, "),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr
+            .ends_with("\n  not started: c.yaml\nhint: try again\n"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
 fn fleet_flags_say_what_they_risk_and_need() {
     let d = Dir::new();
     let help = d.talm(["apply", "--help"]).ok().stdout;
