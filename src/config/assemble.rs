@@ -52,7 +52,7 @@ fn documents(text: &str) -> Result<Vec<Part>> {
     for doc in docs {
         let value = match kept.as_mut().and_then(Iterator::next) {
             Some(value) => value,
-            None => serde_yaml_ng::from_str(&doc).map_err(|e| {
+            None => crate::yaml::from_str(&doc).map_err(|e| {
                 hinted(
                     format!("invalid YAML in template output: {e}\n\nTemplate output:\n{doc}"),
                     "the template rendered text that is not YAML; fix the template",

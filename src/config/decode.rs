@@ -93,7 +93,7 @@ pub fn split(text: &str) -> Result<Vec<RawDoc>> {
             .lines()
             .position(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
         let Some(offset) = offset else { continue };
-        let value: Value = serde_yaml_ng::from_str(&chunk).map_err(|e| {
+        let value: Value = crate::yaml::from_str(&chunk).map_err(|e| {
             let msg = e.to_string();
             let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
             match e.location() {

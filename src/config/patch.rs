@@ -66,7 +66,7 @@ pub fn load_patch(text: &str) -> Result<Patch> {
         Ok(ops) => return Ok(Patch::Json(ops)),
         Err(e) => e,
     };
-    match serde_yaml_ng::from_str::<Value>(text) {
+    match crate::yaml::from_str(text) {
         Ok(Value::Sequence(items)) if items.iter().all(|i| i.is_mapping() || i.is_null()) => {
             let ops = items
                 .iter()

@@ -69,7 +69,7 @@ pub fn to_value(res: &cosi::Resource) -> Value {
         .as_ref()
         .map(|s| s.yaml_spec.as_str())
         .filter(|s| !s.trim().is_empty())
-        .map(|s| serde_yaml_ng::from_str(s).unwrap_or_else(|_| Value::String(s.to_string())))
+        .map(|s| crate::yaml::from_str(s).unwrap_or_else(|_| Value::String(s.to_string())))
         .unwrap_or(Value::Null);
     let mut out = Mapping::new();
     out.insert("metadata".into(), Value::Mapping(meta));

@@ -2,6 +2,7 @@
 //! Talos/yaml.v3 layout (4-space indent, order kept) used for secrets, talosconfig and
 //! encrypted files.
 
+mod fast;
 pub mod located;
 mod stream;
 
@@ -23,7 +24,7 @@ pub(crate) const KEPT_TEXT_MAX: usize = 256 << 10;
 
 /// Parses one YAML document; errors name the file, line and column.
 pub fn parse(text: &str, file: &str) -> Result<Value> {
-    let parse = |text: &str| serde_yaml_ng::from_str::<Value>(text);
+    let parse = from_str;
     if text.len() > KEPT_TEXT_MAX {
         return parse(text).map_err(|e| syntax_error(&e, file));
     }
@@ -33,6 +34,25 @@ pub fn parse(text: &str, file: &str) -> Result<Value> {
         })
         .map_err(|e| syntax_error(&e, file))?;
     Ok(value.as_ref().clone())
+}
+
+/// One YAML document as `serde_yaml_ng::from_str::<Value>` reads it (the same value, or the
+/// same error), read by the quick reader when the text is plain block YAML.
+pub fn from_str(text: &str) -> Result<Value, serde_yaml_ng::Error> {
+    match fast::stream(text) {
+        Some(mut docs) if docs.len() == 1 => Ok(docs.remove(0)),
+        _ => serde_yaml_ng::from_str(text),
+    }
+}
+
+/// Every document of `text`, as serde_yaml_ng's document iterator reads them.
+pub(crate) fn read_stream(text: &str) -> Result<Vec<Value>, serde_yaml_ng::Error> {
+    match fast::stream(text) {
+        Some(docs) => Ok(docs),
+        None => serde_yaml_ng::Deserializer::from_str(text)
+            .map(serde::Deserialize::deserialize)
+            .collect(),
+    }
 }
 
 /// Parses a YAML document that must be a mapping (or empty, which counts as an empty mapping).

@@ -23,12 +23,7 @@ thread_local! {
 /// The kept parse of `text` (parsed now if it is not kept), shared: a reader that only needs
 /// to know the text parses, or only reads it, does not copy it.
 pub fn parsed(text: &str) -> Result<Arc<Vec<Value>>, serde_yaml_ng::Error> {
-    let parse = |text: &str| {
-        serde_yaml_ng::Deserializer::from_str(text)
-            .map(serde::Deserialize::deserialize)
-            .collect::<Result<Vec<Value>, _>>()
-            .map(Arc::new)
-    };
+    let parse = |text: &str| super::read_stream(text).map(Arc::new);
     if text.len() > super::KEPT_TEXT_MAX {
         return parse(text);
     }
