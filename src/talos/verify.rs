@@ -28,8 +28,26 @@ fn is_maintenance_cert(end_entity: &CertificateDer<'_>) -> bool {
     })
 }
 
+/// aws-lc-rs with its cipher suites in the order Go's crypto/tls offers them on AES hardware
+/// (talosctl's ClientHello): AES-128-GCM first. Talos and the simulator take the client's
+/// first choice, and its SHA-256 key schedule costs a handshake less than AES-256's SHA-384.
 pub(super) fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
+    static PROVIDER: std::sync::OnceLock<Arc<CryptoProvider>> = std::sync::OnceLock::new();
+    PROVIDER
+        .get_or_init(|| {
+            use rustls::CipherSuite as S;
+            let mut p = rustls::crypto::aws_lc_rs::default_provider();
+            p.cipher_suites.sort_by_key(|s| {
+                !matches!(
+                    s.suite(),
+                    S::TLS13_AES_128_GCM_SHA256
+                        | S::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+                        | S::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+                )
+            });
+            Arc::new(p)
+        })
+        .clone()
 }
 
 /// The verifiers of the talosconfig CAs in use, each built once and shared by every
@@ -208,6 +226,26 @@ impl ServerCertVerifier for NodeVerifier {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn offers_aes_128_gcm_first_as_go_does() {
+        let p = super::provider();
+        let tls13: Vec<_> = p
+            .cipher_suites
+            .iter()
+            .filter(|s| s.version() == &rustls::version::TLS13)
+            .map(|s| s.suite())
+            .collect();
+        use rustls::CipherSuite as S;
+        assert_eq!(
+            tls13,
+            [
+                S::TLS13_AES_128_GCM_SHA256,
+                S::TLS13_AES_256_GCM_SHA384,
+                S::TLS13_CHACHA20_POLY1305_SHA256
+            ]
+        );
+    }
+
     use super::*;
 
     /// A CA's verifier is built once and shared by the connections that trust it.
