@@ -125,6 +125,20 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// The next line of the collection at `indent`: `Some(None)` once it has ended (a less
+    /// indented line, a document marker, the end of the text), `None` for a line indented
+    /// deeper than its siblings.
+    fn member(&self, indent: usize) -> Option<Option<usize>> {
+        let Some(i) = self.next_content() else {
+            return Some(None);
+        };
+        let line = self.lines[i];
+        if line.indent < indent || (line.indent == 0 && marker(line.body)?) {
+            return Some(None);
+        }
+        (line.indent == indent).then_some(Some(i))
+    }
+
     /// Checks how deep the reader is before one more collection.
     fn enter(&mut self) -> Option<()> {
         self.depth += 1;
@@ -134,12 +148,9 @@ impl<'a> Reader<'a> {
     fn mapping(&mut self, indent: usize) -> Option<Value> {
         self.enter()?;
         let mut map = Mapping::new();
-        while let Some(i) = self.next_content() {
+        while let Some(i) = self.member(indent)? {
             let line = self.lines[i];
-            if line.indent < indent || (line.indent == 0 && marker(line.body)?) {
-                break;
-            }
-            if line.indent > indent || is_item(line.body) {
+            if is_item(line.body) {
                 return None;
             }
             let Entry::Key(key, rest) = entry(line.body)? else {
@@ -159,14 +170,8 @@ impl<'a> Reader<'a> {
     fn sequence(&mut self, indent: usize) -> Option<Value> {
         self.enter()?;
         let mut items = Vec::new();
-        while let Some(i) = self.next_content() {
+        while let Some(i) = self.member(indent)? {
             let line = self.lines[i];
-            if line.indent < indent || (line.indent == 0 && marker(line.body)?) {
-                break;
-            }
-            if line.indent > indent {
-                return None;
-            }
             if !is_item(line.body) {
                 // The end of a sequence that is a mapping value at the mapping's indentation;
                 // anywhere else the caller finds the line out of place.
