@@ -322,3 +322,39 @@ proptest! {
         agrees(&format!("---\n{text}---\n{text}"));
     }
 }
+
+/// How a line starts after its indentation, and what it ends with.
+const HEADS: &[&str] = &[
+    "", "- ", "-", "- - ", "a: ", "b:", "c: ", "a:", "\"k\": ", "'k': ", "- a: ", "- b:", "? ",
+    "#c",
+];
+const TAILS: &[&str] = &[
+    "", "x", "1", "0x1", "-2", "'s'", "\"d\"", "\"\\t\"", "|", "|-", "|+", " #c", "[]", "{}",
+    "---", "~", "true", "a b", ".5", "&a x", "*a", "!t x", ">", "[1]", "x: y", "x:", "\t", "é",
+    "x #c", "'a''b'", "\"a", "...",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Lines of a random indentation, start and end: shapes no tree writer makes (odd
+    /// indentation, stray indicators, comments and blocks in odd places).
+    #[test]
+    fn agrees_on_random_lines(
+        lines in prop::collection::vec(
+            (0usize..7, prop::sample::select(HEADS), prop::sample::select(TAILS)),
+            1..7,
+        ),
+        final_newline: bool,
+    ) {
+        let mut text = lines
+            .iter()
+            .map(|(indent, head, tail)| format!("{}{head}{tail}", " ".repeat(*indent)))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if final_newline {
+            text.push('\n');
+        }
+        agrees(&text);
+    }
+}
