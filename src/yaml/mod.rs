@@ -24,13 +24,12 @@ pub(crate) const KEPT_TEXT_MAX: usize = 256 << 10;
 
 /// Parses one YAML document; errors name the file, line and column.
 pub fn parse(text: &str, file: &str) -> Result<Value> {
-    let parse = from_str;
     if text.len() > KEPT_TEXT_MAX {
-        return parse(text).map_err(|e| syntax_error(&e, file));
+        return from_str(text).map_err(|e| syntax_error(&e, file));
     }
     let value = PARSED
         .get_or_try(text.to_string(), |text| {
-            parse(text).map(std::sync::Arc::new)
+            from_str(text).map(std::sync::Arc::new)
         })
         .map_err(|e| syntax_error(&e, file))?;
     Ok(value.as_ref().clone())
