@@ -154,7 +154,9 @@ use std::time::{Duration, Instant};
 
 use talm::config::assemble;
 use talm::project::{confine, fsutil};
-use talm::render::{cache, context, engine::Engine, facts::Facts, kept, pipeline, verify};
+use talm::render::{
+    cache, context, engine::Engine, facts::Facts, kept, pipeline, prepared, verify,
+};
 use talm::sandbox::{self, guard, Limits};
 use talm::secrets::{bundle::Bundle, contract::Contract};
 
@@ -376,10 +378,11 @@ fn steps(
     let to_rhai = per_call(budget, || rhai::serde::to_dynamic(&args).unwrap());
     let mut ctx = args.clone();
     ctx["node"] = context::run(script, facts, &args).unwrap();
+    let tera_ctx = tera::Context::from_serialize(&ctx).unwrap();
     let render = per_call(budget, || {
         compiled
             .tera
-            .render("controlplane.yaml", &ctx, facts)
+            .render("controlplane.yaml", tera_ctx.clone(), facts)
             .unwrap()
     });
     // The checks read one output per node in turn, as a fleet does (a kept parse of the same
@@ -389,7 +392,8 @@ fn steps(
         .map(|f| {
             let mut ctx = args.clone();
             ctx["node"] = context::run(script, f, &args).unwrap();
-            compiled.tera.render("controlplane.yaml", &ctx, f).unwrap()
+            let ctx = tera::Context::from_serialize(&ctx).unwrap();
+            compiled.tera.render("controlplane.yaml", ctx, f).unwrap()
         })
         .collect();
     let mut turn = 0usize;
@@ -420,15 +424,13 @@ fn steps(
             .unwrap()
     });
     let rss = per_call(budget, guard::resident_kib);
+    let prepared = prepared::of(values).unwrap();
     let facts_json = per_call(budget, || serde_json::to_value(&**facts).unwrap());
     let check = per_call(budget, || {
         verify::check(
             "templates/controlplane.yaml",
             next_out(),
-            &[
-                ("values", &ctx["values"]),
-                ("facts", facts.resources_json()),
-            ],
+            &[&prepared.risky, facts.risky()],
         )
         .unwrap()
     });

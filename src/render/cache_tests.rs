@@ -142,7 +142,7 @@ fn settled_files_are_trusted_by_their_stamps_and_edits_still_seen() {
     assert!(load(root)
         .unwrap()
         .tera
-        .render("cp.yaml", &serde_json::json!({}), &Arc::new(Facts::empty()))
+        .render("cp.yaml", tera::Context::new(), &Arc::new(Facts::empty()))
         .is_err());
 }
 

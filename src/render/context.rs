@@ -105,12 +105,16 @@ impl Script {
     }
 }
 
-fn eval(script: &Script, facts: &Arc<Facts>, args: &serde_json::Value) -> Result<Dynamic> {
+/// `args` (a JSON object) as the script's `ARGS` map.
+pub fn args_of(args: &serde_json::Value) -> Result<rhai::Map> {
+    Ok(dynamic::from_json(args)?
+        .try_cast::<rhai::Map>()
+        .unwrap_or_default())
+}
+
+fn eval(script: &Script, facts: &Arc<Facts>, args: rhai::Map) -> Result<Dynamic> {
     lanes::with_lane(|lane| {
         let ast = script.ast(lane)?;
-        let args: rhai::Map = dynamic::from_json(args)?
-            .try_cast::<rhai::Map>()
-            .unwrap_or_default();
         facts::with_current(facts, || {
             once::with_kept(&script.kept, || {
                 let engine = engine(lane);
@@ -120,17 +124,24 @@ fn eval(script: &Script, facts: &Arc<Facts>, args: &serde_json::Value) -> Result
     })
 }
 
-/// Runs the context script with `args` (values, chart, talos, template) as `ARGS`.
+/// Runs the context script with `args` (values, chart, talos, template) as `ARGS`: the `node`
+/// map (empty when the script returns nothing).
+pub fn node(script: &Script, facts: &Arc<Facts>, args: rhai::Map) -> Result<Dynamic> {
+    let out = eval(script, facts, args)?;
+    Ok(if out.is_unit() {
+        rhai::Map::new().into()
+    } else {
+        out
+    })
+}
+
+/// [`node`] from and to JSON.
 pub fn run(
     script: &Script,
     facts: &Arc<Facts>,
     args: &serde_json::Value,
 ) -> Result<serde_json::Value> {
-    let out = eval(script, facts, args)?;
-    if out.is_unit() {
-        return Ok(serde_json::Value::Object(Default::default()));
-    }
-    dynamic::to_json(&out)
+    dynamic::to_json(&node(script, facts, args_of(args)?)?)
 }
 
 /// Runs a template written in Rhai (`templates/*.rhai`): it sees the render context as `ARGS`
@@ -140,7 +151,7 @@ pub fn render_script(
     facts: &Arc<Facts>,
     ctx: &serde_json::Value,
 ) -> Result<String> {
-    let out = eval(script, facts, ctx)?;
+    let out = eval(script, facts, args_of(ctx)?)?;
     if out.is_string() {
         return Ok(out.into_string().unwrap_or_default());
     }

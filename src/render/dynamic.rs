@@ -90,6 +90,15 @@ pub fn to_yaml(v: &Dynamic) -> Result<Yaml> {
     to_tree(v)
 }
 
+/// A Rhai value as Tera reads it: as [`to_json`] and then into Tera, in one step (a JSON
+/// number ≥ 0 reaches Tera as unsigned, NaN and infinities as none, as through JSON).
+pub fn to_tera(v: &Dynamic) -> Result<tera::Value> {
+    match direct_to(v) {
+        Some(t) => Ok(t),
+        None => Ok(tera::Value::from_serializable(&to_json(v)?)),
+    }
+}
+
 /// A Rhai value as a tree: directly, else through the bridge.
 fn to_tree<T: Tree + serde::de::DeserializeOwned>(v: &Dynamic) -> Result<T> {
     match direct_to(v) {
@@ -130,6 +139,41 @@ impl Tree for Json {
     }
     fn map(entries: Vec<(String, Json)>) -> Json {
         Json::Object(entries.into_iter().collect())
+    }
+}
+
+impl Tree for tera::Value {
+    fn null() -> tera::Value {
+        tera::Value::none()
+    }
+    fn boolean(b: bool) -> tera::Value {
+        b.into()
+    }
+    fn int(i: i64) -> tera::Value {
+        match u64::try_from(i) {
+            Ok(u) => u.into(),
+            Err(_) => i.into(),
+        }
+    }
+    fn float(f: f64) -> tera::Value {
+        if f.is_finite() {
+            f.into()
+        } else {
+            tera::Value::none()
+        }
+    }
+    fn text(s: String) -> tera::Value {
+        s.into()
+    }
+    fn list(items: Vec<tera::Value>) -> tera::Value {
+        items.into()
+    }
+    fn map(entries: Vec<(String, tera::Value)>) -> tera::Value {
+        entries
+            .into_iter()
+            .map(|(k, v)| (tera::value::Key::from(k), v))
+            .collect::<tera::Map>()
+            .into()
     }
 }
 

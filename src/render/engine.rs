@@ -133,20 +133,14 @@ impl Engine {
         })
     }
 
-    /// Renders a template with the given context (a serialisable map) for the node of `facts`.
-    pub fn render(
-        &self,
-        template: &str,
-        context: &impl serde::Serialize,
-        facts: &Arc<Facts>,
-    ) -> Result<String> {
+    /// Renders a template with the given context for the node of `facts`.
+    pub fn render(&self, template: &str, ctx: tera::Context, facts: &Arc<Facts>) -> Result<String> {
         if !self.tera.get_template_names().any(|n| n == template) {
             return Err(hinted(
                 format!("template {template} not found"),
                 "templates are named by their path below templates/, e.g. controlplane.yaml",
             ));
         }
-        let ctx = tera::Context::from_serialize(context).map_err(tera_err)?;
         let tera = Arc::clone(&self.tera);
         let name = template.to_string();
         let shown = match template.strip_prefix("talm/") {
@@ -169,6 +163,11 @@ mod tests {
         Engine::new(templates.iter().copied()).unwrap()
     }
 
+    /// A context from JSON.
+    fn ctx(v: serde_json::Value) -> tera::Context {
+        tera::Context::from_serialize(&v).unwrap()
+    }
+
     fn facts() -> Arc<Facts> {
         Arc::new(
             Facts::parse(
@@ -185,15 +184,15 @@ mod tests {
             "t.yaml",
             "{% set l = lookup(kind=\"links\", id=\"eth0\") %}mtu: {{ l.spec.mtu }}\nnone: {{ lookup(kind=\"links\", id=\"x\") | length }}\nv:\n  {{ values.m | to_yaml | indent(width=2) }}\nr: {{ values.name | required(message=\"name is required\") }}\n",
         )]);
-        let ctx = serde_json::json!({"values": {"m": {"b": [1, 2], "a": "x"}, "name": "n"}});
+        let c = ctx(serde_json::json!({"values": {"m": {"b": [1, 2], "a": "x"}, "name": "n"}}));
         assert_eq!(
-            e.render("t.yaml", &ctx, &facts()).unwrap(),
+            e.render("t.yaml", c, &facts()).unwrap(),
             "mtu: 1500\nnone: 0\nv:\n  b:\n  - 1\n  - 2\n  a: x\nr: n\n"
         );
         let err = e
             .render(
                 "t.yaml",
-                &serde_json::json!({"values": {"m": 1, "name": ""}}),
+                ctx(serde_json::json!({"values": {"m": 1, "name": ""}})),
                 &facts(),
             )
             .unwrap_err();
@@ -204,11 +203,11 @@ mod tests {
     fn errors_name_template_and_position() {
         let e = engine(&[("t.yaml", "a: {{ values.nope }}\n")]);
         let err = e
-            .render("t.yaml", &serde_json::json!({"values": {}}), &facts())
+            .render("t.yaml", ctx(serde_json::json!({"values": {}})), &facts())
             .unwrap_err();
         assert!(err.to_string().contains("t.yaml:1:"), "{err}");
         assert!(e
-            .render("missing.yaml", &serde_json::json!({}), &facts())
+            .render("missing.yaml", ctx(serde_json::json!({})), &facts())
             .unwrap_err()
             .to_string()
             .contains("template missing.yaml not found"));
@@ -216,7 +215,7 @@ mod tests {
         assert!(err.to_string().contains("bad.yaml:1:"), "{err}");
         let e = engine(&[("f.yaml", "{{ fail(message=\"stop here\") }}")]);
         assert!(e
-            .render("f.yaml", &serde_json::json!({}), &facts())
+            .render("f.yaml", ctx(serde_json::json!({})), &facts())
             .unwrap_err()
             .to_string()
             .contains("stop here"));

@@ -7,7 +7,7 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, OnceLock};
 
 use anyhow::Result;
@@ -42,8 +42,8 @@ pub struct Memo(OnceLock<Derived>);
 struct Derived {
     /// kind -> id -> positions in `resources[kind]`, in order.
     ids: HashMap<String, HashMap<String, Vec<usize>>>,
-    /// `resources` as JSON (what `verify::check` scans for values that could break out).
-    json: serde_json::Value,
+    /// The strings of `resources` that could break out of a scalar (`verify::check`).
+    risky: crate::render::verify::Risky,
     /// The keyed digest kept renders tell facts apart by (`render::kept`).
     digest: (u64, u64),
 }
@@ -128,12 +128,20 @@ impl Facts {
                 }
             }
             let json = serde_json::to_value(&self.resources).unwrap_or_default();
+            let risky = super::verify::risky_in("facts", &json);
             let digest = super::kept::digest(|h| {
                 self.node.hash(h);
-                self.version.hash(h);
-                self.resources.hash(h);
+                let null = Value::Null;
+                crate::yaml::ordered::hash(self.version.as_ref().unwrap_or(&null), h);
+                h.write_u8(u8::from(self.version.is_some()));
+                h.write_usize(self.resources.len());
+                for (kind, items) in &self.resources {
+                    kind.hash(h);
+                    h.write_usize(items.len());
+                    items.iter().for_each(|r| crate::yaml::ordered::hash(r, h));
+                }
             });
-            Derived { ids, json, digest }
+            Derived { ids, risky, digest }
         })
     }
 
@@ -143,9 +151,9 @@ impl Facts {
         self.derived().digest
     }
 
-    /// The resources as JSON (computed once).
-    pub fn resources_json(&self) -> &serde_json::Value {
-        &self.derived().json
+    /// The strings of the resources that could break out of a scalar (found once).
+    pub fn risky(&self) -> &crate::render::verify::Risky {
+        &self.derived().risky
     }
 
     /// Talos-style lookup. With an `id`: that resource, or `{}`. Without: `{apiVersion: v1,

@@ -58,7 +58,7 @@ fn request_digest(req: &Request<'_>) -> (u64, u64) {
     let facts = req.facts.digest();
     digest(|h| {
         req.templates.hash(h);
-        req.values.hash(h);
+        crate::yaml::ordered::hash(&req.values, h);
         facts.hash(h);
         req.chart_name.hash(h);
         req.chart_version.hash(h);
@@ -159,11 +159,24 @@ mod tests {
         go(&q, &request(dir.path(), 1500, "x"));
         assert_eq!(runs.get(), 6);
         drop(other);
+        // The same values or facts in another order print otherwise: rendered anew.
+        let mut req = request(dir.path(), 1500, "x");
+        req.values = serde_yaml_ng::from_str("{d: x, e: y}").unwrap();
+        go(&p, &req);
+        req.values = serde_yaml_ng::from_str("{e: y, d: x}").unwrap();
+        go(&p, &req);
+        assert_eq!(runs.get(), 8);
+        let facts = |f: &str| Arc::new(Facts::parse(f, "f").unwrap());
+        req.facts = facts("resources:\n  links:\n    - {metadata: {id: eth0}, spec: {mtu: 1}}\n");
+        go(&p, &req);
+        req.facts = facts("resources:\n  links:\n    - {spec: {mtu: 1}, metadata: {id: eth0}}\n");
+        go(&p, &req);
+        assert_eq!(runs.get(), 10);
         // A failed render is not kept.
         let req = request(dir.path(), 1400, "x");
         assert!(render(&p, &req, || anyhow::bail!("broken")).is_err());
         go(&p, &req);
-        assert_eq!(runs.get(), 7);
+        assert_eq!(runs.get(), 11);
     }
 
     #[test]

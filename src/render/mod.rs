@@ -10,6 +10,7 @@ pub mod gate;
 pub mod kept;
 pub mod once;
 pub mod pipeline;
+pub mod prepared;
 pub mod seal;
 pub mod verify;
 pub mod watch;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use serde_json::json;
 
-use super::{cache::Compiled, context, facts::Facts};
+use super::{cache::Compiled, context, dynamic, facts::Facts};
 use crate::error::hinted;
 use crate::secrets::contract::Contract;
 
@@ -86,22 +86,25 @@ fn prepare(req: &Request<'_>) -> Result<(Arc<Compiled>, bool)> {
 
 /// [`render`] with the project compiled.
 fn render_with(project: &Compiled, req: &Request<'_>, multidoc: bool) -> Result<String> {
+    let values = super::prepared::of(&req.values)?;
     let mut outputs = Vec::new();
     for t in &req.templates {
         let name = template_name(t);
+        // What the preset logic and the templates see besides the values and `node`.
         let base = json!({
-            "values": req.values,
             "chart": {"name": req.chart_name, "version": req.chart_version},
             "talos": {"version": req.talos_version, "multidoc": multidoc},
             "kubernetes_version": req.kubernetes_version,
             "template": name,
         });
         let node = match &project.context {
-            Some(script) => context::run(script, &req.facts, &base)?,
-            None => json!({}),
+            Some(script) => {
+                let mut args = context::args_of(&base)?;
+                args.insert("values".into(), values.rhai.clone());
+                context::node(script, &req.facts, args)?
+            }
+            None => rhai::Map::new().into(),
         };
-        let mut ctx = base;
-        ctx["node"] = node;
         let out = if name.ends_with(".rhai") {
             let script = project.scripts.get(&name).ok_or_else(|| {
                 hinted(
@@ -109,9 +112,16 @@ fn render_with(project: &Compiled, req: &Request<'_>, multidoc: bool) -> Result<
                     "templates are named by their path below templates/, e.g. controlplane.yaml",
                 )
             })?;
+            let mut ctx = base;
+            ctx["values"] = values.json.clone();
+            ctx["node"] = dynamic::to_json(&node)?;
             context::render_script(script, &req.facts, &ctx)?
         } else {
-            project.tera.render(&name, &ctx, &req.facts)?
+            let mut ctx = tera::Context::from_serialize(&base)
+                .map_err(|e| anyhow::anyhow!("the render context: {e}"))?;
+            ctx.insert_value("values", values.tera.clone());
+            ctx.insert_value("node", dynamic::to_tera(&node)?);
+            project.tera.render(&name, ctx, &req.facts)?
         };
         // Checked as it is returned (one final newline), so that the parse the check keeps is
         // the one a full config (`assemble::full`) reads next.
@@ -119,10 +129,7 @@ fn render_with(project: &Compiled, req: &Request<'_>, multidoc: bool) -> Result<
         super::verify::check(
             &format!("templates/{name}"),
             &out,
-            &[
-                ("values", &ctx["values"]),
-                ("facts", req.facts.resources_json()),
-            ],
+            &[&values.risky, req.facts.risky()],
         )?;
         outputs.push(out);
     }

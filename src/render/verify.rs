@@ -71,8 +71,21 @@ fn in_comment(text: &str, at: usize) -> bool {
     line.starts_with('#') || line.contains(" #") || line.contains("\t#")
 }
 
-/// Checks the output of `template` against the strings of `context` (`name` → value).
-pub fn check(template: &str, output: &str, context: &[(&str, &Json)]) -> Result<()> {
+/// A string of a render's input that could break out of a scalar: where it is (`values.a[1].b`,
+/// `facts.links[0].spec.kind (the key \"k\")`) and the string.
+pub type Risky = Vec<(String, String)>;
+
+/// The risky strings of `v`, an input of a render named `name` (`values`, `facts`): found once
+/// per distinct input (`render::prepared`, the facts' indexes) and checked against every
+/// render's output.
+pub fn risky_in(name: &str, v: &Json) -> Risky {
+    let mut leaves = Vec::new();
+    risky_leaves(v, &mut name.to_string(), &mut leaves);
+    leaves
+}
+
+/// Checks the output of `template` against the risky strings of its inputs ([`risky_in`]).
+pub fn check(template: &str, output: &str, inputs: &[&Risky]) -> Result<()> {
     // Parsed through the kept streams: sealing the render (`template`) reads the same text.
     if let Err(e) = crate::yaml::parsed(output) {
         let at = e
@@ -84,11 +97,7 @@ pub fn check(template: &str, output: &str, context: &[(&str, &Json)]) -> Result<
             "a value holding a quote, a newline or `: ` may have broken the document: check the values printed near that line, and print them through `| to_json` in the template",
         ));
     }
-    let mut leaves = Vec::new();
-    for (name, v) in context {
-        risky_leaves(v, &mut (*name).to_string(), &mut leaves);
-    }
-    if leaves.is_empty() {
+    if inputs.iter().all(|r| r.is_empty()) {
         return Ok(());
     }
     let ranges = match located::locate(output) {
@@ -99,7 +108,7 @@ pub fn check(template: &str, output: &str, context: &[(&str, &Json)]) -> Result<
         }
         Err(_) => return Ok(()),
     };
-    for (path, value) in leaves {
+    for (path, value) in inputs.iter().flat_map(|r| r.iter()) {
         for (at, _) in output.match_indices(value.as_str()) {
             let end = at + value.len();
             let held = ranges.iter().any(|&(s, e)| s <= at && end <= e);
@@ -108,7 +117,7 @@ pub fn check(template: &str, output: &str, context: &[(&str, &Json)]) -> Result<
                 return Err(hinted(
                     format!(
                         "{template}: the value at {path} would change the structure of the rendered document: it holds {} and is printed as is",
-                        what(&value)
+                        what(value)
                     ),
                     format!("fix the value at {path}; a template that prints free text should pass it through `| to_json`"),
                 ));
@@ -140,7 +149,8 @@ mod tests {
     #[test]
     fn injected_values_are_refused() {
         let values = json!({"image": "x\nevil: true", "ok": "a: b", "c": "w: x"});
-        let ctx = [("values", &values)];
+        let values = risky_in("values", &values);
+        let ctx = [&values];
         let err = check("templates/cp.yaml", "image: x\nevil: true\n", &ctx).unwrap_err();
         assert!(
             err.to_string()
@@ -161,13 +171,13 @@ mod tests {
         let err = check(
             "t",
             "sysctls:\n  a: \"1\"\n  evil: \"2\"\n",
-            &[("values", &sysctls)],
+            &[&risky_in("values", &sysctls)],
         )
         .unwrap_err();
         assert!(err.to_string().contains("(the key"), "{err}");
         // Paths through lists and maps name the leaf.
         let nested = json!({"a": [{"ok": "x"}, {"b": "y\nevil: true"}]});
-        let err = check("t", "b: y\nevil: true\n", &[("values", &nested)]).unwrap_err();
+        let err = check("t", "b: y\nevil: true\n", &[&risky_in("values", &nested)]).unwrap_err();
         assert!(err.to_string().contains("at values.a[1].b would"), "{err}");
     }
 }

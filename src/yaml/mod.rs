@@ -4,6 +4,7 @@
 
 mod fast;
 pub mod located;
+pub mod ordered;
 mod stream;
 
 pub use stream::{documents, parsed, stream};
@@ -253,11 +254,42 @@ pub(crate) fn plain_ok(s: &str) -> bool {
 /// Whether a string can be written plain as far as YAML syntax goes (what Go's
 /// yaml.v3 does for an untagged node, even when it would read back as a number or a date).
 pub(crate) fn plain_syntax_ok(s: &str) -> bool {
+    if !s.is_ascii() {
+        return plain_syntax_ok_chars(s);
+    }
+    // ASCII (nearly every string a config holds) in one pass over its bytes: the same answer
+    // as the general path below, where every ASCII whitespace but the space is a control.
+    let b = s.as_bytes();
+    let (Some(&first), Some(&last)) = (b.first(), b.last()) else {
+        return true;
+    };
+    if first == b' ' || last == b' ' || INDICATORS.as_bytes().contains(&first) {
+        return false;
+    }
+    for (i, &c) in b.iter().enumerate() {
+        let next = b.get(i + 1).copied();
+        let breaks_out = match c {
+            b':' => next.is_none_or(|n| n == b' '),
+            b' ' => next == Some(b'#'),
+            _ => c < 0x20 || c == 0x7f,
+        };
+        if breaks_out {
+            return false;
+        }
+    }
+    true
+}
+
+/// Characters a plain scalar may not start with.
+const INDICATORS: &str = "-?:,[]{}#&*!|>'\"%@`";
+
+/// [`plain_syntax_ok`] for any text.
+fn plain_syntax_ok_chars(s: &str) -> bool {
     let first = s.chars().next().unwrap_or(' ');
     if s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) {
         return false;
     }
-    if "-?:,[]{}#&*!|>'\"%@`".contains(first) {
+    if INDICATORS.contains(first) {
         return false;
     }
     if s.contains(": ") || s.contains(" #") || s.ends_with(':') {
@@ -278,12 +310,11 @@ pub fn unprintable(c: char) -> bool {
 }
 
 fn looks_like_non_string(s: &str) -> bool {
-    let lower = s.to_ascii_lowercase();
     const WORDS: &[&str] = &[
         "null", "~", "true", "false", "yes", "no", "on", "off", "y", "n", ".inf", "-.inf", "+.inf",
         ".nan",
     ];
-    if WORDS.contains(&lower.as_str()) {
+    if s.len() <= 5 && WORDS.iter().any(|w| s.eq_ignore_ascii_case(w)) {
         return true;
     }
     let body = s.trim_start_matches(['+', '-']);
@@ -441,5 +472,48 @@ mod tests {
         let text = crate::error::render(&err);
         assert!(text.contains("values.yaml:2:"), "{text}");
         assert!(text.contains("hint:"), "{text}");
+    }
+
+    /// The one-pass ASCII path answers as the general one, on strings made of what decides it
+    /// (indicators, spaces, `: `, ` #`, controls, non-ASCII) around ordinary characters.
+    #[test]
+    fn plain_scalars_are_judged_alike_on_both_paths() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, TestRunner};
+        const PARTS: &[&str] = &[
+            "a", "Z", "1", "0x", " ", ":", "#", "-", "?", ",", "[", "}", "'", "\"", "%", "@", "`",
+            "!", "|", ">", "&", "*", "\t", "\n", "\r", "\u{b}", "\u{c}", "\u{7f}", "\u{1}", ".",
+            "é", "\u{a0}", "\u{2028}", "\u{feff}", "yes", "NULL", "~", ".inf", "-.Inf", "12:30",
+        ];
+        let strategy = proptest::collection::vec(proptest::sample::select(PARTS), 0..6);
+        TestRunner::new(Config::with_cases(5000))
+            .run(&strategy, |parts| {
+                let s: String = parts.concat();
+                prop_assert_eq!(plain_syntax_ok(&s), plain_syntax_ok_chars(&s), "{:?}", s);
+                // The words were matched on a lowercased copy before.
+                let words = [
+                    "null", "~", "true", "false", "yes", "no", "on", "off", "y", "n", ".inf",
+                    "-.inf", "+.inf", ".nan",
+                ];
+                if words.contains(&s.to_ascii_lowercase().as_str()) {
+                    prop_assert!(looks_like_non_string(&s), "{:?}", s);
+                }
+                Ok(())
+            })
+            .unwrap();
+        for (s, ok) in [
+            ("a: b", false),
+            ("a:b", true),
+            ("a #b", false),
+            ("a#b", true),
+            ("x:", false),
+            (" a", false),
+            ("a ", false),
+            ("-a", false),
+            ("a\u{7f}", false),
+            ("", true),
+        ] {
+            assert_eq!(plain_syntax_ok(s), ok, "{s:?}");
+        }
     }
 }
