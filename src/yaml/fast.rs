@@ -386,8 +386,9 @@ fn entry(body: &str) -> Option<Entry<'_>> {
 
 /// `body` up to a comment (` #`).
 fn uncommented(body: &str) -> &str {
-    match body.find(" #") {
-        Some(i) => &body[..i],
+    let b = body.as_bytes();
+    match (1..b.len()).find(|&i| b[i] == b'#' && b[i - 1] == b' ') {
+        Some(i) => &body[..i - 1],
         None => body,
     }
 }
@@ -395,10 +396,11 @@ fn uncommented(body: &str) -> &str {
 /// A one-line plain scalar, trailing spaces and comment dropped.
 fn plain(rest: &str) -> Option<&str> {
     let text = uncommented(rest).trim_end_matches(' ');
-    if text.contains(": ") || text.ends_with(':') || text.contains('\t') {
-        return None;
-    }
-    Some(text)
+    let b = text.as_bytes();
+    let breaks = b.iter().enumerate().any(|(i, &c)| {
+        c == b'\t' || (c == b':' && b.get(i + 1).is_none_or(|&n| n == b' '))
+    });
+    (!breaks).then_some(text)
 }
 
 /// What may follow a node on its line: spaces, then a comment after at least one of them.
@@ -475,6 +477,14 @@ fn resolve(s: &str) -> Option<Value> {
     }
     if !s.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '+' | '-' | '.')) {
         // No number starts otherwise (Rust's `inf` and `nan` are not finite, so strings).
+        return Some(Value::String(s.to_string()));
+    }
+    // A number is letters, digits, signs and at most one dot: addresses, CIDRs, versions and
+    // paths are strings without five parse attempts.
+    let number_bytes = s
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
+    if !number_bytes || s.bytes().filter(|&b| b == b'.').count() > 1 {
         return Some(Value::String(s.to_string()));
     }
     if let Some(u) = unsigned(s, u64::from_str_radix) {

@@ -42,7 +42,7 @@ fn reads_what_talm_and_talos_write_as_serde_yaml_ng_does() {
         "list:\n- a: 1\n  b: [] # c\n-   c: x\n    d:\n    - 1\n    e: |\n      one\n        two\n\n      three\n- plain\n- 'it''s'\n- \"q\\\"\\n\\t\\u00e9\\x41\"\n-\n- last\n",
         "a: |-\n  x\n\n\nb: |+\n  y\n\n\nc: |\n  z\n\n\nd: | # note\n    deep\n      deeper\n",
         "k: |\n\n  after a blank\n",
-        "nums:\n- 0x1F\n- -0o17\n- 0b101\n- +5\n- -0\n- 007\n- -007\n- 1e3\n- .5\n- 5.\n- -.inf\n- .NaN\n- +.inf\n- 1_000\n- 12:30\n- 10.0.0.1\n- inf\n- 0x\n- +-5\n- 18446744073709551615\n- -9223372036854775808\n- 0.1e-3\n- ~\n- Null\n- TRUE\n- yes\n- 'true'\n- \"1\"\n",
+        "nums:\n- 0x1F\n- -0o17\n- 0b101\n- +5\n- -0\n- 007\n- -007\n- 1e3\n- .5\n- 5.\n- -.inf\n- .NaN\n- +.inf\n- 1_000\n- 12:30\n- 10.0.0.1\n- inf\n- 0x\n- +-5\n- 18446744073709551615\n- -9223372036854775808\n- 0.1e-3\n- 1.2.3\n- 1.5e+3\n- -2.5E-3\n- 10.0.0.0/8\n- 1.0.x\n- 0x1.8\n- 1e3/2\n- +1.5\n- v1.12\n- ~\n- Null\n- TRUE\n- yes\n- 'true'\n- \"1\"\n",
         "\"quoted key\": v\n'single key': w\n1: one\ntrue: yes\nnull: nothing\n",
         "a: 1\n---\nb: 2\n---\n- x\n",
         "---\na: b:c\nurl: http://x/y?z=1#frag\nhash: a#b\nq: it's\nd: say \"hi\"\n",
