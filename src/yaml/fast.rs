@@ -397,9 +397,10 @@ fn uncommented(body: &str) -> &str {
 fn plain(rest: &str) -> Option<&str> {
     let text = uncommented(rest).trim_end_matches(' ');
     let b = text.as_bytes();
-    let breaks = b.iter().enumerate().any(|(i, &c)| {
-        c == b'\t' || (c == b':' && b.get(i + 1).is_none_or(|&n| n == b' '))
-    });
+    let breaks = b
+        .iter()
+        .enumerate()
+        .any(|(i, &c)| c == b'\t' || (c == b':' && b.get(i + 1).is_none_or(|&n| n == b' ')));
     (!breaks).then_some(text)
 }
 
