@@ -30,6 +30,8 @@ pub struct Prepared {
     pub risky: verify::Risky,
 }
 
+/// Looked up by comparing each kept tree with the caller's (`memo::Memo` takes its key by value:
+/// a lookup there would copy the values tree first).
 static KEPT_VALUES: Mutex<Vec<Arc<Prepared>>> = Mutex::new(Vec::new());
 
 /// The prepared form of `values`, kept or made now.
