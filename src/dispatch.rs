@@ -28,8 +28,11 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
         }
     }
     let line = command_line(&typed);
-    let args = crate::cli::carry(typed, command())?;
-    let cli = match parse(args) {
+    let parsed = with_command(|cmd| {
+        let args = crate::cli::carry(typed, cmd)?;
+        Ok::<_, anyhow::Error>(parse(cmd, args))
+    })?;
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             if let Some(ours) = crate::cli::values::explained(&e) {
@@ -72,32 +75,31 @@ fn command_line(args: &[OsString]) -> String {
     words.join(" ")
 }
 
-/// The command line's definition, built once per process: a playbook runs a command per node.
-fn command() -> &'static clap::Command {
-    static COMMAND: std::sync::OnceLock<clap::Command> = std::sync::OnceLock::new();
-    COMMAND.get_or_init(Cli::command)
-}
-
-/// Spare copies of [`command`]: a parse needs the definition mutably, and copying the whole
-/// tree for each command of a playbook cost more than the parse. A few are kept, not one per
-/// thread (a fleet's pool has many threads, and each copy is a quarter MiB).
+/// Spare definitions of the command line: a parse needs one mutably, and building or copying
+/// the whole tree for each command of a playbook cost more than the parse. A few are kept, not
+/// one per thread (a fleet's pool has many threads, and each is a quarter MiB).
 static SPARE_COMMANDS: std::sync::Mutex<Vec<clap::Command>> = std::sync::Mutex::new(Vec::new());
 const SPARES_KEPT: usize = 2;
 
-/// `Cli::try_parse_from` over the definition built once.
-fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
-    use clap::FromArgMatches;
+/// `f` with a definition of the command line of its own: a spare one, else one built now (as
+/// costly as a copy, so a one-shot command builds one and copies none), kept as a spare after.
+fn with_command<R>(f: impl FnOnce(&mut clap::Command) -> R) -> R {
     let spare = SPARE_COMMANDS.lock().ok().and_then(|mut s| s.pop());
-    let mut cmd = spare.unwrap_or_else(|| command().clone());
-    let parsed = cmd
-        .try_get_matches_from_mut(args)
-        .and_then(|mut m| Cli::from_arg_matches_mut(&mut m).map_err(|e| e.format(&mut cmd)));
+    let mut cmd = spare.unwrap_or_else(Cli::command);
+    let out = f(&mut cmd);
     if let Ok(mut spares) = SPARE_COMMANDS.lock() {
         if spares.len() < SPARES_KEPT {
             spares.push(cmd);
         }
     }
-    parsed
+    out
+}
+
+/// `Cli::try_parse_from` over `cmd`.
+fn parse(cmd: &mut clap::Command, args: Vec<OsString>) -> Result<Cli, clap::Error> {
+    use clap::FromArgMatches;
+    cmd.try_get_matches_from_mut(args)
+        .and_then(|mut m| Cli::from_arg_matches_mut(&mut m).map_err(|e| e.format(cmd)))
 }
 
 /// The bundled scripts that render templates of their project, each the script of the talm

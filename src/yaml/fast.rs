@@ -236,10 +236,10 @@ impl<'a> Reader<'a> {
                 Value::String(text)
             }
             b'|' => return self.literal(rest, indent),
-            b'[' | b'{' => {
+            b'[' => flow_sequence(rest)?,
+            b'{' => {
                 end_of_line(rest.get(2..)?)?;
                 match &rest[..2] {
-                    "[]" => Value::Sequence(Vec::new()),
                     "{}" => Value::Mapping(Mapping::new()),
                     _ => return None,
                 }
@@ -402,6 +402,37 @@ fn plain(rest: &str) -> Option<&str> {
         .enumerate()
         .any(|(i, &c)| c == b'\t' || (c == b':' && b.get(i + 1).is_none_or(|&n| n == b' ')));
     (!breaks).then_some(text)
+}
+
+/// A one-line flow sequence of plain words (`[10.0.0.0/8, 443]`, `[]`): letters, digits and
+/// `. / _ + -`, a sign only before a digit or a dot; anything else (quotes, nesting, spaces
+/// within an item, an empty item) is left to serde_yaml_ng.
+fn flow_sequence(rest: &str) -> Option<Value> {
+    let close = rest.find(']')?;
+    end_of_line(&rest[close + 1..])?;
+    let inner = &rest[1..close];
+    if inner.bytes().all(|b| b == b' ') {
+        return Some(Value::Sequence(Vec::new()));
+    }
+    inner
+        .split(',')
+        .map(|item| {
+            let word = item.trim_matches(' ');
+            let b = word.as_bytes();
+            let signed = matches!(b.first(), Some(b'-' | b'+'));
+            let word_ok = !b.is_empty()
+                && b.iter().all(|&c| {
+                    c.is_ascii_alphanumeric() || matches!(c, b'.' | b'/' | b'_' | b'+' | b'-')
+                })
+                && (!signed || b.get(1).is_some_and(|&c| c.is_ascii_digit() || c == b'.'));
+            if word_ok {
+                resolve(word)
+            } else {
+                None
+            }
+        })
+        .collect::<Option<Vec<Value>>>()
+        .map(Value::Sequence)
 }
 
 /// What may follow a node on its line: spaces, then a comment after at least one of them.

@@ -35,6 +35,7 @@ fn agrees(text: &str) -> bool {
 #[test]
 fn reads_what_talm_and_talos_write_as_serde_yaml_ng_does() {
     let cases = [
+        "subnets: [10.0.0.0/8, 192.168.1.0/24]\nports: [ 443 , -1, +.5, 0x1F, 007, yes, Null ]\nnone: [ ]\nlist:\n- [a, b] # c\n",
         "a: 1\n",
         "a: 1",
         "# head\nversion: v1alpha1 # trailing\ndebug: false\npersist: true\nmachine:\n    type: controlplane\n    token: abc.def\n    ca:\n        crt: LS0tLS1\n        key: \"\"\n    certSANs: []\n    kubelet:\n        image: ghcr.io/siderolabs/kubelet:v1.33.1\n        extraArgs: {}\n",
@@ -70,9 +71,16 @@ fn leaves_what_it_is_not_sure_of() {
         "just a scalar\n",
         "a: &x 1\nb: *x\n",
         "a: !!str 1\n",
-        "a: [1, 2]\n",
+        "a: [\"q\", 2]\n",
+        "a: [1, [2]]\n",
+        "a: [a b]\n",
+        "a: [1,]\n",
+        "a: [1,\n  2]\n",
+        "a: [-, x]\n",
+        "a: [x: y]\n",
+        "a: [1]x\n",
+        "a: [1] x\n",
         "a: {b: 1}\n",
-        "ints: [1]\n",
         "a: >\n  folded\n",
         "a: |2\n  x\n",
         "a: multi\n  line\n",
@@ -180,6 +188,10 @@ const SCALARS: &[&str] = &[
     "\"e\\n\"",
     "\"\\x41\"",
     "[]",
+    "[ ]",
+    "[1, 10.0.0.0/8]",
+    "[a,b]",
+    "[-1, +x]",
     "{}",
     "a#b",
     "a #c",
@@ -331,7 +343,8 @@ const HEADS: &[&str] = &[
 const TAILS: &[&str] = &[
     "", "x", "1", "0x1", "-2", "'s'", "\"d\"", "\"\\t\"", "|", "|-", "|+", " #c", "[]", "{}",
     "---", "~", "true", "a b", ".5", "&a x", "*a", "!t x", ">", "[1]", "x: y", "x:", "\t", "é",
-    "x #c", "'a''b'", "\"a", "...",
+    "x #c", "'a''b'", "\"a", "...", "[a, 1]", "[ ]", "[a]#c", "[a] #c", "[a,]", "[-]", "[a b]",
+    "[[a]]", "[a, 'b']",
 ];
 
 proptest! {
