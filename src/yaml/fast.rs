@@ -1,6 +1,7 @@
 //! A quick reader for plain block YAML — what talm's emitter, Talos and the templates write:
-//! block mappings and sequences, one-line scalars and literal blocks. It answers only for texts
-//! wholly inside that subset and gives `None` for anything else (flow collections, anchors,
+//! block mappings and sequences, one-line scalars and literal blocks, and one-line flow lists of
+//! plain words (`[10.0.0.0/8, 443]`, as values files set subnets). It answers only for texts
+//! wholly inside that subset and gives `None` for anything else (other flow collections, anchors,
 //! tags, folded or multi-line scalars, non-ASCII text, anything malformed), which the caller
 //! then reads with serde_yaml_ng. Where it answers, the answer is serde_yaml_ng's, key order
 //! and scalar types included (the differential tests next to it hold it to that); libyaml
