@@ -373,6 +373,30 @@ mod tests {
         );
     }
 
+    /// A value reaches Tera directly as it did through JSON: kinds of numbers (≥ 0 unsigned),
+    /// NaN and infinities as none, key order.
+    #[test]
+    fn tera_reads_a_value_as_through_json() {
+        let text = "a: 1\nb: -2\nc: [x, true, ~, 3.5, 0]\nd: {z: {f: \"g\"}, e: []}\nh: 9223372036854775807\n";
+        let yaml: Yaml = serde_yaml_ng::from_str(text).unwrap();
+        let mut values = vec![from_yaml(&yaml).unwrap()];
+        values.extend([
+            Dynamic::from(f64::NAN),
+            Dynamic::from(f64::INFINITY),
+            Dynamic::from(-0.5_f64),
+            Dynamic::from('c'),
+        ]);
+        for d in values {
+            let through = tera::Value::from_serializable(&to_json(&d).unwrap());
+            let direct = to_tera(&d).unwrap();
+            // Debug shows the number kinds (U64 against I64) and the order of maps.
+            assert_eq!(format!("{direct:?}"), format!("{through:?}"), "{d:?}");
+        }
+        // What JSON cannot take, Tera cannot either.
+        let shared = Dynamic::from(Map::new()).into_shared();
+        assert_eq!(to_tera(&shared).is_err(), to_json(&shared).is_err());
+    }
+
     /// Facts cross into Rhai and back as through the serde bridge.
     #[test]
     fn facts_convert_as_the_serde_bridge() {

@@ -60,9 +60,22 @@ pub fn of(values: &Yaml) -> Result<Arc<Prepared>> {
 
 fn prepare(values: &Yaml) -> Result<Prepared> {
     let json = serde_json::to_value(values).map_err(|e| {
+        let message = match odd_key(values, "") {
+            Some((path, key)) => {
+                let at = if path.is_empty() { "the top level" } else { path.as_str() };
+                let kind = match key {
+                    Yaml::Sequence(_) => "a list",
+                    Yaml::Mapping(_) => "a mapping",
+                    Yaml::Null => "null",
+                    _ => "tagged",
+                };
+                format!("values.yaml: {at} has a key that is {kind}; the templates read keys that are text, numbers or booleans")
+            }
+            None => format!("the merged values cannot be handed to the templates: {e}"),
+        };
         hinted(
-            format!("the merged values cannot be handed to the templates: {e}"),
-            "keys in values.yaml (and --set) must be text, numbers or booleans",
+            message,
+            "write the key as text (quote it) in values.yaml or in the value file or --set that gives it",
         )
     })?;
     Ok(Prepared {
@@ -72,6 +85,34 @@ fn prepare(values: &Yaml) -> Result<Prepared> {
         risky: verify::risky_in("values", &json),
         json,
     })
+}
+
+/// The first mapping key under `v` that is a list, a mapping, null or tagged, with the path of
+/// the mapping that holds it (`a.b[0]`).
+fn odd_key<'a>(v: &'a Yaml, path: &str) -> Option<(String, &'a Yaml)> {
+    match v {
+        Yaml::Mapping(m) => m.iter().find_map(|(k, x)| match k {
+            Yaml::String(s) => odd_key(x, &join(path, s)),
+            Yaml::Bool(_) | Yaml::Number(_) => {
+                odd_key(x, &join(path, crate::yaml::to_string(k).trim_end()))
+            }
+            _ => Some((path.to_string(), k)),
+        }),
+        Yaml::Sequence(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| odd_key(x, &format!("{path}[{i}]"))),
+        Yaml::Tagged(t) => odd_key(&t.value, path),
+        _ => None,
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
 }
 
 #[cfg(test)]
@@ -95,7 +136,10 @@ mod tests {
             b.json.as_object().unwrap().keys().collect::<Vec<_>>(),
             ["b", "zz_prepared_a"]
         );
-        let err = of(&y("{[1]: x}")).err().unwrap();
-        assert!(err.to_string().contains("cannot be handed"), "{err}");
+        let err = of(&y("{a: [{b: {[1, 2]: x}}]}")).err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            "values.yaml: a[0].b has a key that is a list; the templates read keys that are text, numbers or booleans"
+        );
     }
 }

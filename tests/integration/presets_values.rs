@@ -162,6 +162,8 @@ fn extra_key_refusals() {
         ("extraMachineFiles: [{path: /a, op: create, mode: 1}]", "values.yaml: extraMachineFiles[0]: unknown key \"mode\""),
         ("timeServers: [a, \"\"]", "values.yaml: timeServers[1]= must be a non-empty hostname or IP."),
         ("timeServers: [7]", "values.yaml: timeServers[0]=7 must be a non-empty hostname or IP."),
+        // Not a panic: a key no template can read is named with where it is.
+        ("odd:\n  ? [a, b]\n  : x", "values.yaml: odd has a key that is a list; the templates read keys that are text, numbers or booleans"),
     ] {
         for talos in ["v1.11", "v1.12"] {
             refused(&d, "controlplane", talos, &format!("{base}{values}\n"), needle);
