@@ -220,7 +220,7 @@ fn preset_defaults(root: &Path) -> Option<Arc<serde_yaml_ng::Value>> {
         let files = crate::project::presets::preset_files(name);
         Ok(files
             .get("values.yaml")
-            .and_then(|t| serde_yaml_ng::from_str(t).ok())
+            .and_then(|t| crate::yaml::from_str(t).ok())
             .map(Arc::new))
     });
     parsed.ok().flatten()

@@ -96,9 +96,10 @@ pub fn resolver(lane: Lane) -> Resolver {
 }
 
 /// The script modules every render of the library's preset logic imports (its top-level
-/// imports that are not natives). `talm/links_legacy` is imported only by a legacy render and
-/// `talm/validate` by no preset: compiled at their first import, they cost a render nothing.
-const PREWARMED: [&str; 2] = ["talm/links", "talm/values"];
+/// imports that are not natives). `talm/links` is imported only by a legacy render or one with
+/// `network.extraLinks`, `talm/links_legacy` only by a legacy render and `talm/validate` by no
+/// preset: compiled at their first import, they cost other renders nothing.
+const PREWARMED: [&str; 1] = ["talm/values"];
 
 /// The first lane's [`PREWARMED`] modules that [`prewarm`] queued and no thread has started
 /// compiling yet, the largest last.
@@ -240,10 +241,35 @@ mod tests {
             .collect();
         scripts.sort_unstable();
         assert_eq!(scripts, PREWARMED);
-        assert!(
-            context.contains("    import \"talm/links_legacy\" as lkl;"),
-            "imported in the legacy branch"
-        );
+        for (line, why) in [
+            ("        import \"talm/links\" as lk;", "with extraLinks"),
+            ("    import \"talm/links\" as lk;", "in the legacy branch"),
+            (
+                "    import \"talm/links_legacy\" as lkl;",
+                "in the legacy branch",
+            ),
+        ] {
+            assert!(context.contains(&format!("\n{line}\n")), "imported {why}");
+        }
+    }
+
+    /// The preset logic makes the discovered documents with the native `net::link_doc`, so
+    /// that a render without extraLinks needs no `talm/links`; that module merges declarations
+    /// into documents of its own `blank_doc` shape (kept for presets that call it): the same.
+    #[test]
+    fn the_native_link_document_is_the_links_modules_blank_one() {
+        let engine = super::super::engine(&super::super::Limits::TEMPLATE);
+        let same: bool = engine
+            .eval(
+                r#"import "talm/net" as net; import "talm/links" as lk;
+                   let all = true;
+                   for kind in ["LinkConfig", "BondConfig", "VLANConfig", "BridgeConfig"] {
+                       all = all && net::link_doc(kind, "eth0.5") == lk::blank_doc(kind, "eth0.5");
+                   }
+                   all && net::link_doc("LinkConfig", "eth0").keys().len() == 12"#,
+            )
+            .unwrap();
+        assert!(same);
     }
 
     #[test]

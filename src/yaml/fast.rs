@@ -1,6 +1,7 @@
 //! A quick reader for plain block YAML — what talm's emitter, Talos and the templates write:
 //! block mappings and sequences, one-line scalars and literal blocks, and one-line flow lists of
-//! plain words (`[10.0.0.0/8, 443]`, as values files set subnets). It answers only for texts
+//! plain words (`[10.0.0.0/8, 443]`, as values files set subnets), on their key's line or the
+//! next (`nameservers:` then `  []`, as templates print an empty list). It answers only for texts
 //! wholly inside that subset and gives `None` for anything else (other flow collections, anchors,
 //! tags, folded or multi-line scalars, non-ASCII text, anything malformed), which the caller
 //! then reads with serde_yaml_ng. Where it answers, the answer is serde_yaml_ng's, key order
@@ -219,6 +220,12 @@ impl<'a> Reader<'a> {
             return Some(Value::Null);
         };
         let next = self.lines[j];
+        if next.indent > indent && next.body.starts_with(['[', '{']) {
+            // A flow node on a line of its own (`nameservers:` then `  []`, as the templates
+            // print an empty list).
+            self.at = j + 1;
+            return self.inline(next.body, indent);
+        }
         if next.indent > indent {
             return self.block(j);
         }

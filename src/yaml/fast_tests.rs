@@ -52,6 +52,7 @@ fn reads_what_talm_and_talos_write_as_serde_yaml_ng_does() {
         "a:    \n  b: c\n",
         "t: \"tab\tinside\"\n",
         "a: |\n  tab\tinside\n  \tleading tab after indent\n",
+        "nameservers:\n  []\nb:\n    {}\nc:\n  [10.0.0.0/8, 1] # c\nd:\n- \n  []\n-\n    [ ]\n",
     ];
     for text in cases {
         assert!(agrees(text), "not read: {text:?}");
@@ -102,6 +103,10 @@ fn leaves_what_it_is_not_sure_of() {
         "a: |\n  x",
         "a: |\nb: 1\n",
         "a: |\n    \n  x\n",
+        "a:\n  []\n  b: 1\n",
+        "a:\n  [1]\n   x\n",
+        "a:\n  {b: 1}\n",
+        "a:\n  [b, 'c']\n",
     ];
     for text in cases {
         assert!(stream(text).is_none(), "read: {text:?}");
@@ -150,6 +155,22 @@ fn agrees_on_every_fixture() {
         }
     }
     assert!(read * 2 > files.len(), "read {read} of {}", files.len());
+}
+
+/// The presets' values.yaml files are read on the quick path: each render reads its preset's
+/// defaults (for the shapes of the values), and a project made by `talm init` starts with them.
+#[test]
+fn reads_every_presets_values() {
+    let presets = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("presets");
+    let mut read = 0;
+    for e in std::fs::read_dir(presets).unwrap().flatten() {
+        let values = e.path().join("values.yaml");
+        if let Ok(text) = std::fs::read_to_string(&values) {
+            assert!(agrees(&text), "not read: {}", values.display());
+            read += 1;
+        }
+    }
+    assert!(read >= 2, "cozystack and generic");
 }
 
 /// Scalars chosen to sit on the edges of the resolution rules and of the syntax.

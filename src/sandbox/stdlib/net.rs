@@ -545,6 +545,33 @@ pub fn module() -> Module {
     FuncRegistration::new("existing_interfaces")
         .with_comments(["/// `machine.network.interfaces` of the running machine config (the `machineconfig` lookup; its `spec` a map or YAML text, of which the first document counts), or [] when there is none or it does not parse."])
         .set_into_module(&mut m, |res: &mut Dynamic| existing_interfaces(res));
+    FuncRegistration::new("link_doc")
+        .with_comments(["/// A blank network document of a link: `kind` (LinkConfig, BondConfig, VLANConfig, BridgeConfig) and `name`, every other field empty (`vlanID`, `parent`, `links`, `bondMode`, `options`, `stp`, `vlan`, `addresses`, `routes`, `mtu`); the shape `talm/links` merges declarations into (its `blank_doc`)."])
+        .set_into_module(&mut m, |kind: ImmutableString, name: ImmutableString| {
+            link_doc(kind, name)
+        });
     m.build_index();
     m
+}
+
+/// The blank network document of a link named `name` of `kind`.
+fn link_doc(kind: ImmutableString, name: ImmutableString) -> rhai::Map {
+    let empty = || Dynamic::from_array(Array::new());
+    [
+        ("kind", kind.into()),
+        ("name", name.into()),
+        ("vlanID", Dynamic::from_int(0)),
+        ("parent", "".into()),
+        ("links", empty()),
+        ("bondMode", "".into()),
+        ("options", empty()),
+        ("stp", Dynamic::UNIT),
+        ("vlan", Dynamic::UNIT),
+        ("addresses", empty()),
+        ("routes", empty()),
+        ("mtu", Dynamic::from_int(0)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.into(), v))
+    .collect()
 }
