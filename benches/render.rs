@@ -378,6 +378,7 @@ fn steps(
     });
     let stat = per_call(budget, || cache::load(root).unwrap());
     let compiled = cache::load(root).unwrap();
+    let templates = compiled.tera().unwrap();
     let script = compiled.context.as_ref().unwrap();
     let args = serde_json::json!({
         "values": values,
@@ -392,8 +393,7 @@ fn steps(
     ctx["node"] = context::run(script, facts, &args).unwrap();
     let tera_ctx = tera::Context::from_serialize(&ctx).unwrap();
     let render = per_call(budget, || {
-        compiled
-            .tera
+        templates
             .render("controlplane.yaml", tera_ctx.clone(), facts)
             .unwrap()
     });
@@ -405,7 +405,7 @@ fn steps(
             let mut ctx = args.clone();
             ctx["node"] = context::run(script, f, &args).unwrap();
             let ctx = tera::Context::from_serialize(&ctx).unwrap();
-            compiled.tera.render("controlplane.yaml", ctx, f).unwrap()
+            templates.render("controlplane.yaml", ctx, f).unwrap()
         })
         .collect();
     let mut turn = 0usize;

@@ -18,11 +18,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
 
+use super::claim::Claim;
 use super::context::{self, Script};
 use super::engine::Engine;
 use super::watch::Watch;
@@ -37,14 +38,67 @@ pub const KEEP: usize = 8;
 /// stamp; a file changed more recently than this is compared by content instead.
 pub const SETTLE: Duration = Duration::from_secs(2);
 
-/// A project's templates, ready to render.
+/// A project's templates, ready to render. Each part is compiled at its first use, or before by
+/// a thread with time to spare (`prefetch`, [`load`]).
 pub struct Compiled {
-    /// Tera templates: `templates/` by relative path, the library's as `talm/...`.
-    pub tera: Engine,
+    /// Tera templates' sources: `templates/` by relative path, the library's as `talm/...`.
+    tera_sources: Vec<(String, String)>,
+    /// The Tera environment of `tera_sources`, once compiled.
+    tera: OnceLock<Engine>,
+    tera_compiling: Claim,
     /// The preset logic: the project's `templates/_context.rhai`, else the library's.
     pub context: Option<Script>,
     /// Templates written in Rhai, by name (`x.rhai`).
     pub scripts: BTreeMap<String, Script>,
+}
+
+impl Compiled {
+    /// The Tera templates, compiled now unless another thread did or does.
+    pub fn tera(&self) -> Result<&Engine> {
+        self.tera_compiling
+            .get_or_build(|| self.tera.get(), || self.compile_tera())
+    }
+
+    fn compile_tera(&self) -> Result<&Engine> {
+        let sources = self
+            .tera_sources
+            .iter()
+            .map(|(n, c)| (n.as_str(), c.as_str()));
+        let engine = Engine::new(sources)?;
+        Ok(self.tera.get_or_init(|| engine))
+    }
+
+    /// Compiles what no thread has started, in `order` (each thread on its own part first);
+    /// errors are left to the render that uses the part.
+    fn offer(&self, order: Order) {
+        let tera = || {
+            self.tera_compiling
+                .offer(|| self.tera.get(), || self.compile_tera())
+        };
+        let scripts = || {
+            for script in self.context.iter().chain(self.scripts.values()) {
+                script.offer();
+            }
+        };
+        match order {
+            Order::ScriptsFirst => {
+                scripts();
+                tera();
+            }
+            Order::TeraFirst => {
+                tera();
+                scripts();
+            }
+        }
+    }
+}
+
+/// Which part of a project a thread compiles first: the prefetch takes the preset logic (the
+/// larger), a render that finds it going takes the Tera templates.
+#[derive(Clone, Copy)]
+enum Order {
+    ScriptsFirst,
+    TeraFirst,
 }
 
 /// What changes on disk when a file is written, replaced or re-linked.
@@ -203,8 +257,30 @@ static AHEAD: Mutex<Vec<(PathBuf, Arc<Ahead>)>> = Mutex::new(Vec::new());
 /// One compile going on ahead of its renders.
 #[derive(Default)]
 struct Ahead {
-    done: Mutex<bool>,
-    ended: Condvar,
+    state: Mutex<Progress>,
+    changed: Condvar,
+}
+
+/// How far a compile ahead has come.
+#[derive(Default, Clone, Copy)]
+struct Progress {
+    /// The project is read and kept: renders may take it and compile what is left.
+    read: bool,
+    done: bool,
+}
+
+impl Ahead {
+    fn set(&self, step: impl FnOnce(&mut Progress)) {
+        step(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()));
+        self.changed.notify_all();
+    }
+
+    fn wait_for(&self, reached: impl Fn(Progress) -> bool) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while !reached(*state) {
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
 }
 
 fn ahead() -> std::sync::MutexGuard<'static, Vec<(PathBuf, Arc<Ahead>)>> {
@@ -242,11 +318,10 @@ pub fn prefetch(root: &Path) {
             let (root, mark) = (root.clone(), mark.clone());
             move || {
                 // Ends the compile for its waiters however the thread ends (a panic too).
-                let _end = End(mark);
+                let end = End(mark);
                 if let Ok(project) = load_now(&root, false) {
-                    for script in project.context.iter().chain(project.scripts.values()) {
-                        let _ = script.compile();
-                    }
+                    end.0.set(|p| p.read = true);
+                    project.offer(Order::ScriptsFirst);
                 }
             }
         },
@@ -262,33 +337,36 @@ struct End(Arc<Ahead>);
 impl Drop for End {
     fn drop(&mut self) {
         ahead().retain(|(_, m)| !Arc::ptr_eq(m, &self.0));
-        *self.0.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        self.0.ended.notify_all();
+        self.0.set(|p| p.done = true);
     }
 }
 
-/// Waits for a compile [`prefetch`] started for `key`, if one is going.
-fn wait_ahead(key: &Path) {
-    let Some(mark) = ahead()
+/// The compile [`prefetch`] started for `key`, if one is going.
+fn going(key: &Path) -> Option<Arc<Ahead>> {
+    ahead()
         .iter()
         .find(|(r, _)| r == key)
         .map(|(_, m)| m.clone())
-    else {
-        return;
-    };
-    // Rather than idle, compile the stdlib modules the render will import that the thread
-    // compiling them ahead has not reached yet.
-    crate::sandbox::help_stdlib();
-    let mut done = mark.done.lock().unwrap_or_else(|e| e.into_inner());
-    while !*done {
-        done = mark.ended.wait(done).unwrap_or_else(|e| e.into_inner());
-    }
 }
 
 /// The compiled templates of the project at `root`, compiled now only when a file changed.
+/// With a compile going on ahead this waits until it has read the project, then compiles what
+/// it has not started rather than idle, and waits for the rest.
 pub fn load(root: &Path) -> Result<Arc<Compiled>> {
-    wait_ahead(&key(root));
-    load_now(root, true)
+    let ahead = going(&key(root));
+    if let Some(mark) = &ahead {
+        // Meanwhile, the stdlib modules the render will import that the thread compiling them
+        // ahead has not reached yet.
+        crate::sandbox::help_stdlib();
+        mark.wait_for(|p| p.read || p.done);
+    }
+    let compiled = load_now(root, true)?;
+    if let Some(mark) = ahead {
+        compiled.offer(Order::TeraFirst);
+        mark.wait_for(|p| p.done);
+    }
+    compiled.tera()?;
+    Ok(compiled)
 }
 
 /// [`load`] without waiting for a prefetch; `render` says whether a render takes the result.
@@ -337,7 +415,7 @@ fn load_now(root: &Path, render: bool) -> Result<Arc<Compiled>> {
         .map(|e| e.compiled);
     let compiled = match same {
         Some(c) => c,
-        None => Arc::new(compile(&listing, &texts)?),
+        None => Arc::new(compile(&listing, &texts)),
     };
     kept.insert(
         0,
@@ -359,10 +437,10 @@ fn same_names(a: &Listing, b: &Listing) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.0 == y.0 && x.1 == y.1)
 }
 
-fn compile(listing: &Listing, texts: &[String]) -> Result<Compiled> {
+fn compile(listing: &Listing, texts: &[String]) -> Compiled {
     // The preset logic imports stdlib modules: they compile on another core meanwhile.
     crate::sandbox::prewarm_stdlib(None);
-    let mut tera_sources: Vec<(String, &str)> = Vec::new();
+    let mut tera_sources: Vec<(String, String)> = Vec::new();
     let mut scripts = BTreeMap::new();
     let mut own_context = None;
     let mut library_context = None;
@@ -377,22 +455,23 @@ fn compile(listing: &Listing, texts: &[String]) -> Result<Compiled> {
                     Script::new(format!("templates/{rel}"), text.as_str()),
                 );
             }
-            Folder::Project => tera_sources.push((rel.clone(), text.as_str())),
+            Folder::Project => tera_sources.push((rel.clone(), text.clone())),
             // The library's context script serves presets that ship none of their own; it
             // reports errors under the name presets always used for it.
             Folder::Library if rel == context::CONTEXT_SCRIPT => {
                 library_context = Some(Script::new(format!("templates/{rel}"), text.as_str()));
             }
             Folder::Library if rel.ends_with(".rhai") => {}
-            Folder::Library => tera_sources.push((format!("talm/{rel}"), text.as_str())),
+            Folder::Library => tera_sources.push((format!("talm/{rel}"), text.clone())),
         }
     }
-    let tera = Engine::new(tera_sources.iter().map(|(n, c)| (n.as_str(), *c)))?;
-    Ok(Compiled {
-        tera,
+    Compiled {
+        tera_sources,
+        tera: OnceLock::new(),
+        tera_compiling: Claim::new(),
         context: own_context.or(library_context),
         scripts,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -141,7 +141,8 @@ fn settled_files_are_trusted_by_their_stamps_and_edits_still_seen() {
     std::fs::remove_file(root.join("templates/cp.yaml")).unwrap();
     assert!(load(root)
         .unwrap()
-        .tera
+        .tera()
+        .unwrap()
         .render("cp.yaml", tera::Context::new(), &Arc::new(Facts::empty()))
         .is_err());
 }
@@ -228,6 +229,40 @@ fn renders_that_start_during_a_prefetch_wait_for_it_rather_than_compile() {
     });
     assert!(loads.iter().all(|c| Arc::ptr_eq(c, &loads[0])));
     assert!(loads[0].context.as_ref().unwrap().compiled());
+}
+
+#[test]
+fn a_render_compiles_what_a_prefetch_that_has_read_the_project_has_not_started() {
+    let _turn = turn();
+    let dir = linked_project();
+    // A compile ahead that has read and kept the project and then stalls (busy with the
+    // preset logic, say): the render compiles the Tera templates and the preset logic itself
+    // instead of idling, then still waits for the compile ahead to end.
+    load_now(dir.path(), false).unwrap();
+    let mark = Arc::new(Ahead::default());
+    ahead().push((key(dir.path()), mark.clone()));
+    mark.set(|p| p.read = true);
+    let compiled = cache()
+        .iter()
+        .find(|e| e.root == key(dir.path()))
+        .map(|e| e.compiled.clone())
+        .unwrap();
+    assert!(compiled.tera.get().is_none());
+    let shared = || compiled.tera.get().is_some() && compiled.context.as_ref().unwrap().compiled();
+    std::thread::scope(|s| {
+        let render = s.spawn(|| load(dir.path()).unwrap());
+        let until = std::time::Instant::now() + Duration::from_secs(20);
+        while !shared() && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let (shared, waited) = (shared(), !render.is_finished());
+        // The compile ahead ends, so that a failing render ends too.
+        ahead().retain(|(_, m)| !Arc::ptr_eq(m, &mark));
+        mark.set(|p| p.done = true);
+        assert!(Arc::ptr_eq(&render.join().unwrap(), &compiled));
+        assert!(shared, "the render left the compile idle");
+        assert!(waited, "the render did not wait for the compile ahead");
+    });
 }
 
 #[test]

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use rhai::{Dynamic, FuncRegistration, AST};
 
+use super::claim::Claim;
 use super::dynamic;
 use super::facts::{self, Facts};
 use super::once::{self, Kept};
@@ -55,6 +56,8 @@ pub struct Script {
     pub name: String,
     pub source: String,
     ast: PerLane<Arc<AST>>,
+    /// The turn to compile it: one compile at a time, the others wait for it.
+    compiling: Claim,
     /// Results of its `once` calls.
     kept: Arc<Kept>,
 }
@@ -65,16 +68,19 @@ impl Script {
             name: name.into(),
             source: source.into(),
             ast: PerLane::new(),
+            compiling: Claim::new(),
             kept: Arc::default(),
         }
     }
 
-    /// The script compiled for `lane` (compiled on first use there; a syntax error is reported
-    /// on every use).
+    /// The script compiled for `lane` (compiled on first use there, or waited for while
+    /// another thread compiles it; a syntax error is reported on every use).
     fn ast(&self, lane: Lane) -> Result<Arc<AST>> {
-        if let Some(ast) = self.ast.get(lane) {
-            return Ok(ast.clone());
-        }
+        self.compiling
+            .get_or_build(|| self.ast.get(lane).cloned(), || self.compile_on(lane))
+    }
+
+    fn compile_on(&self, lane: Lane) -> Result<Arc<AST>> {
         let ast = Arc::new(crate::sandbox::compile(
             engine(lane),
             &self.name,
@@ -87,6 +93,15 @@ impl Script {
     /// first run.
     pub fn compile(&self) -> Result<()> {
         self.ast(Lane::FIRST).map(|_| ())
+    }
+
+    /// [`Script::compile`] unless another thread compiles it already: for a thread with time
+    /// to spare.
+    pub fn offer(&self) {
+        self.compiling.offer(
+            || self.ast.get(Lane::FIRST).cloned(),
+            || self.compile_on(Lane::FIRST),
+        );
     }
 
     /// Whether the script has been compiled on any lane (tests of the render cache).

@@ -2,6 +2,7 @@
 //! templates plus values and facts into Talos config patches.
 
 pub mod cache;
+pub mod claim;
 pub mod context;
 pub mod dynamic;
 pub mod engine;

@@ -121,7 +121,7 @@ fn render_with(project: &Compiled, req: &Request<'_>, multidoc: bool) -> Result<
                 .map_err(|e| anyhow::anyhow!("the render context: {e}"))?;
             ctx.insert_value("values", values.tera.clone());
             ctx.insert_value("node", dynamic::to_tera(&node)?);
-            project.tera.render(&name, ctx, &req.facts)?
+            project.tera()?.render(&name, ctx, &req.facts)?
         };
         // Checked as it is returned (one final newline), so that the parse the check keeps is
         // the one a full config (`assemble::full`) reads next.
