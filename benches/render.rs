@@ -157,6 +157,15 @@
 //! 5,302–5,593/s on both cores; full configs 1,136–1,149 -> 1,300–1,301/s and 1,949–2,035 ->
 //! 2,148–2,188/s (the last build also reads addresses and CIDRs as strings without trying them
 //! as numbers, and finds comments in one byte pass).
+//! Since this change the library's preset logic imports `talm/links` (the largest stdlib module)
+//! only for `network.extraLinks` or a legacy render, a rendered config with `nameservers:` and
+//! `[]` on the next line is read without libyaml (it fell back, 0.5 ms a render), and a one-shot
+//! render that finds the thread ahead compiling its project compiles the part that thread has
+//! not started (`render::claim`) rather than idle: the process timeline (uprobes, a slow hour)
+//! showed the main thread waiting 1.65 ms for the templates. On the fastest day yet, this row
+//! taking turns with the build before: 4.92–5.02 → 4.75–4.81 ms against `--version`'s
+//! 1.97–2.04 ms (2.48–2.50× → 2.36–2.41×), CPU 6.26–6.45 → 6.56–6.79 ms (the two threads work
+//! at once where one idled).
 
 use std::hash::Hash;
 use std::path::{Path, PathBuf};
