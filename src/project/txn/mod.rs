@@ -5,6 +5,7 @@
 //! transactions of one process in one directory share its staging folder (`folder`).
 
 mod folder;
+mod pause;
 mod recover;
 
 use std::fs;
@@ -250,24 +251,11 @@ impl Txn {
     }
 }
 
-/// A pause between the steps of a commit, from `TALM_TXN_STEP_DELAY_MS`: a fault-injection
-/// hook for the tests that kill talm mid-write (it widens the window they aim at).
-fn step_delay() -> Option<std::time::Duration> {
-    let ms = std::env::var("TALM_TXN_STEP_DELAY_MS")
-        .ok()?
-        .parse::<u64>()
-        .ok()?;
-    Some(std::time::Duration::from_millis(ms.min(1000)))
-}
-
 /// Carries out a committed journal's changes; safe to run again after an interruption.
 fn apply(dir: &Path, staging: &Path, ops: &[Op]) -> Result<()> {
     let mut synced = Vec::new();
-    let delay = step_delay();
     for op in ops {
-        if let Some(d) = delay {
-            std::thread::sleep(d);
-        }
+        pause::step();
         let (Op::Write { target, .. } | Op::Mkdir { target } | Op::Remove { target }) = op;
         super::confine::check(dir, &dir.join(target))?;
         match op {

@@ -1,9 +1,10 @@
 //! Writes are all-or-nothing (issue 9 §2): `talm init`, `init --encrypt`, `init --decrypt` and
-//! `template -I` killed (SIGKILL) 20 times each — half at random moments of the run, half aimed
-//! inside the commit — leave the folder old or new, never half — a half-done commit of several
-//! files always has its journal, which the next run completes; a one-file write (`template -I`'s
-//! node file) commits by renaming its staged file — and plaintext secrets only where .gitignore
-//! covers them.
+//! `template -I` killed (SIGKILL) 20 times each — half at random moments of the run, half at a
+//! step of the commit, which talm holds until the kill (`TALM_TXN_PAUSE_AT`), so no kill races
+//! the clock — leave the folder old or new, never half — a half-done commit of several files
+//! always has its journal, which the next run completes; a one-file write (`template -I`'s node
+//! file) commits by renaming its staged file — and plaintext secrets only where .gitignore covers
+//! them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,8 +19,8 @@ const KILLS: usize = 20;
 const IN_COMMIT: usize = 6;
 /// Attempts before giving up on landing `KILLS`.
 const MAX_ATTEMPTS: usize = 80;
-/// Pause between the renames of a commit, so kills can be aimed inside it.
-const STEP_DELAY_MS: &str = "3";
+/// How long a run may take to reach the step of its commit a kill is aimed at.
+const REACH: Duration = Duration::from_secs(120);
 
 /// What a secret looks like in a file: the age identity, the stability bundle's cluster
 /// secret, and the user secret the tests put in values-secret.yaml.
@@ -46,14 +47,35 @@ impl Lcg {
     }
 }
 
-fn talm_cmd(dir: &Path, args: &[&str]) -> Command {
+/// The file in which talm announces each step of its commits (`TALM_TXN_PAUSE_FILE`): outside
+/// the folder under test, so it is no part of what the test compares.
+fn steps_file(dir: &Path) -> std::path::PathBuf {
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    std::env::temp_dir().join(format!("talm-steps-{name}"))
+}
+
+/// The commit steps talm announced in `file` so far.
+fn steps_seen(file: &Path) -> usize {
+    std::fs::read_to_string(file)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+/// talm in `dir`, announcing its commit steps in `steps_file(dir)` and, with `hold`, stopping
+/// at that step until it is killed.
+fn talm_cmd(dir: &Path, args: &[&str], hold: Option<usize>) -> Command {
+    let steps = steps_file(dir);
+    let _ = std::fs::remove_file(&steps);
     let mut c = Command::new(assert_cmd::cargo::cargo_bin("talm"));
     c.current_dir(dir)
         .args(args)
-        .env("TALM_TXN_STEP_DELAY_MS", STEP_DELAY_MS)
+        .env("TALM_TXN_PAUSE_FILE", &steps)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    if let Some(n) = hold {
+        c.env("TALM_TXN_PAUSE_AT", n.to_string());
+    }
     c
 }
 
@@ -90,69 +112,63 @@ fn committing(dir: &Path) -> bool {
     journal_in(dir) || journal_in(&dir.join("nodes")) || staged_in(&dir.join("nodes"))
 }
 
-/// How long a whole run takes, and how long its committed journal stands (from its rename to
-/// its removal), so kills can be spread over the run and aimed into the commit.
-fn timings(dir: &Path, args: &[&str]) -> (Duration, Duration) {
+/// How long a whole run takes, and how many steps its commits have, so kills can be spread over
+/// the run and aimed at each step of the commit.
+fn timings(dir: &Path, args: &[&str]) -> (Duration, usize) {
     let t = Instant::now();
-    let mut child = talm_cmd(dir, args).spawn().unwrap();
-    let (mut journal, mut commit) = (None, Duration::ZERO);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        match (journal, committing(dir)) {
-            (None, true) => journal = Some(Instant::now()),
-            (Some(j), false) if commit.is_zero() => commit = j.elapsed(),
-            _ => {}
-        }
-        std::thread::sleep(Duration::from_micros(100));
-    };
+    let status = talm_cmd(dir, args, None).status().unwrap();
     assert!(
         status.success(),
         "talm {args:?} failed in {}",
         dir.display()
     );
-    let end = Instant::now();
-    if commit.is_zero() {
-        commit = journal.map(|j| end - j).unwrap_or_default();
-    }
+    let took = t.elapsed();
+    let steps = steps_seen(&steps_file(dir));
+    let _ = std::fs::remove_file(steps_file(dir));
     assert!(
-        !commit.is_zero(),
-        "talm {args:?}: no commit was seen, so no kill can be aimed at one"
+        steps > 0,
+        "talm {args:?}: no commit step was announced, so no kill can be aimed at one"
     );
-    (end - t, commit)
+    (took, steps)
 }
 
-/// When a kill is sent: at a time from the start, or at a time after the journal appears.
+/// When a kill is sent: at a time from the start, or at a step of the commit (talm holds that
+/// step until the kill).
 #[derive(Debug, Clone, Copy)]
 enum Aim {
     FromStart(Duration),
-    IntoCommit(Duration),
+    AtStep(usize),
 }
 
 /// Starts talm and kills it as `aim` says; true when it was still running.
 fn kill_at(dir: &Path, args: &[&str], aim: Aim) -> bool {
-    let mut child = talm_cmd(dir, args).spawn().unwrap();
-    let start = Instant::now();
-    let mut deadline = match aim {
-        Aim::FromStart(after) => Some(start + after),
-        Aim::IntoCommit(_) => None,
+    let hold = match aim {
+        Aim::AtStep(n) => Some(n),
+        Aim::FromStart(_) => None,
     };
+    let mut child = talm_cmd(dir, args, hold).spawn().unwrap();
+    let start = Instant::now();
     loop {
         if child.try_wait().unwrap().is_some() {
+            let _ = std::fs::remove_file(steps_file(dir));
             return false;
         }
-        match (deadline, aim) {
-            (Some(d), _) if Instant::now() >= d => break,
-            (None, Aim::IntoCommit(after)) if committing(dir) => {
-                deadline = Some(Instant::now() + after)
-            }
-            _ => {}
+        let reached = match aim {
+            Aim::FromStart(after) => start.elapsed() >= after,
+            Aim::AtStep(n) => steps_seen(&steps_file(dir)) > n,
+        };
+        if reached {
+            break;
         }
-        std::thread::sleep(Duration::from_micros(100));
+        assert!(
+            start.elapsed() < REACH,
+            "talm {args:?} did not reach {aim:?} within {REACH:?}"
+        );
+        std::thread::sleep(Duration::from_micros(200));
     }
     let _ = child.kill();
     child.wait().unwrap();
+    let _ = std::fs::remove_file(steps_file(dir));
     true
 }
 
@@ -219,9 +235,9 @@ fn changed(a: &BTreeMap<String, Vec<u8>>, b: &BTreeMap<String, Vec<u8>>) -> Vec<
 }
 
 /// Kills `args` until `KILLS` kills have landed, each in a fresh folder made by `setup`: every
-/// other kill at a random time of the whole run, the rest at a random time inside the commit
-/// (after its journal). Right after the kill the folder must be as it was, complete (`done`), or
-/// hold a committed journal; then `recover` must leave it whole.
+/// other kill at a random time of the whole run, the rest at a random step of the commit (after
+/// its journal), which talm holds until the kill. Right after the kill the folder must be as it
+/// was, complete (`done`), or hold a committed journal; then `recover` must leave it whole.
 fn kill_runs(
     name: &str,
     setup: impl Fn() -> Dir,
@@ -229,17 +245,17 @@ fn kill_runs(
     done: impl Fn(&Dir, &BTreeMap<String, Vec<u8>>, &BTreeMap<String, Vec<u8>>) -> bool,
     recover: impl Fn(&Dir),
 ) {
-    let (total, commit) = timings(setup().path(), args);
+    let (total, steps) = timings(setup().path(), args);
     let mut rng = Lcg(0x7a1_u64 ^ name.len() as u64);
     let (mut landed, mut in_commit, mut attempts) = (0, 0, 0);
-    // Until both counts are reached: on a loaded machine a run can land its 20 kills before
-    // enough of them hit the commit, so the later attempts then all aim into the commit.
+    // Until both counts are reached: a kill at a random time may land anywhere or after the
+    // run, so once 20 have landed the later attempts all aim at a step of the commit.
     while (landed < KILLS || in_commit < IN_COMMIT) && attempts < MAX_ATTEMPTS {
         attempts += 1;
         let d = setup();
         let old = visible(&d);
         let aim = if attempts % 2 == 0 || landed >= KILLS {
-            Aim::IntoCommit(Duration::from_micros(rng.below(commit.as_micros() as u64)))
+            Aim::AtStep(rng.below(steps as u64) as usize)
         } else {
             Aim::FromStart(Duration::from_micros(rng.below(total.as_micros() as u64)))
         };
