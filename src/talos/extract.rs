@@ -78,7 +78,9 @@ pub fn unpack(dest: &Path, r: impl Read) -> Result<()> {
             bail!("refusing to unpack {name:?}: it lies behind a symbolic link of the archive");
         }
         let path = dest.join(&rel);
-        let mode = entry.header().mode().unwrap_or(0o644) & 0o7777;
+        // Permission bits only: setuid, setgid and sticky from a node are not kept (as
+        // talosctl's os.FileMode of the tar mode drops them), nor is ownership.
+        let mode = entry.header().mode().unwrap_or(0o644) & 0o777;
         match entry.header().entry_type() {
             tar::EntryType::Directory => {
                 let mode = mode | 0o700;
@@ -229,6 +231,83 @@ mod tests {
             .contains("symbolic link"));
         assert_eq!(clean_name("../../etc/./x"), Path::new("etc/x"));
         assert_eq!(clean_name("/abs/y"), Path::new("abs/y"));
+    }
+
+    /// One PAX extended-header record as Go's archive/tar writes it: `<len> <key>=<value>\n`,
+    /// the length counting itself.
+    fn pax_record(key: &str, value: &str) -> String {
+        let body = format!(" {key}={value}\n");
+        let mut len = body.len() + 1;
+        while (len.to_string().len() + body.len()) != len {
+            len = len.to_string().len() + body.len();
+        }
+        format!("{len}{body}")
+    }
+
+    #[test]
+    fn long_names_and_link_targets_unpack_from_pax_and_gnu_records() {
+        let long_dir = format!("pods/{}", "p".repeat(120));
+        let long_file = format!("{long_dir}/0.log");
+        let long_link = format!("containers/{}.log", "c".repeat(110));
+        // Go's archive/tar (a real node's `Copy`) puts long names in PAX records.
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let mut b = tar::Builder::new(gz);
+        let pax = |b: &mut tar::Builder<_>, records: &str| {
+            let mut h = tar::Header::new_ustar();
+            h.set_entry_type(tar::EntryType::XHeader);
+            h.set_path("PaxHeaders.0/x").unwrap();
+            h.set_size(records.len() as u64);
+            h.set_mode(0o644);
+            h.set_cksum();
+            b.append(&h, records.as_bytes()).unwrap();
+        };
+        let plain = |b: &mut tar::Builder<_>, kind, name: &str, data: &str, mode| {
+            let mut h = tar::Header::new_ustar();
+            h.set_entry_type(kind);
+            h.set_path(name).unwrap();
+            h.set_size(data.len() as u64);
+            h.set_mode(mode);
+            h.set_cksum();
+            b.append(&h, data.as_bytes()).unwrap();
+        };
+        plain(&mut b, tar::EntryType::Directory, "pods/", "", 0o755);
+        pax(&mut b, &pax_record("path", &format!("{long_dir}/")));
+        plain(&mut b, tar::EntryType::Directory, "short/", "", 0o755);
+        pax(&mut b, &pax_record("path", &long_file));
+        plain(&mut b, tar::EntryType::Regular, "short", "log\n", 0o4755);
+        plain(&mut b, tar::EntryType::Directory, "containers/", "", 0o755);
+        let target = format!("../{long_file}");
+        let both = pax_record("path", &long_link) + pax_record("linkpath", &target).as_str();
+        pax(&mut b, &both);
+        plain(&mut b, tar::EntryType::Symlink, "short", "", 0o777);
+        let pax_archive = b.into_inner().unwrap().finish().unwrap();
+        // The simulator's archive (tar::Builder) uses GNU long-name records instead.
+        let gnu_archive = archive(&[
+            ("pods/", tar::EntryType::Directory, ""),
+            (&format!("{long_dir}/"), tar::EntryType::Directory, ""),
+            (&long_file, tar::EntryType::Regular, "log\n"),
+            ("containers/", tar::EntryType::Directory, ""),
+        ]);
+        for (what, bytes) in [("pax", pax_archive), ("gnu", gnu_archive)] {
+            let d = tempfile::tempdir().unwrap();
+            unpack(d.path(), bytes.as_slice()).unwrap();
+            assert_eq!(
+                fs::read_to_string(d.path().join(&long_file)).unwrap(),
+                "log\n",
+                "{what}"
+            );
+            if what == "pax" {
+                assert_eq!(
+                    fs::read_link(d.path().join(&long_link)).unwrap(),
+                    Path::new(&target)
+                );
+                let mode = fs::metadata(d.path().join(&long_file))
+                    .unwrap()
+                    .permissions()
+                    .mode();
+                assert_eq!(mode & 0o7777, 0o755, "no setuid bit from the node");
+            }
+        }
     }
 
     #[test]

@@ -306,13 +306,14 @@ fn add<W: Write>(tar: &mut tar::Builder<W>, it: &Item, e: &Entry) -> Result<(), 
     let mut h = tar::Header::new_gnu();
     let mut name = it.rel.clone();
     let mut data: Vec<u8> = Vec::new();
+    let mut link = None;
     let kind = match &e.body {
         Body::Dir => {
             name.push('/');
             tar::EntryType::Directory
         }
         Body::Link(t) => {
-            h.set_link_name(t).map_err(|x| x.to_string())?;
+            link = Some(t.as_str());
             tar::EntryType::Symlink
         }
         Body::CharDev(ma, mi) | Body::BlockDev(ma, mi) => {
@@ -359,8 +360,12 @@ fn add<W: Write>(tar: &mut tar::Builder<W>, it: &Item, e: &Entry) -> Result<(), 
     h.set_gid(u64::from(e.gid));
     h.set_mtime(e.mtime.max(0) as u64);
     h.set_size(data.len() as u64);
-    tar.append_data(&mut h, &name, data.as_slice())
-        .map_err(|x| x.to_string())
+    // A name or link target past the header's 100 bytes goes in a long-name record before it.
+    match link {
+        Some(target) => tar.append_link(&mut h, &name, target),
+        None => tar.append_data(&mut h, &name, data.as_slice()),
+    }
+    .map_err(|x| x.to_string())
 }
 
 #[cfg(test)]
@@ -507,5 +512,33 @@ mod tests {
             err.unwrap(),
             "1 error occurred:\n\t* lstat /missing: no such file or directory\n\n"
         );
+    }
+
+    #[test]
+    fn copy_carries_long_names_and_link_targets_whole() {
+        // /var/log/containers links point at /var/log/pods/<namespace>_<pod>_<uid>/...: longer
+        // than a tar header's 100 bytes on every real node.
+        let dir = format!("/var/log/pods/kube-system_{}", "p".repeat(110));
+        let file = format!("{dir}/c/0.log");
+        let link = format!("/var/log/containers/{}.log", "c".repeat(110));
+        let mut fs = Fs::new(10);
+        fs.file(&file, "line\n", 0o640);
+        fs.link(&link, &file);
+        let (bytes, err) = copy(&fs, "/var/log");
+        assert_eq!(err, None);
+        let mut got = vec![];
+        let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(bytes.as_slice()));
+        for e in ar.entries().unwrap() {
+            let e = e.unwrap();
+            let target = e
+                .link_name()
+                .unwrap()
+                .map(|t| t.display().to_string())
+                .unwrap_or_default();
+            got.push((e.path().unwrap().display().to_string(), target));
+        }
+        let rel = |p: &str| p.trim_start_matches("/var/log/").to_string();
+        assert!(got.contains(&(rel(&file), String::new())), "{got:?}");
+        assert!(got.contains(&(rel(&link), file.clone())), "{got:?}");
     }
 }
