@@ -225,3 +225,41 @@ fn files_are_read_listed_measured_and_copied() {
     )
     .fails_with("either schema file or preset must be specified");
 }
+
+#[test]
+fn copy_carries_long_link_targets_whole() {
+    let [cp, worker] = net::addrs();
+    let (_nodes, d) = cluster(&cp, &worker);
+    // Every /var/log/containers entry links to a pod's log under /var/log/pods: targets past a
+    // tar header's 100 bytes, which used to end the stream with a partial archive.
+    let raw = std::process::Command::new(env!("CARGO_BIN_EXE_talm"))
+        .current_dir(d.path())
+        .args(["cp", "/var/log", "-", "-n", &cp, "-e", &cp])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&raw.stderr), "");
+    assert!(raw.status.success());
+    let mut links = vec![];
+    let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(raw.stdout.as_slice()));
+    for e in ar.entries().unwrap() {
+        let e = e.unwrap();
+        if let Some(t) = e.link_name().unwrap() {
+            links.push((
+                e.path().unwrap().display().to_string(),
+                t.display().to_string(),
+            ));
+        }
+    }
+    let long: Vec<_> = links.iter().filter(|(_, t)| t.len() > 100).collect();
+    assert!(!long.is_empty(), "{links:?}");
+    d.talm(["cp", "/var/log", "out", "-n", &cp, "-e", &cp]).ok();
+    for (name, target) in long {
+        assert_eq!(
+            std::fs::read_link(d.join(&format!("out/{name}")))
+                .unwrap()
+                .display()
+                .to_string(),
+            *target
+        );
+    }
+}
