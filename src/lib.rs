@@ -11,6 +11,7 @@ pub mod dispatch;
 pub mod embedded;
 pub mod error;
 pub mod heap;
+pub mod input;
 pub mod invocation;
 pub mod mask;
 pub mod memo;

@@ -108,9 +108,9 @@ pub fn load_patches(args: &[String], base: &Path) -> Result<Vec<Patch>> {
         let text = match file {
             Some(f) => {
                 let path = base.join(f);
-                std::fs::read_to_string(&path).map_err(|e| {
+                crate::input::try_read_text(&path, crate::input::Kind::Text).map_err(|e| {
                     crate::error::hinted(
-                        format!("open {}: {e}", path.display()),
+                        format!("open {}: {}", path.display(), e.problem),
                         "patches are `@file`, a file path, or inline YAML/JSON",
                     )
                 })?

@@ -67,10 +67,11 @@ impl Chart {
     pub fn load(root: &Path) -> Result<Chart> {
         let path = root.join("Chart.yaml");
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(&path).map_err(|e| {
+        let text = crate::input::try_read_text(&path, crate::input::Kind::Text).map_err(|e| {
             hinted(
                 format!(
-                    "error loading configuration: error reading configuration file: {file}: {e}"
+                    "error loading configuration: error reading configuration file: {file}: {}",
+                    e.problem
                 ),
                 "run talm inside a project made by `talm init`, or pass --root",
             )

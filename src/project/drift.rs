@@ -43,7 +43,7 @@ fn summary(vendored: &BTreeMap<String, String>, embedded: &BTreeMap<String, Stri
 }
 
 fn recorded_preset(root: &Path) -> String {
-    std::fs::read_to_string(root.join(lock::LOCK_FILE))
+    super::fsutil::read_text(&root.join(lock::LOCK_FILE))
         .ok()
         .and_then(|t| lock::parse(&t).ok())
         .map(|l| l.preset)
@@ -84,15 +84,15 @@ pub fn library(root: &Path) -> Result<Outcome> {
 /// Compares the preset hash in `.talm-preset.lock` with the embedded preset.
 pub fn preset(root: &Path) -> Result<Outcome> {
     let path = root.join(lock::LOCK_FILE);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::input::try_read_text(&path, crate::input::Kind::Text) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e) if e.missing() => {
             return Ok(Outcome::NoBaseline(format!(
                 "{} does not exist",
                 path.display()
             )))
         }
-        Err(e) => return Err(anyhow::anyhow!("reading {}: {e}", path.display())),
+        Err(e) => return Err(e.into_error()),
     };
     let lock = lock::parse(&text)?;
     let embedded = presets::preset_hash(&lock.preset)?;

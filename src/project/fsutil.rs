@@ -43,14 +43,10 @@ pub fn write_atomic(path: &Path, content: &[u8], mode: Mode) -> Result<()> {
     plan.commit().map(|_| ())
 }
 
-/// Reads a text file; the error names it and says what to check.
+/// Reads a text file of a project or a command line: a regular file, bounded (`input`); the
+/// error names it and says what to check.
 pub fn read_text(path: &Path) -> Result<String> {
-    fs::read_to_string(path).map_err(|e| {
-        crate::error::hinted(
-            format!("cannot read {}: {e}", path.display()),
-            "check that the file exists and is readable by you",
-        )
-    })
+    crate::input::read_text(path, crate::input::Kind::Text)
 }
 
 /// `path` relative to `base`, its parts joined by `/` (the form templates and listings name

@@ -286,15 +286,17 @@ fn read_encrypted(root: &Path, path: &Path, label: &str) -> Result<Mapping> {
         ));
     }
     let key_path = root.join("talm.key");
-    let key_text = std::fs::read_to_string(&key_path).map_err(|e| {
-        hinted(
-            format!(
-                "loading talm.key to decrypt {label:?}: read key file: {}: {e}",
-                key_path.display()
-            ),
-            crypt::key_recovery_hint(label),
-        )
-    })?;
+    let key_text =
+        crate::input::try_read_text(&key_path, crate::input::Kind::Secret).map_err(|e| {
+            hinted(
+                format!(
+                    "loading talm.key to decrypt {label:?}: read key file: {}: {}",
+                    key_path.display(),
+                    e.problem
+                ),
+                crypt::key_recovery_hint(label),
+            )
+        })?;
     let id = crypt::parse_key(&key_text, "talm.key")?;
     match crypt::decrypt_value(&id, &text, label)? {
         Value::Mapping(m) => Ok(m),

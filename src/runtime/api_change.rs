@@ -324,7 +324,7 @@ fn edit_text(text: &str, prefix: &str) -> Result<String> {
             .status()
     };
     let result = match status {
-        Ok(s) if s.success() => std::fs::read_to_string(&path).map_err(anyhow::Error::from),
+        Ok(s) if s.success() => crate::input::read_text(&path, crate::input::Kind::Text),
         Ok(s) => Err(hinted(
             format!("editor {editor:?} failed: {s}"),
             "set TALOS_EDITOR or EDITOR to a working editor",

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use rhai::{Array, Dynamic, Engine, FuncRegistration, Map};
 
 use super::api_talos::Node;
@@ -198,7 +198,7 @@ fn snapshot_to(session: &Session, n: &Node, path: &str) -> Result<Map> {
 
 fn read_snapshot(session: &Session, path: &str, what: &str) -> Result<Vec<u8>> {
     let file = allowed(session, path, what)?;
-    std::fs::read(&file).map_err(|e| anyhow!("error opening snapshot file: {e}"))
+    crate::input::read(&file, crate::input::Kind::Snapshot).context("error opening snapshot file")
 }
 
 /// The figures of a snapshot, refused with the file named when it is no etcd bbolt database.

@@ -131,7 +131,9 @@ pub(super) fn template(o: TemplateOpts) -> Result<Map> {
     );
     // Checked before values and facts are read, so a bad version fails fast.
     pipeline::multidoc(&talos_version)?;
-    let preset_values = fsutil::read_text(&root_path.join("values.yaml"))?;
+    // Confined as the templates and value files are: a link out of the project is refused.
+    let preset_values =
+        crate::project::confine::read_text(root_path, &root_path.join("values.yaml"))?;
     if crate::yaml::parse_map(&preset_values, "values.yaml")?.is_empty() {
         return Err(hinted(
             "values.yaml is empty: the templates read the cluster's settings (endpoint, image, subnets...) from it",
@@ -211,7 +213,8 @@ fn chart_set_files(root: &Path, entries: &[String]) -> Result<Vec<String>> {
 /// The values.yaml of the preset the project was made from (by its lock), for the shapes of
 /// the values.
 fn preset_defaults(root: &Path) -> Option<Arc<serde_yaml_ng::Value>> {
-    let lock = std::fs::read_to_string(root.join(crate::project::lock::LOCK_FILE)).ok()?;
+    let lock =
+        crate::project::fsutil::read_text(&root.join(crate::project::lock::LOCK_FILE)).ok()?;
     let name = crate::project::lock::parse(&lock).ok()?.preset;
     // The presets are part of the binary: each one's defaults are parsed once per process.
     static DEFAULTS: crate::memo::Memo<String, Option<Arc<serde_yaml_ng::Value>>> =

@@ -125,9 +125,9 @@ fn strings(v: Option<&Value>) -> Vec<String> {
 /// Reads `path` and picks `context` (empty: the current one).
 pub fn load_context(path: &Path, context: &str) -> Result<Context> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = crate::input::try_read_text(path, crate::input::Kind::Secret).map_err(|e| {
         hinted(
-            format!("failed to read talosconfig {file}: {e}"),
+            format!("failed to read talosconfig {file}: {}", e.problem),
             "run `talm talosconfig` to regenerate it from secrets.yaml, `talm init -d` to open talosconfig.encrypted, or pass --talosconfig; use -i/--insecure for nodes in maintenance mode",
         )
     })?;

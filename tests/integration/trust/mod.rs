@@ -33,3 +33,4 @@ mod kills;
 mod properties;
 mod sandbox;
 mod secrets;
+mod special_files;
