@@ -128,6 +128,9 @@ pub enum EtcdDowngradeCommand {
 pub struct EtcdSnapshotArgs {
     /// Local file to write the snapshot to
     pub path: String,
+    /// Replace the file if it exists, without asking
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,
@@ -159,7 +162,11 @@ impl EtcdCommand {
         match self {
             EtcdCommand::Members(n) => ("members", n, json!({})),
             EtcdCommand::Status(n) => ("status", n, json!({})),
-            EtcdCommand::Snapshot(s) => ("snapshot", &s.node, json!({ "path": s.path })),
+            EtcdCommand::Snapshot(s) => (
+                "snapshot",
+                &s.node,
+                json!({ "path": s.path, "force": s.force }),
+            ),
             EtcdCommand::RemoveMember(r) => (
                 "remove-member",
                 &r.node,

@@ -16,9 +16,9 @@ pub struct ScanArgs {
     /// How long to wait for each connection
     #[arg(long, default_value = "500ms", value_name = "DURATION", value_parser = GoDuration::parse)]
     pub timeout: GoDuration,
-    /// Addresses probed at once
-    #[arg(long, default_value_t = 256)]
-    pub concurrency: usize,
+    /// Addresses probed at once (1 to 4096)
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub concurrency: u16,
 }
 
 #[derive(Debug, Args, Serialize)]

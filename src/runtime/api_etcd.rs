@@ -158,8 +158,18 @@ fn snapshot_to(session: &Session, n: &Node, path: &str) -> Result<Map> {
                 .open(&part)
                 .map_err(|e| anyhow!("error creating temporary file: {e}"))?
         };
+        // No etcd database is larger than etcd's largest quota: an endless stream is cut there.
+        let quota = crate::input::Kind::Snapshot.limit();
+        let mut received = 0u64;
         n.with(|c| {
             block_on(c.etcd_snapshot(|b| {
+                received += b.len() as u64;
+                if received > quota {
+                    return Err(hinted(
+                        format!("the snapshot stream passed {} GiB, etcd's largest quota: it is no etcd database", quota >> 30),
+                        "check the node: a real etcd snapshot is at most the size of its database",
+                    ));
+                }
                 f.write_all(b)
                     .map_err(|e| anyhow!("error writing snapshot: {e}"))
             }))

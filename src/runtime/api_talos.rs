@@ -436,7 +436,7 @@ fn scan(cidr: &str, o: &ScanOpts) -> Result<Array> {
             .filter(|p| *p > 0)
             .ok_or_else(|| hinted(format!("port {p} is not a TCP port"), "give 1 to 65535"))?,
     };
-    let conc = o.concurrency.unwrap_or(256).clamp(1, 4096) as usize;
+    let conc = o.concurrency.unwrap_or(256).clamp(0, 4096) as usize;
     let timeout = o.timeout.unwrap_or(Duration::from_millis(500));
     let found = block_on(crate::talos::scan::scan(cidr, port, timeout, conc))?;
     Ok(found

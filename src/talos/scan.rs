@@ -3,7 +3,6 @@
 //! version is readable) from configured ones.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -102,24 +101,32 @@ pub async fn scan(
     timeout: Duration,
     concurrency: usize,
 ) -> Result<Vec<Found>> {
+    if concurrency == 0 {
+        return Err(crate::error::hinted(
+            "scan concurrency 0 would probe nothing",
+            "give --concurrency 1 or more (default 256)",
+        ));
+    }
     let hosts = hosts(cidr)?;
-    let gate = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
-    let tasks: Vec<_> = hosts
-        .into_iter()
-        .map(|ip| {
-            let gate = Arc::clone(&gate);
-            tokio::spawn(async move {
-                let _slot = gate.acquire_owned().await.ok()?;
-                probe(ip, port, timeout).await
-            })
-        })
-        .collect();
+    // At most `concurrency` probes exist at a time, so memory follows the concurrency, not the
+    // size of the range.
+    let mut probes = tokio::task::JoinSet::new();
     let mut out = Vec::new();
-    for t in tasks {
-        if let Ok(Some(f)) = t.await {
+    let mut gather = |done: Option<Result<Option<Found>, _>>| {
+        if let Some(Ok(Some(f))) = done {
             out.push(f);
         }
+    };
+    for ip in hosts {
+        if probes.len() >= concurrency {
+            gather(probes.join_next().await);
+        }
+        probes.spawn(probe(ip, port, timeout));
     }
+    while let Some(done) = probes.join_next().await {
+        gather(Some(done));
+    }
+    out.sort_by_key(|f| f.ip);
     Ok(out)
 }
 

@@ -451,6 +451,26 @@ fn snapshot_recovery_tables_and_refusals() {
     );
     assert_eq!(d.mode("db.snap"), 0o600);
     assert!(!d.exists("db.snap.part"));
+    // An existing file is replaced only when asked (no terminal to ask on: refused) or forced.
+    let o = d
+        .talm(["etcd", "snapshot", "db.snap", "-f", "nodes/cp1.yaml"])
+        .run();
+    assert_eq!((o.code, o.stdout.as_str()), (1, ""));
+    assert!(
+        o.stderr.ends_with("Error: operation aborted\nhint: db.snap is kept; answer y to replace it, pass --force, or name another file\n"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(std::fs::read(d.join("db.snap")).unwrap(), bytes);
+    d.talm([
+        "etcd",
+        "snapshot",
+        "db.snap",
+        "--force",
+        "-f",
+        "nodes/cp1.yaml",
+    ])
+    .ok();
     // A copy with one byte changed inside the database.
     let mut bad = bytes.clone();
     let at = bad.len() - 100;

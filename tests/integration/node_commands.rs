@@ -421,4 +421,11 @@ fn scan_finds_maintenance_and_configured_nodes() {
         .fails_with("API is not implemented in maintenance mode");
     d.talm(["scan", "10.0.0.0/8"])
         .fails_with("holds 16777216 addresses");
+    // A concurrency that would probe nothing is refused by name (no traffic is sent).
+    let o = d.talm(["scan", &range, "--concurrency", "0"]).run();
+    assert_eq!(o.code, 2);
+    assert_eq!(
+        o.stderr.lines().next().unwrap(),
+        "error: invalid value '0' for '--concurrency <CONCURRENCY>': 0 is not in 1..=4096"
+    );
 }
