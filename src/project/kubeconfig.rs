@@ -220,6 +220,41 @@ pub fn server_url(endpoint: &str) -> String {
     }
 }
 
+/// The user fields that make a kubeconfig's reader run something or call out: client-go runs
+/// an `exec` plugin's command, and an `auth-provider` loads a plugin.
+const PLUGIN_FIELDS: [&str; 2] = ["exec", "auth-provider"];
+
+/// A kubeconfig from a node without credential plugins: a node is not trusted to name a
+/// program for the user's kubectl to run. Returns the text (unchanged when there were none) and
+/// one line per field dropped (`user "u": exec (command "c")`).
+pub fn without_plugins(text: &str) -> Result<(String, Vec<String>)> {
+    let mut m = parse(text, "the node's kubeconfig")?;
+    let mut dropped = Vec::new();
+    if let Some(Value::Sequence(list)) = m.get_mut(USERS.0) {
+        for u in list.iter_mut() {
+            let name = name_of(u);
+            let Some(Value::Mapping(body)) = u.get_mut(USERS.1) else {
+                continue;
+            };
+            for field in PLUGIN_FIELDS {
+                if let Some(v) = body.remove(field) {
+                    let named = v
+                        .get("command")
+                        .or_else(|| v.get("name"))
+                        .and_then(Value::as_str)
+                        .map(|c| format!(" ({:?})", c))
+                        .unwrap_or_default();
+                    dropped.push(format!("user {name:?}: {field}{named}"));
+                }
+            }
+        }
+    }
+    if dropped.is_empty() {
+        return Ok((text.to_string(), dropped));
+    }
+    Ok((serde_yaml_ng::to_string(&Value::Mapping(m))?, dropped))
+}
+
 /// Points the clusters named in `names` at `url`; returns the text and the clusters changed.
 pub fn set_server(text: &str, names: &[String], url: &str) -> Result<(String, Vec<String>)> {
     let mut m = parse(text, "kubeconfig")?;

@@ -477,9 +477,18 @@ fn service_map(s: machine::ServiceInfo) -> Dynamic {
 }
 
 /// The admin kubeconfig the node issues, as text.
+/// The node's admin kubeconfig, without credential plugins: each one dropped is warned about.
 pub fn kubeconfig_text(n: &Node) -> Result<String> {
     let bytes = n.with(|c| block_on(c.kubeconfig()))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    let (text, dropped) =
+        crate::project::kubeconfig::without_plugins(&String::from_utf8_lossy(&bytes))?;
+    for d in dropped {
+        crate::output::err(&format!(
+            "WARNING: {}: the kubeconfig from the node gives {d}: dropped, talm never keeps a program a node names for your kubectl to run",
+            n.name
+        ));
+    }
+    Ok(text)
 }
 
 pub fn register(engine: &mut Engine, session: &Session) {

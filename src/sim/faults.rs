@@ -34,6 +34,10 @@ pub struct Faults {
     /// made over the damage): rehearses a backup whose figures cannot be read.
     #[serde(default)]
     pub damaged_etcd_snapshot: bool,
+    /// The admin kubeconfig's user carries an `exec` credential plugin: a node that would have
+    /// its clients' kubectl run a program.
+    #[serde(default)]
+    pub exec_kubeconfig: bool,
     /// Services that run but fail their health check (`super::unhealthy`).
     #[serde(default)]
     pub unhealthy: Option<super::unhealthy::Unhealthy>,

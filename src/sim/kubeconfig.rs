@@ -97,9 +97,16 @@ pub fn admin(cfg: &Config) -> Result<String> {
     Ok(serde_yaml_ng::to_string(&doc)?)
 }
 
-/// The archive bytes Talos streams for `cfg`.
-pub fn archive(cfg: &Config) -> Result<Vec<u8>> {
-    let text = admin(cfg)?;
+/// The archive bytes Talos streams for `cfg`; with `exec`, the user also names a credential
+/// plugin (the `exec_kubeconfig` fault).
+pub fn archive(cfg: &Config, exec: bool) -> Result<Vec<u8>> {
+    let mut text = admin(cfg)?;
+    if exec {
+        text = text.replace(
+            "    client-certificate-data:",
+            "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: /bin/sh\n      args: [-c, 'echo hostile']\n    client-certificate-data:",
+        );
+    }
     let mtime = OffsetDateTime::now_utc().unix_timestamp().max(0) as u64;
     crate::talos::archive::pack("kubeconfig", 0o600, mtime, text.as_bytes())
 }

@@ -410,7 +410,8 @@ impl Node {
                 "kubeconfig is only available on control plane nodes",
             ));
         }
-        super::kubeconfig::archive(cfg).map_err(|e| Status::internal(format!("{e:#}")))
+        super::kubeconfig::archive(cfg, self.faults().exec_kubeconfig)
+            .map_err(|e| Status::internal(format!("{e:#}")))
     }
 
     /// The legacy upgrade; `etcd_check` is the control plane's etcd validation, run after the

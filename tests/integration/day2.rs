@@ -63,6 +63,23 @@ fn kubeconfig_paths_merge_and_refusals() {
     assert_eq!(names, ["other", "mycluster"]);
     assert_eq!(merged["current-context"], "admin@mycluster");
     assert_eq!(d.mode("other.yaml"), 0o600);
+    // A node whose kubeconfig names a credential plugin (a program for kubectl to run): the
+    // plugin is dropped with a warning, the certificate kept.
+    nodes.node(&cp).set_faults(talm::sim::faults::Faults {
+        exec_kubeconfig: true,
+        ..Default::default()
+    });
+    let o = d
+        .talm(["kubeconfig", "-f", "nodes/cp.yaml", "--force"])
+        .ok();
+    assert_eq!(
+        o.stderr,
+        format!("WARNING: {cp}: the kubeconfig from the node gives user \"admin@mycluster\": exec (\"/bin/sh\"): dropped, talm never keeps a program a node names for your kubectl to run\nkubeconfig written to {}\n", d.join("kubeconfig").display())
+    );
+    let kept: serde_yaml_ng::Value = serde_yaml_ng::from_str(&d.read("kubeconfig")).unwrap();
+    let user = &kept["users"][0]["user"];
+    assert!(user.get("exec").is_none() && user.get("client-certificate-data").is_some());
+    nodes.node(&cp).set_faults(Default::default());
     d.talm(["kubeconfig", "-n", &nobody, "-e", &nobody])
         .fails_with(&format!("node {nobody}: connect: connection refused"));
     d.talm([
