@@ -19,6 +19,7 @@ pub mod faults;
 pub mod fdlimit;
 pub mod follow;
 pub mod hardware;
+pub mod immediate;
 pub mod inspect;
 pub mod journal;
 pub mod kubeconfig;
