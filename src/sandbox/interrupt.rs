@@ -2,7 +2,9 @@
 //! asks the running script to stop (every engine checks between operations, `sleep` and node
 //! waits check while they wait). With no script running, or on a second Ctrl-C, or when the
 //! script does not stop within a grace period (blocked in a node call), talm exits with 130.
-//! Other commands keep the default Ctrl-C behaviour: the handler is installed only here.
+//! Other commands keep the default Ctrl-C behaviour: the handler is installed only here and for
+//! a roll (`rolling()`), which turns Ctrl-C into its own report ([`absorb`]) and still ends
+//! talm with 130. Node waits that may be long ([`or_interrupted`]) end at Ctrl-C.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Once;
@@ -17,6 +19,7 @@ const GRACE: Duration = Duration::from_secs(3);
 static PENDING: AtomicBool = AtomicBool::new(false);
 static PRESSES: AtomicU64 = AtomicU64::new(0);
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
+static ABSORBED: AtomicBool = AtomicBool::new(false);
 
 /// The error a script stopped by Ctrl-C ends with; `talm` exits with [`EXIT_CODE`] on it.
 #[derive(Debug, Clone)]
@@ -49,6 +52,33 @@ pub fn pending() -> bool {
 /// Forgets a handled Ctrl-C (the REPL goes on with the next line).
 pub fn clear() {
     PENDING.store(false, Ordering::SeqCst);
+}
+
+/// Takes over the pending Ctrl-C: the script goes on to report where it stopped (a roll's
+/// summary and its --resume line), and talm exits with [`EXIT_CODE`] at its end ([`absorbed`]).
+pub fn absorb() {
+    ABSORBED.store(true, Ordering::SeqCst);
+    clear();
+}
+
+/// Whether a Ctrl-C was taken over by [`absorb`]: the command ends with [`EXIT_CODE`].
+pub fn absorbed() -> bool {
+    ABSORBED.load(Ordering::SeqCst)
+}
+
+/// Runs `fut` until it ends or Ctrl-C is pressed (then [`Interrupted`]).
+pub async fn or_interrupted<T>(
+    fut: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    let pressed = async {
+        while !pending() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::select! {
+        r = fut => r,
+        () = pressed => Err(Interrupted { at: None }.into()),
+    }
 }
 
 /// Marks a script as running while the guard lives: Ctrl-C then asks it to stop instead of
