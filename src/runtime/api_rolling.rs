@@ -476,15 +476,19 @@ fn turns(
         let mut first = None;
         for (n, r) in batch.iter().zip(out) {
             let err = ctx.call_native_fn::<bool>("is_error", (r.clone(),))?;
-            let message = r.read_lock::<ItemError>().map(|e| e.message.clone());
+            let message = r
+                .read_lock::<ItemError>()
+                .map(|e| (e.message.clone(), e.node == n.name));
             match (err, message) {
                 (true, m) => {
-                    let m = m.unwrap_or_else(|| r.to_string());
-                    first.get_or_insert(format!(
-                        "{} failed: {}",
-                        n.name,
-                        m.lines().next().unwrap_or("")
-                    ));
+                    let (m, named) = m.unwrap_or_else(|| (r.to_string(), false));
+                    let m = m.lines().next().unwrap_or("");
+                    // A node failure names its node already (`node X: ...`).
+                    first.get_or_insert(if named {
+                        m.to_string()
+                    } else {
+                        format!("{} failed: {m}", n.name)
+                    });
                     t.failed.push(n.name.clone());
                 }
                 (false, _) => {

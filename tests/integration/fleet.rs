@@ -302,6 +302,28 @@ fn a_hook_that_vetoes_stops_the_roll_before_that_node() {
 }
 
 #[test]
+fn a_node_failing_its_upgrade_stops_the_roll_named_once() {
+    let [cp, w1, w2] = net::addrs();
+    let nodes = Nodes::start(&[&cp, &w1, &w2], |_| {});
+    let d = cluster(&nodes, &[&cp], &[&w1, &w2]);
+    let pinned = pin_old(&d, &["nodes/cp1.yaml", "nodes/w1.yaml", "nodes/w2.yaml"]);
+    // The first worker refuses its upgrade (the call goes through the control plane's endpoint).
+    nodes.node(&w1).state().installed_disk = None;
+    let o = d
+        .talm(["upgrade", "-f", "nodes", "--rolling", "--image", NEW])
+        .run();
+    assert_ne!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.ends_with(&format!(
+        "Error: rolling: node {w1} (via {cp}:50000): Upgrade: rpc error: code = FailedPrecondition desc = Talos is not installed\n  done: {cp}\n  failed: {w1}\n  not started: {w2}\nhint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade -f nodes --rolling --image {NEW} --resume\n"
+    )), "{}", o.stderr);
+    // The control plane's file names the image it runs; the workers' still the old one.
+    assert!(d.read("nodes/cp1.yaml").contains(&new_pin()));
+    assert!(d.read("nodes/w1.yaml").contains(&pinned));
+    assert!(d.read("nodes/w2.yaml").contains(&pinned));
+    assert_eq!(version(&nodes, &w1), OLD);
+}
+
+#[test]
 fn ctrl_c_stops_a_roll_with_its_summary_and_resume_line() {
     let [cp, w1, w2] = net::addrs();
     let nodes = Nodes::start(&[&cp, &w1, &w2], |_| {});
