@@ -82,7 +82,7 @@ pub enum Command {
     /// Restart a container of nodes (its service or the kubelet starts it again)
     Restart(change::RestartArgs),
     /// Boot nodes into their previous Talos (the other boot entry)
-    Rollback(NodeArgs),
+    Rollback(change::RollbackArgs),
     /// Power nodes off
     Shutdown(change::ShutdownArgs),
     /// Wipe block devices of nodes
