@@ -168,7 +168,7 @@ pub enum Command {
     Get(GetArgs),
     /// Record what templates read from a node (disks, links, addresses, routes...) as a --facts file
     Discover(NodeArgs),
-    /// Run simulated Talos nodes on loopback addresses until interrupted
+    /// Run simulated Talos nodes on loopback addresses until interrupted (SIGUSR1 powers switched-off nodes back on)
     Sim(SimArgs),
     /// Print a shell completion script (dynamic: nodes, endpoints, node files, presets, kinds)
     Completion {

@@ -129,6 +129,18 @@ impl Sim {
         self.nodes.iter().find(|n| n.name() == addr)
     }
 
+    /// Powers every switched-off node back on (`talm sim` on SIGUSR1); their names.
+    pub fn power_on_all(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter(|n| n.is_off())
+            .map(|n| {
+                n.power_on();
+                n.name()
+            })
+            .collect()
+    }
+
     /// Stops every node and waits for them.
     pub async fn stop(self) {
         self.stop.cancel();
