@@ -4,8 +4,9 @@
 //! each node or batch the cluster health check `n.health` (what `talm health` runs) must pass
 //! before the next. `before(n)` / `after(n)` may veto by returning false or failing. The first
 //! failure stops the roll with an error naming what was done, what failed and what was not
-//! started; so does Ctrl-C during the roll (the error says so, and talm still exits with 130). `load_hook(file)` reads a hook file (`talm upgrade --rolling --hook`): its
-//! `before`/`after` functions run confined to the project, as a playbook's natives are.
+//! started; so does Ctrl-C (or SIGTERM) during the roll, and talm still exits with 130.
+//! `load_hook(file)` reads a hook file (`talm upgrade --rolling --hook`): its `before`/`after`
+//! functions run confined to the project, as a playbook's natives are.
 //!
 //! A node's role is its own machine type (the COSI `MachineType` resource), not a template
 //! name: templates may be named anything, a node file may have none, and the node is what
@@ -395,8 +396,9 @@ fn rolling(
     for chunk in workers.chunks(at_once) {
         batches.push((Role::Worker, chunk.to_vec()));
     }
-    // Ctrl-C during the roll stops it as a failure does, saying where it was.
+    // Ctrl-C (or SIGTERM) during the roll stops it as a failure does, saying where it was.
     interrupt::install();
+    interrupt::install_term();
     let _running = interrupt::running();
     let mut t = Tally::default();
     let mut results = Array::new();

@@ -119,22 +119,31 @@ fn on_sigint() {
 /// returns, so a Ctrl-C right after it is never lost to the default action.
 pub fn install() {
     static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        use tokio::signal::unix::{signal, SignalKind};
-        let rt = crate::talos::runtime();
-        let _entered = rt.enter();
-        match signal(SignalKind::interrupt()) {
-            Ok(mut sigint) => {
-                rt.spawn(async move {
-                    while sigint.recv().await.is_some() {
-                        on_sigint();
-                    }
-                });
-            }
-            // Without a handler Ctrl-C keeps its default action: talm ends at once.
-            Err(e) => eprintln!("WARN: cannot watch for Ctrl-C ({e}); it will end talm at once"),
+    ONCE.call_once(|| watch(tokio::signal::unix::SignalKind::interrupt(), "Ctrl-C"));
+}
+
+/// Makes SIGTERM stop the running script as Ctrl-C does (once per process): a roll stopped by
+/// a service manager reports where it stopped too. Only rolls ask for it, so the REPL and
+/// playbooks keep SIGTERM's default action.
+pub fn install_term() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| watch(tokio::signal::unix::SignalKind::terminate(), "SIGTERM"));
+}
+
+fn watch(kind: tokio::signal::unix::SignalKind, what: &str) {
+    let rt = crate::talos::runtime();
+    let _entered = rt.enter();
+    match tokio::signal::unix::signal(kind) {
+        Ok(mut sig) => {
+            rt.spawn(async move {
+                while sig.recv().await.is_some() {
+                    on_sigint();
+                }
+            });
         }
-    });
+        // Without a handler the signal keeps its default action: talm ends at once.
+        Err(e) => eprintln!("WARN: cannot watch for {what} ({e}); it will end talm at once"),
+    }
 }
 
 /// Sleeps for `d`, waking early with [`Interrupted`] when Ctrl-C is pressed.

@@ -325,6 +325,16 @@ fn a_node_failing_its_upgrade_stops_the_roll_named_once() {
 
 #[test]
 fn ctrl_c_stops_a_roll_with_its_summary_and_resume_line() {
+    interrupt_roll("-INT");
+}
+
+#[test]
+fn sigterm_stops_a_roll_as_ctrl_c_does() {
+    interrupt_roll("-TERM");
+}
+
+/// A roll of a control plane and two workers sent `signal` during the first worker's turn.
+fn interrupt_roll(signal: &str) {
     let [cp, w1, w2] = net::addrs();
     let nodes = Nodes::start(&[&cp, &w1, &w2], |_| {});
     let d = cluster(&nodes, &[&cp], &[&w1, &w2]);
@@ -348,7 +358,7 @@ fn ctrl_c_stops_a_roll_with_its_summary_and_resume_line() {
         seen.push_str(&line);
     }
     let kill = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([signal, &child.id().to_string()])
         .status()
         .unwrap();
     assert!(kill.success());
