@@ -400,7 +400,7 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
         Command::Image(ImageCommand::List(a)) => node_command("image_list", args_of(&a)?, &a.node)?,
         Command::Image(ImageCommand::Pull(a)) => node_command("image_pull", args_of(&a)?, &a.node)?,
         Command::Restart(a) => node_command("restart", args_of(&a)?, &a.node)?,
-        Command::Rollback(n) => node_command("rollback", args_of(&n)?, &n)?,
+        Command::Rollback(r) => node_command("rollback", args_of(&r)?, &r.node)?,
         Command::Shutdown(a) => node_command("shutdown", args_of(&a)?, &a.node)?,
         Command::Wipe(WipeCommand::Disk(a)) => node_command("wipe_disk", args_of(&a)?, &a.node)?,
         Command::Meta(MetaCommand::Write(a)) => {

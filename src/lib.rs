@@ -45,7 +45,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Err(err) if output::is_closed(&err) => 0,
         Err(err) => {
             eprint!("{}", error::render(&err));
-            if sandbox::interrupt::is_interrupted(&err) {
+            if sandbox::interrupt::is_interrupted(&err) || sandbox::interrupt::absorbed() {
                 sandbox::interrupt::EXIT_CODE
             } else {
                 1

@@ -82,7 +82,7 @@ pub enum Command {
     /// Restart a container of nodes (its service or the kubelet starts it again)
     Restart(change::RestartArgs),
     /// Boot nodes into their previous Talos (the other boot entry)
-    Rollback(NodeArgs),
+    Rollback(change::RollbackArgs),
     /// Power nodes off
     Shutdown(change::ShutdownArgs),
     /// Wipe block devices of nodes
@@ -168,7 +168,7 @@ pub enum Command {
     Get(GetArgs),
     /// Record what templates read from a node (disks, links, addresses, routes...) as a --facts file
     Discover(NodeArgs),
-    /// Run simulated Talos nodes on loopback addresses until interrupted
+    /// Run simulated Talos nodes on loopback addresses until interrupted (SIGUSR1 powers switched-off nodes back on)
     Sim(SimArgs),
     /// Print a shell completion script (dynamic: nodes, endpoints, node files, presets, kinds)
     Completion {

@@ -57,24 +57,33 @@ fn release(n: usize) {
     LIVE_WORKERS.fetch_sub(n, Ordering::SeqCst);
 }
 
-/// A failed item's result: `r.message`, `r.item`, `r.is_error` (true). Copies share whether
-/// the script has checked it with `is_error(r)`.
+/// A failed item's result: `r.message`, `r.item`, `r.report`, `r.is_error` (true). Copies
+/// share whether the script has checked it with `is_error(r)`.
 #[derive(Clone)]
 pub struct ItemError {
     pub item: Dynamic,
     pub message: String,
+    /// The node `message` names (a node failure's `node X: ...`), "" when none.
+    pub node: String,
     label: String,
     checked: Arc<AtomicBool>,
 }
 
 impl ItemError {
-    fn new(item: &Dynamic, message: String) -> ItemError {
+    fn new(item: &Dynamic, message: String, node: String) -> ItemError {
         ItemError {
             item: item.clone(),
             label: label(item),
             message,
+            node,
             checked: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// The failure said about its item, the item named once: `ITEM: message`, or the message
+    /// alone when it names the item's node itself.
+    pub fn report(&self) -> String {
+        crate::talos::errors::about(&self.label, Some(&self.node), &self.message)
     }
 
     fn shown(&self) -> String {
@@ -115,8 +124,9 @@ impl Unchecked {
             "{name}: parallel(): {n} failed and the script did not check {them} with is_error():"
         );
         for e in &missed {
-            let first = e.message.lines().next().unwrap_or("");
-            msg.push_str(&format!("\n  {}: {first}", e.label));
+            let report = e.report();
+            let first = report.lines().next().unwrap_or("");
+            msg.push_str(&format!("\n  {first}"));
         }
         Err(hinted(
             msg,
@@ -246,6 +256,7 @@ impl Work<'_> {
 
     fn failed(&self, i: usize, e: EvalAltResult) -> Dynamic {
         let err = crate::sandbox::from_rhai(e, "parallel");
+        let node = crate::talos::errors::named_node(&err).unwrap_or_default();
         let msg = crate::error::render(&err);
         let msg = msg.trim_start_matches("Error: ").trim_end().to_string();
         self.group.finish(i, Some(&msg));
@@ -256,7 +267,7 @@ impl Work<'_> {
                 .unwrap_or_else(|p| p.into_inner())
                 .get_or_insert(err);
         }
-        Dynamic::from(ItemError::new(&self.items[i], msg))
+        Dynamic::from(ItemError::new(&self.items[i], msg, node))
     }
 }
 
@@ -350,10 +361,12 @@ pub fn register(engine: &mut Engine, unchecked: &Unchecked) {
     engine.register_get("message", |e: &mut ItemError| e.message.clone());
     engine.register_get("item", |e: &mut ItemError| e.item.clone());
     engine.register_get("is_error", |_: &mut ItemError| true);
+    engine.register_get("report", |e: &mut ItemError| e.report());
     engine.register_indexer_get(|e: &mut ItemError, key: &str| match key {
         "message" => Dynamic::from(e.message.clone()),
         "item" => e.item.clone(),
         "is_error" => Dynamic::from(true),
+        "report" => Dynamic::from(e.report()),
         _ => Dynamic::UNIT,
     });
     engine.register_fn("to_string", |e: &mut ItemError| e.shown());

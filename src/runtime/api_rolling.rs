@@ -4,8 +4,9 @@
 //! each node or batch the cluster health check `n.health` (what `talm health` runs) must pass
 //! before the next. `before(n)` / `after(n)` may veto by returning false or failing. The first
 //! failure stops the roll with an error naming what was done, what failed and what was not
-//! started. `load_hook(file)` reads a hook file (`talm upgrade --rolling --hook`): its
-//! `before`/`after` functions run confined to the project, as a playbook's natives are.
+//! started; so does Ctrl-C (or SIGTERM) during the roll, and talm still exits with 130.
+//! `load_hook(file)` reads a hook file (`talm upgrade --rolling --hook`): its `before`/`after`
+//! functions run confined to the project, as a playbook's natives are.
 //!
 //! A node's role is its own machine type (the COSI `MachineType` resource), not a template
 //! name: templates may be named anything, a node file may have none, and the node is what
@@ -26,7 +27,7 @@ use super::api_talos::Node;
 use super::opts::{options, FromOpt};
 use super::session::{Scope, Session, Settings};
 use crate::error::hinted;
-use crate::sandbox::{from_rhai, to_rhai, Limits};
+use crate::sandbox::{from_rhai, interrupt, to_rhai, Limits};
 use crate::talos::block_on;
 
 /// A function option (`before`, `after`): absent, or a closure / `Fn("name")`.
@@ -176,6 +177,8 @@ enum Stop {
         after: String,
         error: String,
     },
+    /// Ctrl-C.
+    Interrupted,
 }
 
 /// Where the roll is.
@@ -183,6 +186,8 @@ enum Stop {
 struct Tally {
     done: Vec<String>,
     failed: Vec<String>,
+    /// The nodes whose turn Ctrl-C cut short.
+    interrupted: Vec<String>,
     not_started: Vec<String>,
 }
 
@@ -210,10 +215,14 @@ fn stopped(stop: Stop, t: &Tally) -> Box<EvalAltResult> {
         Stop::Health { after, error } => {
             format!("the cluster health check failed after {after}: {error}")
         }
+        Stop::Interrupted => "interrupted (Ctrl-C)".to_string(),
     };
     let mut msg = format!("rolling: {reason}\n  done: {}", listed(&t.done));
     if !t.failed.is_empty() {
         msg.push_str(&format!("\n  failed: {}", listed(&t.failed)));
+    }
+    if !t.interrupted.is_empty() {
+        msg.push_str(&format!("\n  interrupted: {}", listed(&t.interrupted)));
     }
     msg.push_str(&format!("\n  not started: {}", listed(&t.not_started)));
     to_rhai(hinted(
@@ -387,16 +396,55 @@ fn rolling(
     for chunk in workers.chunks(at_once) {
         batches.push((Role::Worker, chunk.to_vec()));
     }
+    // Ctrl-C (or SIGTERM) during the roll stops it as a failure does, saying where it was.
+    interrupt::install();
+    interrupt::install_term();
+    let _running = interrupt::running();
     let mut t = Tally::default();
     let mut results = Array::new();
+    match turns(
+        ctx,
+        f,
+        &o,
+        &health,
+        via.as_ref(),
+        &batches,
+        &mut t,
+        &mut results,
+    ) {
+        Err(_) if interrupt::pending() => {
+            interrupt::absorb();
+            Err(stopped(Stop::Interrupted, &t))
+        }
+        Err(e) => Err(e),
+        Ok(()) => Ok(results),
+    }
+}
+
+/// The roll's turns, batch by batch; `t` says where it is when one stops it.
+#[allow(clippy::too_many_arguments)]
+fn turns(
+    ctx: &NativeCallContext,
+    f: &FnPtr,
+    o: &RollingOpts,
+    health: &Health,
+    via: Option<&Node>,
+    batches: &[(Role, Vec<Node>)],
+    t: &mut Tally,
+    results: &mut Array,
+) -> Result<(), Box<EvalAltResult>> {
+    let rest = |t: &mut Tally, from: usize| {
+        t.not_started = batches[from..]
+            .iter()
+            .flat_map(|(_, b)| b.iter().map(|n| n.name.clone()))
+            .collect();
+    };
+    rest(t, 0);
     for (i, (role, batch)) in batches.iter().enumerate() {
         let names: Vec<String> = batch.iter().map(|n| n.name.clone()).collect();
-        let rest = |t: &mut Tally, from: usize| {
-            t.not_started = batches[from..]
-                .iter()
-                .flat_map(|(_, b)| b.iter().map(|n| n.name.clone()))
-                .collect();
-        };
+        if interrupt::pending() {
+            return Err(to_rhai(interrupt::Interrupted { at: None }.into()));
+        }
         let what = match (role, batch.len()) {
             (Role::ControlPlane, _) => "control plane",
             (Role::Worker, 1) => "worker",
@@ -406,7 +454,7 @@ fn rolling(
         if let Some(b) = &o.before.0 {
             for n in batch {
                 if let Some(error) = ask(ctx, b, n)? {
-                    rest(&mut t, i);
+                    rest(t, i);
                     let node = n.name.clone();
                     return Err(stopped(
                         Stop::Hook {
@@ -414,7 +462,7 @@ fn rolling(
                             node,
                             error,
                         },
-                        &t,
+                        t,
                     ));
                 }
             }
@@ -422,20 +470,27 @@ fn rolling(
         let mut popts = Map::new();
         popts.insert("limit".into(), (batch.len() as i64).into());
         let items: Array = batch.iter().cloned().map(Dynamic::from).collect();
+        rest(t, i + 1);
+        t.interrupted = names.clone();
         let out =
             ctx.call_native_fn::<Array>("parallel", (items, Dynamic::from(f.clone()), popts))?;
+        t.interrupted.clear();
         let mut first = None;
         for (n, r) in batch.iter().zip(out) {
             let err = ctx.call_native_fn::<bool>("is_error", (r.clone(),))?;
-            let message = r.read_lock::<ItemError>().map(|e| e.message.clone());
+            let message = r
+                .read_lock::<ItemError>()
+                .map(|e| (e.message.clone(), e.node == n.name));
             match (err, message) {
                 (true, m) => {
-                    let m = m.unwrap_or_else(|| r.to_string());
-                    first.get_or_insert(format!(
-                        "{} failed: {}",
-                        n.name,
-                        m.lines().next().unwrap_or("")
-                    ));
+                    let (m, named) = m.unwrap_or_else(|| (r.to_string(), false));
+                    let m = m.lines().next().unwrap_or("");
+                    // A node failure names its node already (`node X: ...`).
+                    first.get_or_insert(if named {
+                        m.to_string()
+                    } else {
+                        format!("{} failed: {m}", n.name)
+                    });
                     t.failed.push(n.name.clone());
                 }
                 (false, _) => {
@@ -449,13 +504,11 @@ fn rolling(
             }
         }
         if let Some(first) = first {
-            rest(&mut t, i + 1);
-            return Err(stopped(Stop::Failed(first), &t));
+            return Err(stopped(Stop::Failed(first), t));
         }
         if let Some(a) = &o.after.0 {
             for n in batch {
                 if let Some(error) = ask(ctx, a, n)? {
-                    rest(&mut t, i + 1);
                     let node = n.name.clone();
                     return Err(stopped(
                         Stop::Hook {
@@ -463,16 +516,15 @@ fn rolling(
                             node,
                             error,
                         },
-                        &t,
+                        t,
                     ));
                 }
             }
         }
-        if let (Some(v), Health::On { opts, .. }) = (&via, &health) {
+        if let (Some(v), Health::On { opts, .. }) = (via, health) {
             if let Some(error) = check(ctx, v, opts)? {
-                rest(&mut t, i + 1);
                 let after = names.join(", ");
-                return Err(stopped(Stop::Health { after, error }, &t));
+                return Err(stopped(Stop::Health { after, error }, t));
             }
             log(
                 ctx,
@@ -480,7 +532,7 @@ fn rolling(
             )?;
         }
     }
-    Ok(results)
+    Ok(())
 }
 
 /// A hook file: its own engine (confined to the project) and its functions.

@@ -1,9 +1,8 @@
 //! Upgrading nodes from scripts: `n.upgrade(#{image, stage, force, preserve, reboot_mode, wait,
 //! timeout})` (the legacy `MachineService/Upgrade`, which honours every flag, followed by
 //! talosctl's action tracker when `wait`), and `nodefile::sync_install_image(file, image)`, the
-//! writeback of the new image into a node file.
+//! writeback of the new image into a node file (node by node: `api_writeback`).
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -75,26 +74,18 @@ fn upgrade(n: &Node, o: &UpgradeOpts) -> Result<Map> {
         *got.lock().unwrap_or_else(|e| e.into_inner()) = r.ack;
         Ok(r.actor_id)
     };
-    let tracked = block_on(tracker::track(
+    // Ctrl-C ends the wait (a roll reports where it stopped).
+    let tracked = block_on(crate::sandbox::interrupt::or_interrupted(tracker::track(
         &n.name,
         n.dialer(),
         action,
         o.timeout.unwrap_or(WAIT),
         &mut tracker::Plain,
-    ));
+    )));
     n.forget();
     let actor = tracked?;
     let ack = ack.lock().unwrap_or_else(|e| e.into_inner()).clone();
     Ok(reply(ack, actor))
-}
-
-/// Where a node file may be rewritten: inside the project, or named on the command line.
-fn rewritable(session: &Session, path: &str) -> Result<PathBuf> {
-    session.named_or_inside(
-        "nodefile::sync_install_image",
-        path,
-        "node files are rewritten only where the user pointed: the command's -f files or the project folder",
-    )
 }
 
 pub fn register(engine: &mut Engine, session: &Session) {
@@ -113,10 +104,16 @@ pub fn register(engine: &mut Engine, session: &Session) {
             let session = session.clone();
             move |file: &str, image: &str| {
                 native(|| {
-                    let path = rewritable(&session, file)?;
+                    let path = super::api_writeback::rewritable(
+                        &session,
+                        "nodefile::sync_install_image",
+                        file,
+                    )?;
                     Ok(install_image::sync_file(&path, image)?.name().to_string())
                 })
             }
         });
+    super::api_writeback::add(&mut m, session);
+    engine.register_type_with_name::<super::api_writeback::Writeback>("Writeback");
     engine.register_static_module("nodefile", m.into());
 }

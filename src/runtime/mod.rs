@@ -22,6 +22,7 @@ mod api_support;
 pub mod api_talos;
 mod api_upgrade;
 mod api_verify;
+mod api_writeback;
 mod node_opts;
 mod opts;
 pub mod repl;

@@ -2,7 +2,9 @@
 //! asks the running script to stop (every engine checks between operations, `sleep` and node
 //! waits check while they wait). With no script running, or on a second Ctrl-C, or when the
 //! script does not stop within a grace period (blocked in a node call), talm exits with 130.
-//! Other commands keep the default Ctrl-C behaviour: the handler is installed only here.
+//! Other commands keep the default Ctrl-C behaviour: the handler is installed only here and for
+//! a roll (`rolling()`), which turns Ctrl-C into its own report ([`absorb`]) and still ends
+//! talm with 130. Node waits that may be long ([`or_interrupted`]) end at Ctrl-C.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Once;
@@ -17,6 +19,7 @@ const GRACE: Duration = Duration::from_secs(3);
 static PENDING: AtomicBool = AtomicBool::new(false);
 static PRESSES: AtomicU64 = AtomicU64::new(0);
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
+static ABSORBED: AtomicBool = AtomicBool::new(false);
 
 /// The error a script stopped by Ctrl-C ends with; `talm` exits with [`EXIT_CODE`] on it.
 #[derive(Debug, Clone)]
@@ -49,6 +52,33 @@ pub fn pending() -> bool {
 /// Forgets a handled Ctrl-C (the REPL goes on with the next line).
 pub fn clear() {
     PENDING.store(false, Ordering::SeqCst);
+}
+
+/// Takes over the pending Ctrl-C: the script goes on to report where it stopped (a roll's
+/// summary and its --resume line), and talm exits with [`EXIT_CODE`] at its end ([`absorbed`]).
+pub fn absorb() {
+    ABSORBED.store(true, Ordering::SeqCst);
+    clear();
+}
+
+/// Whether a Ctrl-C was taken over by [`absorb`]: the command ends with [`EXIT_CODE`].
+pub fn absorbed() -> bool {
+    ABSORBED.load(Ordering::SeqCst)
+}
+
+/// Runs `fut` until it ends or Ctrl-C is pressed (then [`Interrupted`]).
+pub async fn or_interrupted<T>(
+    fut: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    let pressed = async {
+        while !pending() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::select! {
+        r = fut => r,
+        () = pressed => Err(Interrupted { at: None }.into()),
+    }
 }
 
 /// Marks a script as running while the guard lives: Ctrl-C then asks it to stop instead of
@@ -89,22 +119,31 @@ fn on_sigint() {
 /// returns, so a Ctrl-C right after it is never lost to the default action.
 pub fn install() {
     static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        use tokio::signal::unix::{signal, SignalKind};
-        let rt = crate::talos::runtime();
-        let _entered = rt.enter();
-        match signal(SignalKind::interrupt()) {
-            Ok(mut sigint) => {
-                rt.spawn(async move {
-                    while sigint.recv().await.is_some() {
-                        on_sigint();
-                    }
-                });
-            }
-            // Without a handler Ctrl-C keeps its default action: talm ends at once.
-            Err(e) => eprintln!("WARN: cannot watch for Ctrl-C ({e}); it will end talm at once"),
+    ONCE.call_once(|| watch(tokio::signal::unix::SignalKind::interrupt(), "Ctrl-C"));
+}
+
+/// Makes SIGTERM stop the running script as Ctrl-C does (once per process): a roll stopped by
+/// a service manager reports where it stopped too. Only rolls ask for it, so the REPL and
+/// playbooks keep SIGTERM's default action.
+pub fn install_term() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| watch(tokio::signal::unix::SignalKind::terminate(), "SIGTERM"));
+}
+
+fn watch(kind: tokio::signal::unix::SignalKind, what: &str) {
+    let rt = crate::talos::runtime();
+    let _entered = rt.enter();
+    match tokio::signal::unix::signal(kind) {
+        Ok(mut sig) => {
+            rt.spawn(async move {
+                while sig.recv().await.is_some() {
+                    on_sigint();
+                }
+            });
         }
-    });
+        // Without a handler the signal keeps its default action: talm ends at once.
+        Err(e) => eprintln!("WARN: cannot watch for {what} ({e}); it will end talm at once"),
+    }
 }
 
 /// Sleeps for `d`, waking early with [`Interrupted`] when Ctrl-C is pressed.

@@ -30,9 +30,18 @@ use rhai::{Dynamic, Engine, EvalAltResult, FuncRegistration, Position, Scope, AS
 use crate::error::Hinted;
 
 /// The payload of a runtime error raised by a native function or `fail()`: the message with
-/// its hints, and the kind of node failure it was, if it was one (scripts ask `error_kind(e)`).
+/// its hints, and the node failure it was, if it was one (scripts ask `error_kind(e)` and
+/// `error_node(e)`).
 #[derive(Debug, Clone)]
-pub struct ScriptError(pub Hinted, pub Option<crate::talos::errors::Kind>);
+pub struct ScriptError(pub Hinted, pub Option<NodeFailure>);
+
+/// What a node failure carries through a script: its kind, and the node its message names.
+#[derive(Debug, Clone)]
+pub struct NodeFailure {
+    pub kind: crate::talos::errors::Kind,
+    /// Empty when the message names no node.
+    pub node: String,
+}
 
 /// What `on_progress` hands Rhai to stop a script on Ctrl-C.
 const INTERRUPT_TOKEN: &str = "interrupted";
@@ -60,7 +69,10 @@ pub fn to_rhai(err: anyhow::Error) -> Box<EvalAltResult> {
             Position::NONE,
         ));
     }
-    let kind = crate::talos::errors::kind(&err);
+    let failure = crate::talos::errors::kind(&err).map(|kind| NodeFailure {
+        kind,
+        node: crate::talos::errors::named_node(&err).unwrap_or_default(),
+    });
     let mut hints = Vec::new();
     for cause in err.chain() {
         hints.extend(crate::error::hints_of(cause).iter().cloned());
@@ -71,7 +83,7 @@ pub fn to_rhai(err: anyhow::Error) -> Box<EvalAltResult> {
         .collect::<Vec<_>>()
         .join(": ");
     Box::new(EvalAltResult::ErrorRuntime(
-        Dynamic::from(ScriptError(Hinted { message, hints }, kind)),
+        Dynamic::from(ScriptError(Hinted { message, hints }, failure)),
         Position::NONE,
     ))
 }
@@ -195,7 +207,15 @@ pub fn engine_on(limits: &Limits, lane: Lane) -> Engine {
     FuncRegistration::new("error_kind")
         .with_comments(["/// What kind of node failure a caught error was: refused, unreachable, timeout, in-maintenance, not-maintenance, foreign-ca, wrong-name, bad-server-cert, fingerprint-mismatch, client-cert-rejected, handshake, not-talos, cut, denied, maintenance-unimplemented, status; \"\" for other errors."])
         .register_into_engine(&mut engine, |e: ScriptError| {
-            e.1.map(|k| k.name()).unwrap_or_default().to_string()
+            e.1.map(|f| f.kind.name()).unwrap_or_default().to_string()
+        });
+    FuncRegistration::new("error_node")
+        .with_comments(["/// The node a caught node failure names in its message (`node X: ...`), \"\" for other errors: a report about that node then does not name it again."])
+        .register_into_engine(&mut engine, |e: Dynamic| {
+            e.try_cast::<ScriptError>()
+                .and_then(|e| e.1)
+                .map(|f| f.node)
+                .unwrap_or_default()
         });
     tpl::register(&mut engine);
     ip::register(&mut engine);
@@ -307,11 +327,12 @@ pub fn from_rhai_within(err: EvalAltResult, script: &str, limits: &Limits) -> an
 fn convert(err: EvalAltResult, script: &str, limits: Option<&Limits>) -> anyhow::Error {
     match err {
         EvalAltResult::ErrorRuntime(ref d, _) if d.is::<ScriptError>() => {
-            let ScriptError(h, kind) = d.clone().cast::<ScriptError>();
-            match kind {
+            let ScriptError(h, failure) = d.clone().cast::<ScriptError>();
+            match failure {
                 // A node failure stays one through the script, kind and all.
-                Some(kind) => crate::talos::errors::NodeError {
+                Some(NodeFailure { kind, node }) => crate::talos::errors::NodeError {
                     kind,
+                    node,
                     message: h.message,
                     hints: h.hints,
                 }

@@ -1,5 +1,6 @@
 //! ApplyConfiguration on a simulated node, as Talos 1.13 handles it (talos-api.md §4.3):
-//! validation, mode resolution, dry-run diffs, and what each mode does to the node's state.
+//! validation, mode resolution (what applies without a reboot: `super::immediate`), dry-run
+//! diffs, and what each mode does to the node's state.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,7 +68,10 @@ impl Node {
             ));
         }
         let requested = Mode::try_from(req.mode).unwrap_or(Mode::Auto);
-        let reboot_reason = st.config.as_ref().and_then(|cur| reboot_reason(cur, &cfg));
+        let reboot_reason = st
+            .config
+            .as_ref()
+            .and_then(|cur| super::immediate::reboot_reason(cur, &cfg));
         let (mode, details) = if maintenance {
             match requested {
                 Mode::Staged => (
@@ -201,31 +205,6 @@ impl Node {
             mode_details: details,
         })
     }
-}
-
-/// Why moving from `cur` to `new` needs a reboot (the parts Talos cannot change live).
-fn reboot_reason(cur: &Config, new: &Config) -> Option<String> {
-    let pick = |c: &Config| -> Vec<serde_yaml_ng::Value> {
-        let v: serde_yaml_ng::Value =
-            serde_yaml_ng::from_str(c.text.split("\n---").next().unwrap_or("")).unwrap_or_default();
-        ["type", "install", "kernel"]
-            .iter()
-            .map(|k| {
-                v.get("machine")
-                    .and_then(|m| m.get(*k))
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .collect()
-    };
-    let (a, b) = (pick(cur), pick(new));
-    ["machine.type", "machine.install", "machine.kernel"]
-        .iter()
-        .zip(a.iter().zip(b.iter()))
-        .find(|(_, (x, y))| x != y)
-        .map(|(path, _)| {
-            format!("config change not supported: {path:?} can only change with a reboot")
-        })
 }
 
 /// A unified diff starting `--- a` / `+++ b`, as Talos prints dry-run diffs.

@@ -19,6 +19,7 @@ pub mod faults;
 pub mod fdlimit;
 pub mod follow;
 pub mod hardware;
+pub mod immediate;
 pub mod inspect;
 pub mod journal;
 pub mod kubeconfig;
@@ -126,6 +127,18 @@ impl Sim {
     /// The node at `addr`.
     pub fn node(&self, addr: &str) -> Option<&Arc<Node>> {
         self.nodes.iter().find(|n| n.name() == addr)
+    }
+
+    /// Powers every switched-off node back on (`talm sim` on SIGUSR1); their names.
+    pub fn power_on_all(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter(|n| n.is_off())
+            .map(|n| {
+                n.power_on();
+                n.name()
+            })
+            .collect()
     }
 
     /// Stops every node and waits for them.

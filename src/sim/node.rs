@@ -269,9 +269,16 @@ impl Node {
         self.boot.lock().unwrap_or_else(|e| e.into_inner()).cancel();
     }
 
-    /// Powers a node that was switched off back on: it boots again.
+    /// Powers a node that was switched off (by [`Node::power_off`], a shutdown or a reset
+    /// without reboot) back on: it boots again.
     pub fn power_on(&self) {
+        self.state().changes.powered_off = false;
         self.halted.send_replace(false);
+    }
+
+    /// Whether the node is switched off (or going off), waiting for [`Node::power_on`].
+    pub fn is_off(&self) -> bool {
+        *self.halted.borrow() || self.state().changes.powered_off
     }
 
     /// TLS for the current boot: maintenance, or a server certificate issued by the applied

@@ -1,5 +1,6 @@
 //! `talm sim`: starts simulated nodes from `--node` addresses, `--node-range` ranges or a
-//! config file and serves them in the foreground until interrupted.
+//! config file and serves them in the foreground until interrupted; SIGUSR1 powers on the nodes
+//! switched off (a shutdown, a reset without `--reboot`).
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -96,7 +97,8 @@ fn started(sim: &Sim) {
     );
 }
 
-/// Runs the simulator until Ctrl-C (or SIGTERM); returns the exit code.
+/// Runs the simulator until Ctrl-C (or SIGTERM); SIGUSR1 powers the switched-off nodes back on.
+/// Returns the exit code.
 pub fn run(args: &Options) -> Result<i32> {
     let specs = specs(args)?;
     super::fdlimit::raise_for(specs.len())?;
@@ -104,10 +106,25 @@ pub fn run(args: &Options) -> Result<i32> {
         let sim = Sim::start(specs).await?;
         started(&sim);
         eprintln!("serving until interrupted (Ctrl-C)");
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut power = signal(SignalKind::user_defined1())?;
+        let ctrl_c = tokio::signal::ctrl_c();
+        tokio::pin!(ctrl_c);
+        loop {
+            tokio::select! {
+                _ = &mut ctrl_c => break,
+                _ = term.recv() => break,
+                _ = power.recv() => {
+                    let on = sim.power_on_all();
+                    if on.is_empty() {
+                        eprintln!("sim: SIGUSR1: no node is switched off");
+                    }
+                    for n in on {
+                        eprintln!("sim {n}: powered on");
+                    }
+                }
+            }
         }
         sim.stop().await;
         Ok(0)

@@ -246,8 +246,8 @@ async fn certificates(
     }
 }
 
-/// The node's life: serve a boot, and when it is powered off, stay down for the reboot delay
-/// and boot again, until the simulator stops.
+/// The node's life: serve a boot, stay down for the reboot delay and boot again, until the
+/// simulator stops; a node switched off waits to be powered on first.
 pub async fn run(node: Arc<Node>, registry: Arc<Registry>) {
     let addr = SocketAddr::new(node.spec.addr, node.spec.port);
     let mut first = true;
@@ -281,9 +281,9 @@ pub async fn run(node: Arc<Node>, registry: Arc<Registry>) {
             break;
         }
         if node.state().changes.powered_off {
-            // Shut down: nothing brings a powered-off machine back but the simulator's end.
-            node.stop.cancelled().await;
-            break;
+            // Shut down (a shutdown, a reset without reboot): down until powered on again
+            // (`power_on`; SIGUSR1 to `talm sim`).
+            node.halted.send_replace(true);
         }
         tokio::select! {
             _ = node.stop.cancelled() => break,

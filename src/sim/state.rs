@@ -30,7 +30,8 @@ impl Config {
         Config { text, docs }
     }
 
-    fn v1alpha1(&self) -> Option<&Value> {
+    /// The v1alpha1 document, when there is one.
+    pub fn v1alpha1(&self) -> Option<&Value> {
         self.docs.iter().find(|d| {
             d.get("kind").is_none()
                 && (d.get("machine").is_some()

@@ -107,6 +107,7 @@ impl Client {
         };
         let site = Site {
             node: &label,
+            named: &node,
             endpoint: &addr,
             call: errors::CONNECT,
             service: MACHINE,
@@ -171,6 +172,7 @@ impl Client {
     fn site<'a>(&'a self, call: &'a str, service: &'static str) -> Site<'a> {
         Site {
             node: &self.label,
+            named: &self.node,
             endpoint: &self.endpoint,
             call,
             service,

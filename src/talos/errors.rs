@@ -84,10 +84,13 @@ impl Kind {
     }
 }
 
-/// A failure talking to a node: its kind, the message and what to do.
+/// A failure talking to a node: its kind, the message (which names the node) and what to do.
 #[derive(Clone, Debug)]
 pub struct NodeError {
     pub kind: Kind,
+    /// The node the message names (`node X: ...`, `node X (via E): ...`), as the user named it,
+    /// so what reports the error does not name the node again.
+    pub node: String,
     pub message: String,
     pub hints: Vec<String>,
 }
@@ -107,11 +110,32 @@ pub fn kind(err: &anyhow::Error) -> Option<Kind> {
         .map(|n| n.kind)
 }
 
+/// The node a node failure in an error's chain names, when its message names one.
+pub fn named_node(err: &anyhow::Error) -> Option<String> {
+    err.chain()
+        .find_map(|c| c.downcast_ref::<NodeError>())
+        .map(|n| n.node.clone())
+        .filter(|n| !n.is_empty())
+}
+
+/// `error` reported about `node`: `NODE: error`, or the error alone when it names the node
+/// itself (a node failure's `node X: ...`), so the node is said once.
+pub fn about(node: &str, named: Option<&str>, error: &str) -> String {
+    if named == Some(node) {
+        error.to_string()
+    } else {
+        format!("{node}: {error}")
+    }
+}
+
 /// Where a failure happened: the node (as the user named it), the endpoint dialled, the call
 /// and the gRPC service it belongs to.
 #[derive(Clone, Copy)]
 pub struct Site<'a> {
+    /// How messages name the node: `node`, or `node (via endpoint)` when proxied.
     pub node: &'a str,
+    /// The node as the user named it (what [`NodeError::node`] keeps).
+    pub named: &'a str,
     pub endpoint: &'a str,
     pub call: &'a str,
     pub service: &'static str,
@@ -134,6 +158,7 @@ impl Site<'_> {
     ) -> anyhow::Error {
         NodeError {
             kind,
+            node: self.named.to_string(),
             message: format!("node {}: {}: {what}", self.node, self.call),
             hints: vec![hint.into()],
         }
@@ -143,6 +168,7 @@ impl Site<'_> {
     pub(super) fn plain(&self, kind: Kind, what: impl fmt::Display) -> anyhow::Error {
         NodeError {
             kind,
+            node: self.named.to_string(),
             message: format!("node {}: {}: {what}", self.node, self.call),
             hints: Vec::new(),
         }
@@ -152,6 +178,7 @@ impl Site<'_> {
     pub(super) fn not_talos(&self, why: NotTalos, what: impl fmt::Display) -> anyhow::Error {
         NodeError {
             kind: Kind::NotTalos(why),
+            node: self.endpoint.to_string(),
             message: format!("node {} is not a Talos API: {what}", self.endpoint),
             hints: vec![NOT_TALOS_HINT.into()],
         }
@@ -292,6 +319,7 @@ pub fn code_name(code: Code) -> &'static str {
 pub(crate) fn test_site(insecure: bool) -> Site<'static> {
     Site {
         node: "10.0.0.1",
+        named: "10.0.0.1",
         endpoint: "10.0.0.1:50000",
         call: "Version",
         service: MACHINE,

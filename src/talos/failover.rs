@@ -67,6 +67,7 @@ fn all_failed(target: Option<&str>, failures: &[(&String, anyhow::Error)]) -> an
     hints.push("each endpoint was tried in order; remove the ones that are gone with -e or in the talosconfig context".into());
     NodeError {
         kind,
+        node: node.to_string(),
         message: format!(
             "node {node}: {}: no endpoint answered: {}",
             errors::CONNECT,

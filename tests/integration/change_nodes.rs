@@ -156,13 +156,34 @@ fn rollback_reboot_force_and_shutdown() {
     ])
     .ok();
     assert_eq!(nodes.node(&ip).state().version, "v1.13.9");
+    // Rollback says what it asked and, as reboot does, returns once the node is back.
     let boots = nodes.boots(&ip);
     let o = d.talm(["rollback", "-f", "nodes/cp.yaml"]).ok();
     assert_eq!(o.stdout, "");
-    nodes.wait_reboot(&ip, boots);
+    assert_eq!(
+        o.stderr,
+        format!("- talm: rolling back {ip}\n{ip}: back, running {before}\n")
+    );
+    assert_eq!(nodes.boots(&ip), boots + 1);
     assert_eq!(nodes.node(&ip).state().version, before);
     let v = d.talm(["version", "-f", "nodes/cp.yaml"]).ok().stdout;
     assert!(v.contains(&format!("Tag:         {before}")), "{v}");
+    // --wait=false returns once the node took the request.
+    d.talm([
+        "upgrade",
+        "-f",
+        "nodes/cp.yaml",
+        "--image",
+        "ghcr.io/siderolabs/installer:v1.13.9",
+    ])
+    .ok();
+    let boots = nodes.boots(&ip);
+    let o = d
+        .talm(["rollback", "-f", "nodes/cp.yaml", "--wait=false"])
+        .ok();
+    assert_eq!(o.stderr, format!("- talm: rolling back {ip}\n"));
+    nodes.wait_reboot(&ip, boots);
+    assert_eq!(nodes.node(&ip).state().version, before);
 
     let boots = nodes.boots(&ip);
     let o = d
@@ -359,10 +380,20 @@ fn image_pull_adds_to_the_image_list() {
         .ok()
         .stdout;
     assert!(!system.contains("nginx"), "{system}");
-    d.talm(["image", "pull", "registry.invalid/app:1", "-f", "nodes/cp.yaml"])
-        .fails_with(&format!(
-            "error from node {ip}: node {ip}: ImagePull: rpc error: code = NotFound desc = error pulling image: registry.invalid/app:1: not found"
-        ));
+    // The node is named once: its failure says `node IP:` itself.
+    let o = d
+        .talm([
+            "image",
+            "pull",
+            "registry.invalid/app:1",
+            "-f",
+            "nodes/cp.yaml",
+        ])
+        .fails_with("ImagePull");
+    assert_eq!(
+        o.stderr,
+        format!("Error: node {ip}: ImagePull: rpc error: code = NotFound desc = error pulling image: registry.invalid/app:1: not found\n")
+    );
 }
 
 #[test]

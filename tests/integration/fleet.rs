@@ -49,6 +49,26 @@ fn most_at_once(steps: &[String], among: &[String]) -> usize {
     most
 }
 
+/// Pins the old installer in each node file (as a project that names its image does); returns
+/// the pinned line.
+fn pin_old(d: &Dir, files: &[&str]) -> String {
+    let pinned = format!("    image: ghcr.io/siderolabs/installer:{OLD}\n");
+    for f in files {
+        let text = d.read(f);
+        assert!(text.contains("\n  install:\n"), "{text}");
+        d.write(
+            f,
+            &text.replacen("\n  install:\n", &format!("\n  install:\n{pinned}"), 1),
+        );
+    }
+    pinned
+}
+
+/// The image line a node file names after the roll wrote it.
+fn new_pin() -> String {
+    format!("    image: {NEW}\n")
+}
+
 fn version(nodes: &Nodes, ip: &str) -> String {
     nodes.node(ip).state().version.clone()
 }
@@ -69,7 +89,7 @@ fn rolling_upgrade_stops_when_a_node_fails_health_and_resumes() {
     let nodes = Nodes::start(&ips, |_| {});
     let (cps, ws) = (&ips[..3], &ips[3..]);
     let d = cluster(&nodes, cps, ws);
-    // The node files pin the installer they run (written back once the roll is done).
+    // The node files pin the installer they run (written back as each node is done).
     let files = [
         "nodes/cp1.yaml",
         "nodes/cp2.yaml",
@@ -78,15 +98,7 @@ fn rolling_upgrade_stops_when_a_node_fails_health_and_resumes() {
         "nodes/w2.yaml",
         "nodes/w3.yaml",
     ];
-    let pinned = format!("    image: ghcr.io/siderolabs/installer:{OLD}\n");
-    for f in files {
-        let text = d.read(f);
-        assert!(text.contains("\n  install:\n"), "{text}");
-        d.write(
-            f,
-            &text.replacen("\n  install:\n", &format!("\n  install:\n{pinned}"), 1),
-        );
-    }
+    let pinned = pin_old(&d, &files);
     // The second worker's kubelet does not come up on the new version.
     kubelet_fails_at_new(&nodes, &ws[1]);
     let args = [
@@ -146,10 +158,12 @@ fn rolling_upgrade_stops_when_a_node_fails_health_and_resumes() {
         "{}",
         o.stderr
     );
-    // A stopped roll writes no image back: the node files still name the old one.
-    for f in files {
-        assert!(d.read(f).contains(&pinned), "{f}");
+    // Each node's file was written as that node finished: the five upgraded name the new
+    // image, the one never started still names the old one.
+    for f in &files[..5] {
+        assert!(d.read(f).contains(&new_pin()), "{f}");
     }
+    assert!(d.read(files[5]).contains(&pinned));
 
     // Once the kubelet is fixed, the printed line finishes the roll: only w3 is upgraded.
     nodes.node(&ws[1]).set_faults(Faults::default());
@@ -188,6 +202,7 @@ fn a_hook_that_vetoes_stops_the_roll_before_that_node() {
     let [cp, w1, w2] = net::addrs();
     let nodes = Nodes::start(&[&cp, &w1, &w2], |_| {});
     let d = cluster(&nodes, &[&cp], &[&w1, &w2]);
+    let pinned = pin_old(&d, &["nodes/cp1.yaml", "nodes/w1.yaml", "nodes/w2.yaml"]);
     d.write(
         "hooks/roll.rhai",
         &format!(
@@ -231,6 +246,17 @@ fn a_hook_that_vetoes_stops_the_roll_before_that_node() {
     assert_eq!(version(&nodes, &cp), "v1.13.9");
     assert_eq!(version(&nodes, &w1), OLD);
     assert_eq!(version(&nodes, &w2), OLD);
+    // The control plane's file was written as it finished, before the veto; the workers' not.
+    assert!(
+        o.stderr.contains(&format!(
+            "{cp}: running v1.13.9\nSynced machine.install.image in nodes/cp1.yaml to {NEW}\n"
+        )),
+        "{}",
+        o.stderr
+    );
+    assert!(d.read("nodes/cp1.yaml").contains(&new_pin()));
+    assert!(d.read("nodes/w1.yaml").contains(&pinned));
+    assert!(d.read("nodes/w2.yaml").contains(&pinned));
 
     // A hook runs confined to the project, as a playbook: reading outside it stops the roll.
     d.write(
@@ -273,6 +299,81 @@ fn a_hook_that_vetoes_stops_the_roll_before_that_node() {
     ])
     .fails_with("hook hooks/empty.rhai defines neither before(node) nor after(node)");
     assert_eq!(version(&nodes, &w1), OLD);
+}
+
+#[test]
+fn a_node_failing_its_upgrade_stops_the_roll_named_once() {
+    let [cp, w1, w2] = net::addrs();
+    let nodes = Nodes::start(&[&cp, &w1, &w2], |_| {});
+    let d = cluster(&nodes, &[&cp], &[&w1, &w2]);
+    let pinned = pin_old(&d, &["nodes/cp1.yaml", "nodes/w1.yaml", "nodes/w2.yaml"]);
+    // The first worker refuses its upgrade (the call goes through the control plane's endpoint).
+    nodes.node(&w1).state().installed_disk = None;
+    let o = d
+        .talm(["upgrade", "-f", "nodes", "--rolling", "--image", NEW])
+        .run();
+    assert_ne!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.ends_with(&format!(
+        "Error: rolling: node {w1} (via {cp}:50000): Upgrade: rpc error: code = FailedPrecondition desc = Talos is not installed\n  done: {cp}\n  failed: {w1}\n  not started: {w2}\nhint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade -f nodes --rolling --image {NEW} --resume\n"
+    )), "{}", o.stderr);
+    // The control plane's file names the image it runs; the workers' still the old one.
+    assert!(d.read("nodes/cp1.yaml").contains(&new_pin()));
+    assert!(d.read("nodes/w1.yaml").contains(&pinned));
+    assert!(d.read("nodes/w2.yaml").contains(&pinned));
+    assert_eq!(version(&nodes, &w1), OLD);
+}
+
+#[test]
+fn ctrl_c_stops_a_roll_with_its_summary_and_resume_line() {
+    interrupt_roll("-INT");
+}
+
+#[test]
+fn sigterm_stops_a_roll_as_ctrl_c_does() {
+    interrupt_roll("-TERM");
+}
+
+/// A roll of a control plane and two workers sent `signal` during the first worker's turn.
+fn interrupt_roll(signal: &str) {
+    let [cp, w1, w2] = net::addrs();
+    let nodes = Nodes::start(&[&cp, &w1, &w2], |_| {});
+    let d = cluster(&nodes, &[&cp], &[&w1, &w2]);
+    let pinned = pin_old(&d, &["nodes/cp1.yaml", "nodes/w1.yaml", "nodes/w2.yaml"]);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_talm"))
+        .args(["upgrade", "-f", "nodes", "--rolling", "--image", NEW])
+        .current_dir(d.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    // The first worker's turn has begun (the control plane is done): Ctrl-C now.
+    let turn = format!("- talm: upgrading {w1} from ");
+    while !seen.contains(&turn) {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+        assert!(n > 0, "talm ended before {w1}'s turn: {seen}");
+        seen.push_str(&line);
+    }
+    let kill = std::process::Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    std::io::Read::read_to_string(&mut stderr, &mut seen).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{seen}");
+    assert!(seen.ends_with(&format!(
+        "Error: rolling: interrupted (Ctrl-C)\n  done: {cp}\n  interrupted: {w1}\n  not started: {w2}\nhint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade -f nodes --rolling --image {NEW} --resume\n"
+    )), "{seen}");
+    // The files agree with the nodes where the roll stopped.
+    assert_eq!(version(&nodes, &cp), "v1.13.9");
+    assert!(d.read("nodes/cp1.yaml").contains(&new_pin()));
+    assert!(d.read("nodes/w1.yaml").contains(&pinned));
+    assert!(d.read("nodes/w2.yaml").contains(&pinned));
+    assert_eq!(version(&nodes, &w2), OLD);
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! against simulated nodes on loopback (each test has a /24 of its own from `common::net`), in
 //! maintenance and authenticated modes.
 
+use crate::common::cluster::until;
 use crate::common::sim::{template_node, Nodes};
 use crate::common::{net, yaml_docs, Dir};
 
@@ -352,6 +353,57 @@ fn sim_command_serves_nodes_until_stopped() {
     let status = child.0.wait().unwrap();
     assert!(status.success(), "talm sim exit: {status:?}");
     assert!(std::net::TcpStream::connect(format!("{extra}:50000")).is_err());
+}
+
+#[test]
+fn sim_command_powers_switched_off_nodes_back_on() {
+    let ip = net::addr();
+    let d = Dir::project("generic");
+    let bin = assert_cmd::cargo::cargo_bin("talm");
+    let mut child = KillOnDrop(
+        std::process::Command::new(bin)
+            .current_dir(d.path())
+            .args(["sim", "--node", &ip, "--reboot-delay", "200ms"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let answers = |args: &[&str]| d.talm(args.iter().copied()).run().code == 0;
+    until("talm sim listens", || {
+        answers(&["version", "-n", &ip, "-i"])
+    });
+    // Configured, then reset without --reboot: the node powers off, as Talos does.
+    d.write("nodes/cp.yaml", &template_node(&d, &ip));
+    d.talm(["apply", "-f", "nodes/cp.yaml", "-i"]).ok();
+    until("the node runs its config", || {
+        answers(&["version", "-f", "nodes/cp.yaml"])
+    });
+    let o = d.talm(["reset", "-f", "nodes/cp.yaml", "--wait"]).ok();
+    assert!(
+        o.stderr.contains(&format!("{ip}: reset done, powered off")),
+        "{}",
+        o.stderr
+    );
+    d.talm(["version", "-n", &ip, "-i"])
+        .fails_with(&format!("node {ip}: connect: connection refused"));
+    // SIGUSR1 powers it on: it boots again, in maintenance mode after the reset.
+    let usr1 = std::process::Command::new("kill")
+        .args(["-USR1", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(usr1.success());
+    until("the node is back in maintenance mode", || {
+        answers(&["version", "-n", &ip, "-i"])
+    });
+    unsafe_kill(child.0.id());
+    let status = child.0.wait().unwrap();
+    assert!(status.success(), "talm sim exit: {status:?}");
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut said).unwrap();
+    assert!(
+        said.contains(&format!("\nsim {ip}: powered on\n")),
+        "{said}"
+    );
 }
 
 /// A child process that is killed if the test fails before stopping it.

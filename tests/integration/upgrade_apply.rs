@@ -156,6 +156,19 @@ fn upgrade_waits_like_talosctl_and_writes_the_image_back() {
         "{}",
         dry.stderr
     );
+    // Talos applies machine.install at once: the written-back file goes on without a reboot.
+    let boots = nodes.boots(&ip);
+    let o = d.talm(["apply", "-f", "nodes/cp.yaml"]).ok();
+    assert!(
+        o.stderr
+            .contains("Applied configuration without a reboot\n"),
+        "{}",
+        o.stderr
+    );
+    let cfg = nodes.node(&ip).state().config.clone().unwrap();
+    assert!(cfg.text.contains(&format!("image: {NEW}")), "{}", cfg.text);
+    assert_eq!(nodes.boots(&ip), boots);
+    assert!(!nodes.node(&ip).state().rebooting);
 }
 
 #[test]
