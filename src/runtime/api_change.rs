@@ -275,9 +275,9 @@ fn editor_env() -> Option<String> {
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
 }
 
-/// Writes `text` to a temporary file named `<prefix>*.yaml`, opens the editor on it, and
-/// returns what was saved.
-fn edit_text(text: &str, prefix: &str) -> Result<String> {
+/// Writes `text` to a scratch file named `<prefix>*.yaml` (in the project's staging folder,
+/// else the system temp folder; `scratch`), opens the editor on it, and returns what was saved.
+fn edit_text(root: Option<&std::path::Path>, text: &str, prefix: &str) -> Result<String> {
     let editor = editor_env();
     if editor.is_none() && !std::io::stdin().is_terminal() {
         return Err(hinted(
@@ -286,7 +286,6 @@ fn edit_text(text: &str, prefix: &str) -> Result<String> {
         ));
     }
     let editor = editor.unwrap_or_else(|| if cfg!(windows) { "notepad" } else { "vi" }.into());
-    let dir = std::env::temp_dir();
     let safe: String = prefix
         .chars()
         .map(|c| {
@@ -301,30 +300,20 @@ fn edit_text(text: &str, prefix: &str) -> Result<String> {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    let path = dir.join(format!("{safe}{nonce}.yaml"));
-    {
-        use std::io::Write as _;
-        let mut o = std::fs::OpenOptions::new();
-        o.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-        let mut f = o
-            .open(&path)
-            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
-        f.write_all(text.as_bytes())?;
-    }
+    let scratch = super::scratch::Scratch::create(root, &format!("{safe}{nonce}.yaml"), text)?;
+    let path = scratch.path();
     let status = if cfg!(windows) {
-        std::process::Command::new(&editor).arg(&path).status()
+        std::process::Command::new(&editor).arg(path).status()
     } else {
         std::process::Command::new("sh")
             .arg("-c")
             .arg(format!("{editor} \"$1\""))
             .arg("sh")
-            .arg(&path)
+            .arg(path)
             .status()
     };
     let result = match status {
-        Ok(s) if s.success() => crate::input::read_text(&path, crate::input::Kind::Text),
+        Ok(s) if s.success() => crate::input::read_text(path, crate::input::Kind::Text),
         Ok(s) => Err(hinted(
             format!("editor {editor:?} failed: {s}"),
             "set TALOS_EDITOR or EDITOR to a working editor",
@@ -334,7 +323,7 @@ fn edit_text(text: &str, prefix: &str) -> Result<String> {
             "set TALOS_EDITOR or EDITOR to a working editor",
         )),
     };
-    let _ = std::fs::remove_file(&path);
+    drop(scratch);
     result
 }
 
@@ -360,7 +349,7 @@ fn service(n: &Node, id: &str, action: ServiceAction) -> Result<String> {
     n.with(|c| block_on(c.service_action(id, action)))
 }
 
-pub fn register(engine: &mut Engine) {
+pub fn register(engine: &mut Engine, session: &super::session::Session) {
     for (name, action, doc) in [
         ("service_start", ServiceAction::Start, "/// Starts a service (kubelet, extension services `ext-*`); a running one is left as it is. Returns the node's answer (`Service \"ID\" started`)."),
         ("service_stop", ServiceAction::Stop, "/// Stops a service (extension services `ext-*` only); a stopped one is left as it is. Returns the node's answer."),
@@ -484,7 +473,12 @@ pub fn register(engine: &mut Engine) {
         });
     FuncRegistration::new("edit_text")
         .with_comments(["/// Opens `text` in the user's editor ($TALOS_EDITOR, $EDITOR, $VISUAL, else vi, which needs a terminal) in a temporary file named `prefix*.yaml`; returns the saved text."])
-        .register_into_engine(engine, |text: &str, prefix: &str| native(|| edit_text(text, prefix)));
+        .register_into_engine(engine, {
+            let session = session.clone();
+            move |text: &str, prefix: &str| {
+                native(|| edit_text(session.settings().root.as_deref(), text, prefix))
+            }
+        });
 }
 
 #[cfg(test)]

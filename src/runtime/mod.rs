@@ -26,6 +26,7 @@ mod api_writeback;
 mod node_opts;
 mod opts;
 pub mod repl;
+mod scratch;
 pub mod session;
 mod workers;
 
@@ -65,7 +66,7 @@ fn engine_with(limits: &Limits, session: &Session, unchecked: &api_parallel::Unc
     // After talos: its node methods use the `Node` type name registered there.
     api_etcd::register(&mut engine, session);
     api_support::register(&mut engine, session);
-    api_change::register(&mut engine);
+    api_change::register(&mut engine, session);
     api_upgrade::register(&mut engine, session);
     api_rotate::register(&mut engine);
     api_rolling::register(&mut engine, session);

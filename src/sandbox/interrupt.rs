@@ -118,8 +118,14 @@ fn on_sigint() {
 /// Installs the SIGINT handler (once per process). The handler is registered before this
 /// returns, so a Ctrl-C right after it is never lost to the default action.
 pub fn install() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| watch(tokio::signal::unix::SignalKind::interrupt(), "Ctrl-C"));
+    SIGINT_WATCHED.call_once(|| watch(tokio::signal::unix::SignalKind::interrupt(), "Ctrl-C"));
+}
+
+static SIGINT_WATCHED: Once = Once::new();
+
+/// Whether Ctrl-C is handled here (asking the running script to stop) in this process.
+pub fn installed() -> bool {
+    SIGINT_WATCHED.is_completed()
 }
 
 /// Makes SIGTERM stop the running script as Ctrl-C does (once per process): a roll stopped by

@@ -525,6 +525,115 @@ fn patch_and_edit_the_machine_config() {
         .fails_with("only the machineconfig resource can be edited");
 }
 
+/// An editor script (0755) in `d` that logs each run to `runs` and then runs `body`.
+fn editor(d: &Dir, name: &str, body: &str) -> std::path::PathBuf {
+    let runs = d.join("runs");
+    d.write(
+        name,
+        &format!("#!/bin/sh\necho \"$1\" >> '{}'\n{body}\n", runs.display()),
+    );
+    let path = d.join(name);
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn edit_never_loops_on_a_refused_config_and_leaves_no_copy() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = configured(&nodes, &ip);
+    let runs = || {
+        d.read("runs")
+            .lines()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    // An editor writing the same refused config (without the error comment) every time: the
+    // second save of it ends the edit, having called the node once.
+    let same = editor(&d, "same.sh", "printf 'machine:\\n  bogus: 1\\n' > \"$1\"");
+    let o = d
+        .talm(["edit", "machineconfig", "-f", "nodes/cp.yaml"])
+        .env("EDITOR", &same)
+        .run();
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr
+            .ends_with("\nEdit canceled: the config saved is the one the node refused.\n"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(runs().len(), 2);
+    // A different refused config every time: three rounds without a terminal, then it ends.
+    d.remove("runs");
+    let other = editor(
+        &d,
+        "other.sh",
+        "echo x >> \"$0.runs\"; n=$(wc -l < \"$0.runs\"); printf 'machine:\\n  bogus: %s\\n' \"$n\" > \"$1\"",
+    );
+    let o = d
+        .talm(["edit", "machineconfig", "-f", "nodes/cp.yaml"])
+        .env("EDITOR", &other)
+        .run();
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr
+            .ends_with("\nEdit canceled: the node refused 3 edits.\n"),
+        "{}",
+        o.stderr
+    );
+    let copies = runs();
+    assert_eq!(copies.len(), 3);
+    // Every copy lay in the project's git-ignored staging folder, and none is left.
+    let root = d.path().canonicalize().unwrap();
+    for c in &copies {
+        let p = std::path::Path::new(c);
+        let staging = p.parent().unwrap();
+        assert_eq!(staging.parent().unwrap(), root, "{c}");
+        assert!(
+            staging
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(".talm-txn-"),
+            "{c}"
+        );
+        assert!(!p.exists(), "{c} is left");
+    }
+
+    // Ended by a signal while the editor runs: the copy goes too, and talm ends as the signal.
+    for (signal, code) in [
+        (libc::SIGTERM, 143),
+        (libc::SIGHUP, 129),
+        (libc::SIGINT, 130),
+    ] {
+        d.remove("runs");
+        // The editor outlives talm: its output goes nowhere, so nothing waits for it.
+        let slow = editor(&d, "slow.sh", "sleep 20 >/dev/null 2>&1");
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("talm"))
+            .current_dir(d.path())
+            .args(["edit", "machineconfig", "-f", "nodes/cp.yaml"])
+            .env("EDITOR", &slow)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while !d.exists("runs") {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(60),
+                "the editor did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let copy = runs()[0].clone();
+        assert!(std::path::Path::new(&copy).exists());
+        unsafe { libc::kill(child.id() as i32, signal) };
+        assert_eq!(child.wait().unwrap().code(), Some(code));
+        assert!(!std::path::Path::new(&copy).exists(), "{copy} is left");
+    }
+}
+
 #[test]
 fn node_methods_are_documented_typed_and_publish_events() {
     let ip = net::addr();
