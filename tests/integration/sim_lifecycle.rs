@@ -55,13 +55,29 @@ fn apply_modes_upgrade_and_reset() {
         r.mode_details,
         "Staged configuration to be applied after the next reboot"
     );
+    // Talos applies machine.install at once (CanApplyImmediate); machine.env needs a reboot.
     let other_disk = cfg.replace("disk: /dev/nvme0n1", "disk: /dev/sdb");
-    let err = h
-        .apply(&h.addr, admin(), &other_disk, Mode::NoReboot, false)
-        .unwrap_err();
-    assert!(err.to_string().contains("machine.install"), "{err}");
     let r = h
         .apply(&h.addr, admin(), &other_disk, Mode::Auto, true)
+        .unwrap();
+    assert_eq!(r.mode, Mode::NoReboot as i32);
+    let with_env = cfg.replacen(
+        "machine:\n",
+        "machine:\n    env:\n        HTTP_PROXY: http://127.0.0.1:3128\n",
+        1,
+    );
+    let err = h
+        .apply(&h.addr, admin(), &with_env, Mode::NoReboot, false)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "this config change can't be applied in immediate mode\ndiff:\n--- a\n+++ b\n"
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("+  env:\n"), "{err}");
+    let r = h
+        .apply(&h.addr, admin(), &with_env, Mode::Auto, true)
         .unwrap();
     assert_eq!(r.mode, Mode::Reboot as i32);
 
