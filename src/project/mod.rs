@@ -4,6 +4,7 @@
 pub mod chart;
 pub mod confine;
 pub mod drift;
+pub mod exclusive;
 pub mod fsutil;
 pub mod gitignore;
 pub mod install_image;

@@ -99,6 +99,18 @@ pub fn register(engine: &mut Engine, session: &Session) {
         .set_into_module(&mut m, |path: &str| {
             native(|| Ok(root::absolute(Path::new(path))?.display().to_string()))
         });
+    FuncRegistration::new("exclusive")
+        .with_comments(["/// Takes the folder `dir` for this run (made if missing): another talm run that takes it waits, saying so, until this one ends. Keep the result in a variable for as long as the run reads, decides and writes there (`let held = project::exclusive(dir);`)."])
+        .set_into_module(&mut m, {
+            let s = session.clone();
+            move |dir: &str| {
+                native(|| {
+                    let dir = confined(&s, "project::exclusive", dir)?;
+                    let held = crate::project::exclusive::take(Path::new(&dir))?;
+                    Ok(Dynamic::from(std::sync::Arc::new(held)))
+                })
+            }
+        });
     FuncRegistration::new("exists")
         .with_comments(["/// Whether `rel` exists inside the project `root`."])
         .set_into_module(&mut m, {

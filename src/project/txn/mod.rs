@@ -476,6 +476,14 @@ mod tests {
         fs::create_dir(&dead).unwrap();
         assert_eq!(recover(d.path()).unwrap().discarded, 1);
         assert!(!dead.exists() && young.exists());
+        // Another live process (pid 1) between creating its lock file and locking it: its
+        // young folder is left to it, as two talm runs in one project must not remove each
+        // other's staging folders.
+        let other = d.path().join(format!("{STAGING_PREFIX}1-other"));
+        fs::create_dir(&other).unwrap();
+        fs::write(other.join(OWNER), "").unwrap();
+        assert_eq!(recover(d.path()).unwrap().discarded, 0);
+        assert!(other.exists());
     }
 
     #[test]
@@ -489,7 +497,7 @@ mod tests {
         // A journal that writes through a link out of the folder is refused.
         let outside = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), d.path().join("out")).unwrap();
-        let dead = d.path().join(format!("{STAGING_PREFIX}1-evil"));
+        let dead = d.path().join(format!("{STAGING_PREFIX}{}-evil", u32::MAX));
         fs::create_dir(&dead).unwrap();
         fs::write(dead.join(OWNER), "").unwrap();
         fs::write(dead.join("0"), "x").unwrap();

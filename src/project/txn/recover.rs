@@ -35,12 +35,12 @@ fn claim(staging: &Path) -> Option<fs::File> {
             < UNLOCKED_GRACE
     };
     match fs::File::open(staging.join(OWNER)) {
-        // Unlocked, but when it is this process's own its run may be another thread between
-        // creating the lock file and locking it (a playbook's items writing in one folder): a
-        // young folder of ours is left to it.
+        // Unlocked, but a young folder of a process still running may be between creating its
+        // lock file and locking it (another talm run in the same folder, or another thread of
+        // this one): it is left to its owner.
         Ok(f) => {
             f.try_lock().ok()?;
-            (!(owner_pid(staging) == Some(std::process::id()) && young())).then_some(f)
+            (!(owner_alive(staging) && young())).then_some(f)
         }
         // No lock file: a run killed between making the folder and its lock — unless its
         // process is alive and the folder young: a run in its first microseconds.

@@ -24,6 +24,7 @@ pub(crate) const RENDER_CP: &[&str] = &[
 pub(crate) fn args<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
     base.iter().chain(extra).copied().collect()
 }
+mod concurrency;
 mod confinement;
 mod damage;
 mod durations;
