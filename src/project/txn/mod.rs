@@ -429,7 +429,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         fs::write(d.path().join("keep"), "old").unwrap();
         // A run that died before its journal: a staging folder nobody holds.
-        let dead = d.path().join(format!("{STAGING_PREFIX}1-dead"));
+        let dead = d.path().join(format!("{STAGING_PREFIX}{}-dead", u32::MAX));
         fs::create_dir(&dead).unwrap();
         fs::write(dead.join(OWNER), "").unwrap();
         fs::write(dead.join("0"), "new").unwrap();
