@@ -365,6 +365,16 @@ pub fn register(engine: &mut Engine) {
                 seal::apply(text, &set, mode)
             })
         });
+    FuncRegistration::new("discovery_losses")
+        .with_comments(["/// What the node file body `old` holds from discovery (install disk, hostname, nameservers, links' addresses and routes) that `new`, its render without facts, drops: one line each, [] when nothing is lost."])
+        .set_into_module(&mut m, |old: &str, new: &str| {
+            native(|| {
+                Ok(crate::render::discovered::losses(old, new)?
+                    .into_iter()
+                    .map(Dynamic::from)
+                    .collect::<Array>())
+            })
+        });
     FuncRegistration::new("template_path")
         .with_comments(["/// A template argument as the modeline records it: `templates/<name>`."])
         .set_into_module(&mut m, |arg: &str| {
