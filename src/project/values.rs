@@ -285,7 +285,8 @@ fn read_encrypted(root: &Path, path: &Path, label: &str) -> Result<Mapping> {
             "encrypt it with `talm init --encrypt`, or rename it if it is meant to be plain",
         ));
     }
-    let key_path = root.join("talm.key");
+    let key_path = root.join(crypt::KEY_FILE);
+    crypt::check_key_mode(&key_path);
     let key_text = std::fs::read_to_string(&key_path).map_err(|e| {
         hinted(
             format!(
