@@ -655,10 +655,11 @@ fn an_unreachable_node_is_not_proven_and_stops_the_migration() {
 #[test]
 fn values_it_cannot_parse_are_refused_as_template_refuses_them() {
     let d = go_project("v0.33.1", "generic", "");
-    d.write(
-        "values.yaml",
-        &format!("{}clusterName: a\nclusterName: b\n", d.read("values.yaml")),
-    );
+    let values = d.read("values.yaml");
+    // values.yaml has its own clusterName: the second added line repeats it.
+    assert!(values.contains("\nclusterName: "));
+    let line = values.lines().count() + 1;
+    d.write("values.yaml", &format!("{values}clusterName: a\n"));
     let template = d
         .talm(["template", "--offline", "-t", "templates/controlplane.yaml"])
         .fails_with("invalid YAML: duplicate entry with key \"clusterName\"");
@@ -669,7 +670,7 @@ fn values_it_cannot_parse_are_refused_as_template_refuses_them() {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let want = "Error: values.yaml:9:1: invalid YAML: duplicate entry with key \"clusterName\"\nhint: fix the YAML syntax in values.yaml near line 9, column 1";
+    let want = format!("Error: values.yaml:{line}:1: invalid YAML: duplicate entry with key \"clusterName\"\nhint: fix the YAML syntax in values.yaml near line {line}, column 1");
     assert_eq!(said(&template.stderr), want);
     for args in [&["migrate", "--dry-run"][..], &["migrate"][..]] {
         let err = d.refused(args, "duplicate entry");
