@@ -12,10 +12,26 @@ static MASKED: RwLock<Vec<String>> = RwLock::new(Vec::new());
 const MIN_LEN: usize = 3;
 const TOKEN_ONLY: usize = 6;
 
-/// Registers values that must never be printed.
+/// The texts a value may be printed as: itself, trimmed, each of its lines, and the inside of
+/// its quoted forms (JSON, Rust and YAML escape a tab or a line break as `\t`, `\n`).
+fn forms(v: &str) -> Vec<String> {
+    let inner = |q: String| {
+        q.strip_prefix('"')
+            .and_then(|q| q.strip_suffix('"'))
+            .map(str::to_string)
+    };
+    let mut out = vec![v.to_string(), v.trim().to_string()];
+    out.extend(v.lines().map(|l| l.trim().to_string()));
+    out.extend(inner(serde_json::to_string(v).unwrap_or_default()));
+    out.extend(inner(format!("{v:?}")));
+    out.extend(inner(crate::yaml::double_quoted(v)));
+    out
+}
+
+/// Registers values that must never be printed, in every form they may be printed in.
 pub fn register(values: impl IntoIterator<Item = String>) {
     let mut m = MASKED.write().unwrap_or_else(|e| e.into_inner());
-    for v in values {
+    for v in values.into_iter().flat_map(|v| forms(&v)) {
         if v.chars().count() >= MIN_LEN && !m.contains(&v) {
             m.push(v);
         }
@@ -115,6 +131,14 @@ mod tests {
             "unknown variant ***, expected one of `a`, `b`"
         );
         assert_eq!(quoted_values("missing field id"), "missing field id");
+    }
+
+    #[test]
+    fn quoted_and_multiline_forms_are_masked() {
+        register(["secretval\tx".to_string(), "SECRETVAL\n".to_string()]);
+        assert_eq!(scrub(r#"mtu "secretval\tx" is bad"#), r#"mtu "***" is bad"#);
+        assert_eq!(scrub("mtu \"SECRETVAL\\n\" is bad"), "mtu \"***\" is bad");
+        assert_eq!(scrub("line: SECRETVAL"), "line: ***");
     }
 
     #[test]

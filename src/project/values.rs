@@ -285,7 +285,8 @@ fn read_encrypted(root: &Path, path: &Path, label: &str) -> Result<Mapping> {
             "encrypt it with `talm init --encrypt`, or rename it if it is meant to be plain",
         ));
     }
-    let key_path = root.join("talm.key");
+    let key_path = root.join(crypt::KEY_FILE);
+    crypt::check_key_mode(&key_path);
     let key_text =
         crate::input::try_read_text(&key_path, crate::input::Kind::Secret).map_err(|e| {
             hinted(

@@ -2,7 +2,8 @@
 //! library's (as `talm/...`), and the functions and filters templates may use: `lookup` over the
 //! facts of the node being rendered (`facts::with_current`, so one compiled environment serves
 //! every node), `to_yaml`, `to_json`, `scalar` (free text as a YAML scalar that cannot break
-//! out), `indent`, `required`, `fail`. Template errors keep Tera's file:line:column report. Tera
+//! out), `indent`, `required`, `fail` (with an optional `hint`, printed as the error's hint instead of
+//! "fix the template"). Template errors keep Tera's file:line:column report. Tera
 //! bounds recursion itself (components, include cycles, `range`); a render runs watched under
 //! the strict profile's time and memory bounds (`sandbox::guard`).
 
@@ -22,14 +23,28 @@ pub struct Engine {
 /// The widest `indent` a template may ask for.
 const MAX_INDENT: i64 = 1024;
 
-fn tera_err(e: tera::Error) -> anyhow::Error {
+thread_local! {
+    /// The `hint` of the `fail()` that stopped the render running on this thread.
+    static FAIL_HINT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A Tera error as talm prints it; `hint` is the template's own (`fail(hint=...)`), else the
+/// template is named as what to fix.
+fn tera_err_with(e: tera::Error, hint: Option<String>) -> anyhow::Error {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(&e);
     while let Some(s) = source {
         text.push_str(&format!("\n{s}"));
         source = s.source();
     }
-    hinted(text, "fix the template at the position shown")
+    hinted(
+        text,
+        hint.unwrap_or_else(|| "fix the template at the position shown".into()),
+    )
+}
+
+fn tera_err(e: tera::Error) -> anyhow::Error {
+    tera_err_with(e, None)
 }
 
 fn msg(m: impl ToString) -> tera::Error {
@@ -113,6 +128,8 @@ impl Engine {
                 let message = kwargs
                     .get::<&str>("message")?
                     .unwrap_or("template called fail()");
+                let hint = kwargs.get::<&str>("hint")?.filter(|h| !h.is_empty());
+                FAIL_HINT.with(|h| *h.borrow_mut() = hint.map(str::to_string));
                 Err(msg(message))
             },
         );
@@ -149,9 +166,10 @@ impl Engine {
         };
         let facts = facts.clone();
         crate::sandbox::guard::watched(&shown, &crate::sandbox::Limits::TEMPLATE, move || {
+            FAIL_HINT.with(|h| h.borrow_mut().take());
             facts::with_current(&facts, || tera.render(&name, &ctx))
+                .map_err(|e| tera_err_with(e, FAIL_HINT.with(|h| h.borrow_mut().take())))
         })?
-        .map_err(tera_err)
     }
 }
 
@@ -176,6 +194,30 @@ mod tests {
             )
             .unwrap(),
         )
+    }
+
+    #[test]
+    fn a_fail_hint_replaces_fix_the_template() {
+        let e = engine(&[(
+            "t.yaml",
+            "{% if values.hinted %}{{ fail(message=\"x is empty\", hint=\"set x in values.yaml\") }}{% else %}{{ fail(message=\"y\") }}{% endif %}",
+        )]);
+        let hint = |v: serde_json::Value| {
+            let err = e.render("t.yaml", ctx(v), &facts()).unwrap_err();
+            err.downcast_ref::<crate::error::Hinted>()
+                .unwrap()
+                .hints
+                .join("; ")
+        };
+        assert_eq!(
+            hint(serde_json::json!({"values": {"hinted": true}})),
+            "set x in values.yaml"
+        );
+        // The next render's fail() without a hint does not inherit the last one's.
+        assert_eq!(
+            hint(serde_json::json!({"values": {"hinted": false}})),
+            "fix the template at the position shown"
+        );
     }
 
     #[test]

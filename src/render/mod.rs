@@ -4,6 +4,7 @@
 pub mod cache;
 pub mod claim;
 pub mod context;
+pub mod discovered;
 pub mod dynamic;
 pub mod engine;
 pub mod facts;

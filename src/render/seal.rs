@@ -47,6 +47,73 @@ pub fn secret_strings(values: &[Value]) -> BTreeSet<String> {
     out
 }
 
+/// Every text leaf of `v` with its key path (`a.b[0]`).
+fn text_leaves<'a>(v: &'a Value, path: String, out: &mut Vec<(String, &'a str)>) {
+    match v {
+        Value::String(s) => out.push((path, s)),
+        Value::Mapping(m) => {
+            for (k, x) in m {
+                let key = k.as_str().unwrap_or("?");
+                let p = if path.is_empty() {
+                    key.to_string()
+                } else {
+                    format!("{path}.{key}")
+                };
+                text_leaves(x, p, out);
+            }
+        }
+        Value::Sequence(items) => {
+            for (i, x) in items.iter().enumerate() {
+                text_leaves(x, format!("{path}[{i}]"), out);
+            }
+        }
+        Value::Tagged(t) => text_leaves(&t.value, path, out),
+        _ => {}
+    }
+}
+
+/// A secret with a line break inside that the rendered `text` holds in a form sealing cannot
+/// tell (folded into a longer scalar, its lines joined by spaces), so it would be written or
+/// printed in clear: the encrypted file and key path that set it. `files` are the encrypted
+/// value files with what they hold. A text that is not YAML is refused by the render's own
+/// check, with the secrets masked.
+pub fn split_secret(text: &str, files: &[(&str, &Value)]) -> Option<(String, String)> {
+    let multiline: Vec<(&str, String, Vec<&str>)> = files
+        .iter()
+        .flat_map(|(file, v)| {
+            let mut leaves = Vec::new();
+            text_leaves(v, String::new(), &mut leaves);
+            leaves
+                .into_iter()
+                .filter(|(_, s)| s.trim().contains('\n'))
+                .map(|(path, s)| {
+                    let lines = s.lines().map(str::trim).filter(|l| !l.is_empty());
+                    (*file, path, lines.collect::<Vec<_>>())
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    if multiline.is_empty() {
+        return None;
+    }
+    let docs = crate::yaml::stream(text).ok()?;
+    let values: Vec<Value> = files.iter().map(|(_, v)| (*v).clone()).collect();
+    let forms = secret_strings(&values);
+    let mut scalars = Vec::new();
+    for d in &docs {
+        text_leaves(d, String::new(), &mut scalars);
+    }
+    for (file, path, lines) in multiline {
+        let folded = scalars
+            .iter()
+            .any(|(_, s)| !forms.contains(*s) && lines.iter().all(|l| s.contains(l)));
+        if folded {
+            return Some((file.to_string(), path));
+        }
+    }
+    None
+}
+
 fn holds_secret(v: &Value, secrets: &BTreeSet<String>) -> bool {
     match v {
         Value::String(s) => secrets.contains(s),
@@ -232,6 +299,25 @@ mod tests {
 
     fn secrets() -> BTreeSet<String> {
         secret_strings(&[serde_yaml_ng::from_str("{password: hunter2, list: [s3cret]}").unwrap()])
+    }
+
+    #[test]
+    fn a_folded_multiline_secret_is_named_by_file_and_key() {
+        let values: Value =
+            serde_yaml_ng::from_str("auth:\n  password: \"first-line\\n  second-line\"\n").unwrap();
+        let files = [("values-secret.encrypted.yaml", &values)];
+        assert_eq!(
+            split_secret("machine:\n  pw: first-line\n    second-line\n", &files),
+            Some((
+                "values-secret.encrypted.yaml".to_string(),
+                "auth.password".to_string()
+            ))
+        );
+        // Printed whole (a block or quoted), sealing finds it: nothing to refuse.
+        assert_eq!(
+            split_secret("machine:\n  pw: \"first-line\\n  second-line\"\n", &files),
+            None
+        );
     }
 
     #[test]

@@ -107,7 +107,8 @@ fn render(s: &Session, o: RenderOpts) -> Result<String> {
 }
 
 fn key(s: &Session) -> Result<age::x25519::Identity> {
-    let path = project_path(s, "talm.key")?;
+    let path = project_path(s, crate::secrets::crypt::KEY_FILE)?;
+    crate::secrets::crypt::check_key_mode(&path);
     let text = fsutil::read_text(&path)?;
     crate::secrets::crypt::parse_key(&text, "talm.key")
 }

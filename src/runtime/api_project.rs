@@ -124,7 +124,16 @@ pub fn register(engine: &mut Engine, session: &Session) {
         .set_into_module(&mut m, {
             let s = session.clone();
             move |root: &str, rel: &str| {
-                native(|| fsutil::read_text(&inside(&confined(&s, "project::read", root)?, rel)?))
+                native(|| {
+                    let path = inside(&confined(&s, "project::read", root)?, rel)?;
+                    let text = fsutil::read_text(&path)?;
+                    if path.file_name()
+                        == Some(std::ffi::OsStr::new(crate::secrets::crypt::KEY_FILE))
+                    {
+                        crate::secrets::crypt::check_key_mode(&path);
+                    }
+                    Ok(text)
+                })
             }
         });
     FuncRegistration::new("existing")

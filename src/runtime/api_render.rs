@@ -156,6 +156,18 @@ pub(super) fn template(o: TemplateOpts) -> Result<Map> {
         kubernetes_version: kubernetes_version.trim_start_matches('v').to_string(),
     };
     let mut out = pipeline::render(&req).map_err(|e| vals.attribute(e))?;
+    let sealed: Vec<(&str, &serde_yaml_ng::Value)> = vals
+        .sealed_origins
+        .iter()
+        .map(|(file, _)| file.as_str())
+        .zip(vals.secrets.iter())
+        .collect();
+    if let Some((file, key)) = seal::split_secret(&out, &sealed) {
+        return Err(hinted(
+            format!("{file}: {key} holds a line break, and the template prints it so that it no longer reads as the value: it would be written in clear (node files) or printed unmasked; nothing was rendered"),
+            format!("keep {key} on one line in {file}, or print it whole in the template (as a block: `key: |` then the value indented, or with `| to_json`)"),
+        ));
+    }
     let debug = if o.gen_debug || t.debug {
         let kube_raw = o
             .kubernetes_version
@@ -366,6 +378,16 @@ pub fn register(engine: &mut Engine) {
                     other => anyhow::bail!("unknown seal mode {other:?} (omit or redact)"),
                 };
                 seal::apply(text, &set, mode)
+            })
+        });
+    FuncRegistration::new("discovery_losses")
+        .with_comments(["/// What the node file body `old` holds from discovery (install disk, hostname, nameservers, links' addresses and routes) that `new`, its render without facts, drops: one line each, [] when nothing is lost."])
+        .set_into_module(&mut m, |old: &str, new: &str| {
+            native(|| {
+                Ok(crate::render::discovered::losses(old, new)?
+                    .into_iter()
+                    .map(Dynamic::from)
+                    .collect::<Array>())
             })
         });
     FuncRegistration::new("template_path")

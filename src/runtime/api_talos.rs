@@ -157,6 +157,26 @@ fn auth(
     Ok((auth, Some(ctx)))
 }
 
+/// The endpoints of the session's talosconfig context (`--talosconfig`, `--context`), none when
+/// there is no talosconfig: what a render records in a modeline when neither `-e` nor the node
+/// file names any.
+fn context_endpoints(session: &Session) -> Result<Vec<String>> {
+    let d = session.settings();
+    let path = match &d.talosconfig {
+        p if p.as_os_str().is_empty() => PathBuf::from("talosconfig"),
+        p => p.clone(),
+    };
+    let file = path.display().to_string();
+    match std::fs::read_to_string(&path) {
+        Ok(text) => creds::context_endpoints(&text, &file, &d.context),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(hinted(
+            format!("failed to read talosconfig {file}: {e}"),
+            "pass the endpoints with -e, or fix the file's permissions",
+        )),
+    }
+}
+
 /// A node reached through `endpoints` (tried in order; at least one).
 fn make(name: &str, endpoints: Vec<String>, insecure: bool, auth: Auth, timeout: Duration) -> Node {
     let direct = endpoints.len() == 1 && client::host(&endpoints[0]) == name;
@@ -629,6 +649,19 @@ pub fn register(engine: &mut Engine, session: &Session) {
         .set_into_module(&mut m, {
             let session = session.clone();
             move |opts: Map| native(|| targets(&session, &TargetsOpts::read(&opts)?))
+        });
+    FuncRegistration::new("context_endpoints")
+        .with_comments(["/// The talosconfig context's endpoints (--talosconfig, --context), read without its credentials; [] when there is no talosconfig."])
+        .set_into_module(&mut m, {
+            let session = session.clone();
+            move || {
+                native(|| {
+                    Ok(context_endpoints(&session)?
+                        .into_iter()
+                        .map(Dynamic::from)
+                        .collect::<Array>())
+                })
+            }
         });
     FuncRegistration::new("scan")
         .with_comments(["/// Talos API endpoints in an IPv4 range: `opts` has `port` (50000), `timeout` (500ms), `concurrency` (256). Returns #{ip, mode (maintenance|configured|unknown), version} each, in address order."])

@@ -29,6 +29,33 @@ pub fn new_key_file() -> String {
     )
 }
 
+/// The project's age key file, next to Chart.yaml.
+pub const KEY_FILE: &str = "talm.key";
+
+/// Warns on stderr, once per run, when the key file at `path` can be read or written by its
+/// group or others: whoever reads it opens every encrypted file of the project.
+pub fn check_key_mode(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    let Ok(meta) = std::fs::metadata(path) else {
+        return;
+    };
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 == 0 || WARNED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let who = match (mode & 0o004 != 0, mode & 0o040 != 0) {
+        (true, _) => "every user of this machine",
+        (false, true) => "its group",
+        (false, false) => "its group or others",
+    };
+    let file = path.display();
+    crate::output::err(&format!(
+        "WARN: {file} is open to {who} (mode {mode:04o}): whoever reads it can open every encrypted file of the project; restrict it with `chmod 600 {file}`"
+    ));
+}
+
 /// The identity in a key file: the first line starting `AGE-SECRET-KEY-`, or the whole file
 /// when it is nothing but the key (older plain format).
 pub fn parse_key(text: &str, file: &str) -> Result<Identity> {

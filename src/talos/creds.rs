@@ -134,6 +134,29 @@ pub fn load_context(path: &Path, context: &str) -> Result<Context> {
     parse_context(&text, &file, context, OffsetDateTime::now_utc())
 }
 
+/// The endpoints of talosconfig text's `context` (empty: the current one), read without its
+/// credentials (a render only records them); `file` names it in errors.
+pub fn context_endpoints(text: &str, file: &str, context: &str) -> Result<Vec<String>> {
+    let cfg = talosconfig::load(text, file)?;
+    let name = match context {
+        "" => cfg.get("context").and_then(Value::as_str).unwrap_or(""),
+        c => c,
+    };
+    if name.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ctx = cfg
+        .get("contexts")
+        .and_then(|c| c.get(name))
+        .ok_or_else(|| {
+            hinted(
+                format!("context not found in talosconfig: {name:?} ({file})"),
+                "pick one of its contexts with --context, or fix `context:` in the file",
+            )
+        })?;
+    Ok(strings(ctx.get("endpoints")))
+}
+
 /// When a client certificate is valid: its not-before and not-after times.
 #[derive(Clone, Copy, Debug)]
 struct Validity {

@@ -26,13 +26,13 @@ pub(crate) const KEPT_TEXT_MAX: usize = 256 << 10;
 /// Parses one YAML document; errors name the file, line and column.
 pub fn parse(text: &str, file: &str) -> Result<Value> {
     if text.len() > KEPT_TEXT_MAX {
-        return from_str(text).map_err(|e| syntax_error(&e, file));
+        return from_str(text).map_err(|e| read_error(&e, text, file));
     }
     let value = PARSED
         .get_or_try(text.to_string(), |text| {
             from_str(text).map(std::sync::Arc::new)
         })
-        .map_err(|e| syntax_error(&e, file))?;
+        .map_err(|e| read_error(&e, text, file))?;
     Ok(value.as_ref().clone())
 }
 
@@ -67,26 +67,61 @@ pub fn parse_map(text: &str, file: &str) -> Result<serde_yaml_ng::Mapping> {
     }
 }
 
+/// Where a key first repeats in a mapping of `text` (1-based line and column), when the text
+/// is YAML the located reader follows: serde_yaml_ng places a duplicate at its mapping's start.
+fn repeated_key(text: &str) -> Option<(usize, usize)> {
+    fn walk(n: &located::Node) -> Option<usize> {
+        match &n.kind {
+            located::Kind::Map(entries) => {
+                let mut seen = std::collections::HashSet::new();
+                for (k, v) in entries {
+                    if !seen.insert(k.value.as_str()) {
+                        return Some(k.start);
+                    }
+                    if let Some(at) = walk(v) {
+                        return Some(at);
+                    }
+                }
+                None
+            }
+            located::Kind::Seq(items) => items.iter().find_map(walk),
+            _ => None,
+        }
+    }
+    let at = located::locate(text).ok()?.docs.iter().find_map(walk)?;
+    let before = &text[..at];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    Some((
+        before.matches('\n').count() + 1,
+        before[line_start..].chars().count() + 1,
+    ))
+}
+
+/// `syntax_error` for an error reading `text`, placed at the repeated key when one is the cause.
+fn read_error(e: &serde_yaml_ng::Error, text: &str, file: &str) -> anyhow::Error {
+    syntax_error_at(e, file, repeated_key(text))
+}
+
 /// Turns a serde_yaml_ng error into the user-facing message with position and a hint.
 pub fn syntax_error(e: &serde_yaml_ng::Error, file: &str) -> anyhow::Error {
+    syntax_error_at(e, file, None)
+}
+
+fn syntax_error_at(
+    e: &serde_yaml_ng::Error,
+    file: &str,
+    at: Option<(usize, usize)>,
+) -> anyhow::Error {
     let msg = e.to_string();
     let msg = msg
         .split(" at line ")
         .next()
         .unwrap_or(msg.as_str())
         .to_string();
-    match e.location() {
-        Some(loc) => hinted(
-            format!(
-                "{file}:{}:{}: invalid YAML: {msg}",
-                loc.line(),
-                loc.column()
-            ),
-            format!(
-                "fix the YAML syntax in {file} near line {}, column {}",
-                loc.line(),
-                loc.column()
-            ),
+    match at.or(e.location().map(|l| (l.line(), l.column()))) {
+        Some((line, column)) => hinted(
+            format!("{file}:{line}:{column}: invalid YAML: {msg}"),
+            format!("fix the YAML syntax in {file} near line {line}, column {column}"),
         ),
         None => hinted(
             format!("{file}: invalid YAML: {msg}"),
@@ -373,6 +408,15 @@ pub(crate) fn double_quoted(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repeated_key_is_placed_where_it_repeats() {
+        let err = parse("# c\na: 1\nb:\n  c: 1\n  c: 2\n", "v.yaml").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "v.yaml:5:3: invalid YAML: b: duplicate entry with key \"c\""
+        );
+    }
 
     #[test]
     fn project_files_are_kept_by_text_and_large_ones_are_not() {

@@ -431,13 +431,24 @@ fn cozystack_proof_names_the_difference_and_accept_changes_goes_on() {
         let d = go_project("v0.33.1", "cozystack", talos);
         let (_nodes, _cp, _w) = with_nodes(&d, "cozystack", flavour);
         let before = tree(&d);
-        // The dry run shows the proof too, and changes nothing.
-        let dry = d.talm(["migrate", "--dry-run"]).ok().stdout;
+        // The dry run shows the proof too, changes nothing, and stops as the run would.
+        let dry = d
+            .talm(["migrate", "--dry-run"])
+            .fails_with("2 node config(s) would change under talm's cozystack preset")
+            .stdout;
         assert!(
             dry.contains("  nodes/worker.yaml: differs from the node file's body\n")
-                && dry.ends_with(
-                    "Dry run: nothing was changed. Run `talm migrate` to carry the plan out.\n"
-                ),
+                && dry.ends_with("Dry run: nothing was changed.\n"),
+            "{flavour}: {dry}"
+        );
+        let dry = d
+            .talm(["migrate", "--dry-run", "--accept-changes"])
+            .ok()
+            .stdout;
+        assert!(
+            dry.ends_with(
+                "Dry run: nothing was changed. Run `talm migrate --accept-changes` to carry the plan out.\n"
+            ),
             "{flavour}: {dry}"
         );
         assert_eq!(tree(&d), before, "{flavour}: --dry-run changed the project");
@@ -503,7 +514,9 @@ fn a_linked_library_is_backed_up_as_a_link_and_replaced() {
     let d = go_project("v0.33.1", "generic", "");
     std::fs::remove_dir_all(d.join("charts/talm")).unwrap();
     std::os::unix::fs::symlink("../../talm", d.join("charts/talm")).unwrap();
-    let o = d.talm(["migrate", "--dry-run"]).ok();
+    let o = d
+        .talm(["migrate", "--dry-run"])
+        .fails_with("custom edits or extra files");
     assert!(
         o.stdout
             .contains("  links (backed up as links, never followed): charts/talm\n"),
@@ -640,4 +653,74 @@ fn an_unreachable_node_is_not_proven_and_stops_the_migration() {
     let mut want = before;
     want.retain(|k, _| !k.starts_with(".talm-txn-"));
     assert_eq!(tree(&d), want);
+}
+
+#[test]
+fn values_it_cannot_parse_are_refused_as_template_refuses_them() {
+    let d = go_project("v0.33.1", "generic", "");
+    let values = d.read("values.yaml");
+    // values.yaml has its own clusterName: the second added line repeats it.
+    assert!(values.contains("\nclusterName: "));
+    let line = values.lines().count() + 1;
+    d.write("values.yaml", &format!("{values}clusterName: a\n"));
+    let template = d
+        .talm(["template", "--offline", "-t", "templates/controlplane.yaml"])
+        .fails_with("invalid YAML: duplicate entry with key \"clusterName\"");
+    let said = |stderr: &str| {
+        stderr
+            .lines()
+            .skip_while(|l| !l.starts_with("Error: "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let want = format!("Error: values.yaml:{line}:1: invalid YAML: duplicate entry with key \"clusterName\"\nhint: fix the YAML syntax in values.yaml near line {line}, column 1");
+    assert_eq!(said(&template.stderr), want);
+    for args in [&["migrate", "--dry-run"][..], &["migrate"][..]] {
+        let err = d.refused(args, "duplicate entry");
+        assert_eq!(said(&err), want, "{args:?}");
+    }
+}
+
+#[test]
+fn a_binary_template_stops_the_dry_run_as_it_stops_the_run() {
+    let d = go_project("v0.33.1", "generic", "");
+    let mut bytes = d.read("templates/controlplane.yaml").into_bytes();
+    bytes.extend_from_slice(b"\xff\xfe{{ x }}\n");
+    std::fs::write(d.join("templates/controlplane.yaml"), bytes).unwrap();
+    let before = tree(&d);
+    let refusal = "Error: the Go templates hold custom edits or extra files (listed above) that talm's generic preset would not carry over; nothing was migrated.";
+    let hint = "hint: move each edit where the listing says (values.yaml, a _context.rhai function, a side-patch node file), then rerun; or pass --force to migrate without them\n";
+    let o = d.talm(["migrate", "--dry-run"]).fails_with(refusal);
+    assert_eq!(o.stderr, format!("{refusal}\n{hint}"));
+    assert!(
+        o.stdout.contains(
+            "  extra file no Go talm release wrote: templates/controlplane.yaml (edited; not UTF-8 text)\n"
+        ),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.ends_with("Dry run: nothing was changed.\n"),
+        "{}",
+        o.stdout
+    );
+    assert!(!o.stdout.contains("Run `talm migrate"), "{}", o.stdout);
+    assert_eq!(tree(&d), before, "--dry-run changed the project");
+    let o = d.talm(["migrate"]).fails_with(refusal);
+    assert!(
+        o.stderr.ends_with(&format!("with EDITS.txt\n{hint}")),
+        "{}",
+        o.stderr
+    );
+    // What the dry run then recommends is what goes through.
+    std::fs::remove_dir_all(d.join("migrate")).unwrap();
+    let o = d.talm(["migrate", "--dry-run", "--force"]).ok();
+    assert!(
+        o.stdout.ends_with(
+            "Dry run: nothing was changed. Run `talm migrate --force` to carry the plan out.\n"
+        ),
+        "{}",
+        o.stdout
+    );
+    d.talm(["migrate", "--force"]).ok();
 }

@@ -36,7 +36,7 @@ fn offline_render_prints_modeline_and_patch() {
     assert_eq!(
         lines.next(),
         Some(
-            r#"# talm: nodes=["127.0.0.11"], endpoints=["127.0.0.1"], templates=["templates/controlplane.yaml"]"#
+            r#"# talm: nodes=["127.0.0.11"], endpoints=["127.0.0.11"], templates=["templates/controlplane.yaml"]"#
         )
     );
     assert_eq!(
@@ -450,5 +450,152 @@ fn template_syntax_errors_say_error_once() {
             .starts_with("Error: Unexpected end of input\n --> bad.yaml:1:10\n"),
         "{}",
         o.stderr
+    );
+}
+
+/// The bond fixture's node (default route on enp3s0, hostname node1, resolver 192.0.2.53) on
+/// an NVMe system disk, so no preset default can stand in for what discovery found.
+fn nvme_facts() -> String {
+    let p = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/values/facts-bond.yaml"
+    );
+    std::fs::read_to_string(p)
+        .unwrap()
+        .replace("devPath: /dev/sda", "devPath: /dev/nvme0n1")
+}
+
+#[test]
+fn an_offline_rewrite_never_drops_what_discovery_found() {
+    let d = project();
+    d.write("facts.yaml", &nvme_facts());
+    d.write(
+        "nodes/n1.yaml",
+        "# talm: nodes=[\"127.0.0.11\"], endpoints=[\"127.0.0.11\"], templates=[\"templates/controlplane.yaml\"]\n",
+    );
+    let o = d
+        .talm([
+            "template",
+            "--facts",
+            "facts.yaml",
+            "-f",
+            "nodes/n1.yaml",
+            "-I",
+        ])
+        .ok();
+    assert!(o.stderr.ends_with("Updated.\n"), "{}", o.stderr);
+    let rendered = d.read("nodes/n1.yaml");
+    assert!(
+        rendered.contains("    disk: \"/dev/nvme0n1\"\n"),
+        "{rendered}"
+    );
+    // The README's "re-render a node file in place" has no facts: it refuses, naming each loss.
+    let err = d.refused(
+        &["template", "--offline", "-f", "nodes/n1.yaml", "-I"],
+        "nodes/n1.yaml: rendering it without the node's facts",
+    );
+    assert_eq!(
+        err,
+        "- talm: file=nodes/n1.yaml, nodes=[127.0.0.11], endpoints=[127.0.0.11], templates=[templates/controlplane.yaml]\n\
+         Error: nodes/n1.yaml: rendering it without the node's facts would drop what discovery put in it: \
+         the install disk (machine.install.disk: /dev/nvme0n1); the hostname (HostnameConfig hostname: node1); \
+         the nameservers (ResolverConfig); the addresses and routes of enp3s0 (LinkConfig), enp5s0 (LinkConfig); \
+         the file was left as it was\n\
+         hint: render it with the node's facts: `talm template --facts FILE -f nodes/n1.yaml -I` \
+         (`talm discover -n 127.0.0.11 > FILE` records them), or from the node itself: `talm template -f nodes/n1.yaml -I`\n"
+    );
+    assert!(!err.contains("Updated."));
+    // With the facts it re-renders as before; a file rendered offline stays offline-renderable.
+    d.talm([
+        "template",
+        "--facts",
+        "facts.yaml",
+        "-f",
+        "nodes/n1.yaml",
+        "-I",
+    ])
+    .ok();
+    assert_eq!(d.read("nodes/n1.yaml"), rendered);
+    d.write(
+        "nodes/n2.yaml",
+        "# talm: nodes=[\"127.0.0.12\"], endpoints=[\"127.0.0.12\"], templates=[\"templates/controlplane.yaml\"]\n",
+    );
+    d.talm(["template", "--offline", "-f", "nodes/n2.yaml", "-I"])
+        .ok();
+    let o = d
+        .talm(["template", "--offline", "-f", "nodes/n2.yaml", "-I"])
+        .ok();
+    assert!(o.stderr.ends_with("Updated.\n"), "{}", o.stderr);
+}
+
+#[test]
+fn empty_advertised_subnets_name_the_value_to_set() {
+    // The cozystack preset as init writes it: advertisedSubnets: [].
+    let d = Dir::project("cozystack");
+    d.write(
+        "nodes/n1.yaml",
+        "# talm: nodes=[\"127.0.0.11\"], endpoints=[\"127.0.0.11\"], templates=[\"templates/controlplane.yaml\"]\n",
+    );
+    let err = d.refused(
+        &["template", "--offline", "-f", "nodes/n1.yaml", "-I"],
+        "`advertisedSubnets` was left empty",
+    );
+    assert!(
+        err.ends_with("\nhint: set advertisedSubnets in values.yaml to the nodes' network (for example advertisedSubnets: [192.168.100.0/24]), or render with the node's facts (--facts FILE, or without --offline) so talm derives it from the default route\n"),
+        "{err}"
+    );
+    assert!(!err.contains("fix the template"), "{err}");
+}
+
+#[test]
+fn modeline_endpoints_come_from_flags_node_files_or_the_context() {
+    let d = project();
+    let first_line = |args: &[&str]| {
+        let o = d.talm(args).ok();
+        o.stdout.lines().next().unwrap().to_string()
+    };
+    let args = [
+        "template",
+        "--offline",
+        "-t",
+        "templates/controlplane.yaml",
+        "--nodes",
+        "127.0.0.11",
+    ];
+    // No -e: the talosconfig context's endpoints (init --endpoints 127.0.0.11).
+    assert_eq!(
+        first_line(&args),
+        r#"# talm: nodes=["127.0.0.11"], endpoints=["127.0.0.11"], templates=["templates/controlplane.yaml"]"#
+    );
+    // Another talosconfig: its context's.
+    let tc = d
+        .read("talosconfig")
+        .replace("- 127.0.0.11", "- 127.0.0.21\n            - 127.0.0.22");
+    d.write("other.talosconfig", &tc);
+    let mut other = args.to_vec();
+    other.extend(["--talosconfig", "other.talosconfig"]);
+    assert_eq!(
+        first_line(&other),
+        r#"# talm: nodes=["127.0.0.11"], endpoints=["127.0.0.21","127.0.0.22"], templates=["templates/controlplane.yaml"]"#
+    );
+    // No talosconfig: none, never a made-up address.
+    d.remove("talosconfig");
+    assert_eq!(
+        first_line(&args),
+        r#"# talm: nodes=["127.0.0.11"], endpoints=[], templates=["templates/controlplane.yaml"]"#
+    );
+    d.write(
+        "nodes/n1.yaml",
+        "# talm: nodes=[\"127.0.0.11\"], templates=[\"templates/controlplane.yaml\"]\n",
+    );
+    let o = d
+        .talm(["template", "--offline", "-f", "nodes/n1.yaml"])
+        .ok();
+    assert!(
+        o.stdout.starts_with(
+            "# talm: nodes=[\"127.0.0.11\"], endpoints=[], templates=[\"templates/controlplane.yaml\"]\n"
+        ),
+        "{}",
+        o.stdout
     );
 }

@@ -103,7 +103,12 @@ pub fn find(root: &Path, tree: &[Entry], preset: &str) -> Result<Edits> {
         }
         let bytes = std::fs::read(root.join(&e.rel))
             .with_context(|| format!("reading {}", root.join(&e.rel).display()))?;
-        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let Ok(text) = String::from_utf8(bytes) else {
+            // No line of it can be shown or carried over: named whole.
+            out.extras
+                .push(format!("{} (edited; not UTF-8 text)", e.rel));
+            continue;
+        };
         let text = if e.rel == "charts/talm/Chart.yaml" {
             presets::normalize_chart(&digests::lf(&text))
         } else {

@@ -186,14 +186,23 @@ pub fn report(root: &Path, d: &Detection) -> Result<String> {
     if root.join(".helmignore").exists() {
         out.push_str("  note: .helmignore: the Go talm (Helm's loader) did not render the files it lists; talm does not read it, so review those files\n");
     }
-    out.push_str(&values_report(root, &d.preset, &preset_files));
+    out.push_str(&values_report(root, &d.preset, &preset_files)?);
     Ok(out)
 }
 
-/// How the project's values.yaml keys map to talm's preset.
-fn values_report(root: &Path, preset: &str, files: &BTreeMap<String, String>) -> String {
-    let text = std::fs::read_to_string(root.join("values.yaml")).unwrap_or_default();
-    let theirs = keys(&text);
+/// How the project's values.yaml keys map to talm's preset. The file is read as `talm template`
+/// reads it: one it cannot parse is refused, naming the line, not taken for an empty one.
+fn values_report(root: &Path, preset: &str, files: &BTreeMap<String, String>) -> Result<String> {
+    let path = root.join("values.yaml");
+    let text = if path.exists() {
+        crate::project::fsutil::read_text(&path)?
+    } else {
+        String::new()
+    };
+    let theirs: Vec<String> = crate::yaml::parse_map(&text, "values.yaml")?
+        .keys()
+        .filter_map(|k| k.as_str().map(str::to_string))
+        .collect();
     let ours: Vec<String> = keys(files.get("values.yaml").map(String::as_str).unwrap_or(""));
     let (mut same, mut unknown) = (Vec::new(), Vec::new());
     for k in &theirs {
@@ -231,7 +240,7 @@ fn values_report(root: &Path, preset: &str, files: &BTreeMap<String, String>) ->
         "    unknown (kept, read by nothing): {}\n",
         join(&unknown)
     ));
-    out
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -443,3 +443,109 @@ fn chart_value_files_stay_inside_the_project() {
     d.talm(super::RENDER_CP)
         .fails_with("leads outside the project");
 }
+
+#[test]
+fn encrypted_values_are_masked_in_messages_whatever_their_quoting() {
+    for (value, clear) in [
+        (r#""secretval\tx""#, "secretval"),
+        (r#""SECRETVAL\n""#, "SECRETVAL"),
+    ] {
+        let d = sealed_project(&format!("clusterName: {value}\n"));
+        edit(
+            &d,
+            "Chart.yaml",
+            "valueFiles: []",
+            "valueFiles: [values-secret.encrypted.yaml]",
+        );
+        d.write("facts.yaml", crate::common::GOLDEN_FACTS);
+        let o = d
+            .talm([
+                "template",
+                "--facts",
+                "facts.yaml",
+                "-t",
+                "templates/controlplane.yaml",
+            ])
+            .fails_with("values-secret.encrypted.yaml: clusterName=");
+        assert!(!o.stderr.contains(clear), "{value}: {}", o.stderr);
+        assert!(
+            o.stderr.starts_with("Error: values-secret.encrypted.yaml: clusterName=\"***\" is not a valid DNS-1123 subdomain"),
+            "{value}: {}",
+            o.stderr
+        );
+    }
+}
+
+#[test]
+fn a_line_break_that_would_fold_a_secret_into_a_node_file_is_refused() {
+    let d = sealed_project(
+        "registryPassword: \"first-secret-line\\n            second-secret-line\"\n",
+    );
+    edit(
+        &d,
+        "Chart.yaml",
+        "valueFiles: []",
+        "valueFiles: [values-secret.encrypted.yaml]",
+    );
+    d.write("facts.yaml", crate::common::GOLDEN_FACTS);
+    // Printed bare, the value's second line folds into one scalar sealing cannot tell.
+    d.write(
+        "templates/probe.yaml",
+        "machine:\n  registries:\n    config:\n      mirror.example:\n        auth:\n          password: {{ values.registryPassword }}\n  type: worker\n",
+    );
+    let node = "# talm: nodes=[\"127.9.3.1\"], templates=[\"templates/probe.yaml\"]\nmachine:\n  type: worker\n";
+    d.write("nodes/n.yaml", node);
+    let err = d.refused(
+        super::IN_PLACE,
+        "values-secret.encrypted.yaml: registryPassword holds a line break",
+    );
+    assert!(
+        err.ends_with("Error: values-secret.encrypted.yaml: registryPassword holds a line break, and the template prints it so that it no longer reads as the value: it would be written in clear (node files) or printed unmasked; nothing was rendered\nhint: keep registryPassword on one line in values-secret.encrypted.yaml, or print it whole in the template (as a block: `key: |` then the value indented, or with `| to_json`)\n"),
+        "{err}"
+    );
+    assert!(!err.contains("secret-line"), "{err}");
+    assert_eq!(d.read("nodes/n.yaml"), node);
+    // Printed whole, it is sealed out of the node file as any secret.
+    d.write(
+        "templates/probe.yaml",
+        "machine:\n  registries:\n    config:\n      mirror.example:\n        auth:\n          password: {{ values.registryPassword | to_json }}\n  type: worker\n",
+    );
+    d.talm(super::IN_PLACE).ok();
+    let written = d.read("nodes/n.yaml");
+    assert!(!written.contains("secret-line"), "{written}");
+}
+
+#[test]
+fn a_key_file_others_can_read_is_warned_about_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = sealed_project("registryPassword: hunter2\n");
+    edit(
+        &d,
+        "Chart.yaml",
+        "valueFiles: []",
+        "valueFiles: [values-secret.encrypted.yaml]",
+    );
+    edit(
+        &d,
+        "values.yaml",
+        "advertisedSubnets: []",
+        "advertisedSubnets: [10.0.0.0/8]",
+    );
+    let key = d.join("talm.key");
+    let render = ["template", "--offline", "-t", "templates/controlplane.yaml"];
+    for (mode, who) in [(0o644, "every user of this machine"), (0o640, "its group")] {
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).unwrap();
+        let o = d.talm(render).ok();
+        let file = key.display();
+        assert_eq!(
+            o.stderr,
+            format!("WARN: {file} is open to {who} (mode {mode:04o}): whoever reads it can open every encrypted file of the project; restrict it with `chmod 600 {file}`\n")
+        );
+        // Read twice in one run (decrypt, then encrypt again): warned once.
+        let o = d.talm(["init", "--encrypt"]).ok();
+        assert_eq!(o.stderr.matches("WARN: ").count(), 1, "{}", o.stderr);
+        assert!(o.stderr.contains("chmod 600"), "{}", o.stderr);
+    }
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(d.talm(render).ok().stderr, "");
+}
