@@ -26,6 +26,7 @@ mod node_opts;
 mod opts;
 pub mod playbooks;
 pub mod repl;
+mod repl_memory;
 pub mod session;
 mod workers;
 
