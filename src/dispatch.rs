@@ -12,7 +12,7 @@ use crate::cli::{Cli, ProjectFlags};
 use crate::error::hinted;
 use crate::invocation::{from_cli, Action, Invocation, Prep, Project, SessionSpec};
 use crate::project::{chart::Chart, drift, root};
-use crate::runtime::{Limits, Scope, Session, Settings};
+use crate::runtime::{playbooks, Limits, Scope, Session, Settings};
 
 /// Parses the arguments and runs the command; returns the exit code.
 pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
@@ -28,6 +28,7 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
         }
     }
     let line = command_line(&typed);
+    let habit = crate::cli::typos::habit(&typed);
     let parsed = with_command(|cmd| {
         let args = crate::cli::carry(typed, cmd)?;
         Ok::<_, anyhow::Error>(parse(cmd, args))
@@ -38,6 +39,10 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
             if let Some(ours) = crate::cli::values::explained(&e) {
                 return Err(ours);
             }
+            let e = match habit {
+                Some(tip) => crate::cli::typos::with_tip(e, tip),
+                None => e,
+            };
             let code = e.exit_code();
             let _ = e.print();
             return Ok(code);
@@ -167,8 +172,25 @@ pub fn run(inv: Invocation) -> Result<i32> {
             max_ops,
         } => {
             let limits = Limits::playbook(max_ops);
-            let _ =
-                crate::runtime::run_file(Path::new(&file), script_args(args)?, &limits, &session)?;
+            let path = Path::new(&file);
+            // A file of that name wins over a bundled playbook.
+            let bundled = match path.is_file() {
+                true => None,
+                false => playbooks::named(&file),
+            };
+            if let Some(p) = bundled {
+                let _ = crate::runtime::run_playbook(p, script_args(args)?, &limits, &session)?;
+            } else if !path.exists() {
+                return Err(hinted(
+                    format!("playbook {file}: no such file"),
+                    format!(
+                        "give the path of a .rhai file, or the name of a playbook bundled with talm: {} (`talm run --list`)",
+                        playbooks::names()
+                    ),
+                ));
+            } else {
+                let _ = crate::runtime::run_file(path, script_args(args)?, &limits, &session)?;
+            }
         }
         Action::Repl { args, max_ops } => {
             return crate::runtime::repl::run(
@@ -178,8 +200,16 @@ pub fn run(inv: Invocation) -> Result<i32> {
             );
         }
         Action::External { name, args } => {
-            let script = root.map(|r| r.join("scripts").join(format!("{name}.rhai")));
+            let script = root
+                .as_ref()
+                .map(|r| r.join("scripts").join(format!("{name}.rhai")));
             let Some(script) = script.filter(|p| p.is_file()) else {
+                if let Some(e) =
+                    crate::cli::typos::unknown_command(&name, &scripts_of(root.as_deref()))
+                {
+                    let _ = e.print();
+                    return Ok(e.exit_code());
+                }
                 return Err(hinted(
                     format!("unknown command {name:?}"),
                     "see `talm --help`; a project's scripts/NAME.rhai also runs as `talm NAME`",
@@ -188,16 +218,30 @@ pub fn run(inv: Invocation) -> Result<i32> {
             let limits = Limits::playbook(Limits::max_ops_from_env()?);
             let _ = crate::runtime::run_file(&script, script_args(args)?, &limits, &session)?;
         }
+        Action::ListPlaybooks => crate::output::write(playbooks::listing().as_bytes())?,
         Action::Help(topic) => help(&topic)?,
         Action::Completion {
             shell,
             descriptions,
         } => crate::completion::script(shell, descriptions)?,
-        Action::Demo(dir) => return crate::demo::run(dir.as_deref()),
+        Action::Demo { dir, nodes } => return crate::demo::run(dir.as_deref(), &nodes),
         Action::Sim(opts) => return crate::sim::serve::run(&opts),
         Action::Nothing => {}
     }
     Ok(0)
+}
+
+/// The names of a project's scripts (`scripts/NAME.rhai`, run as `talm NAME`).
+fn scripts_of(root: Option<&Path>) -> Vec<String> {
+    let Some(Ok(entries)) = root.map(|r| std::fs::read_dir(r.join("scripts"))) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.strip_suffix(".rhai").map(str::to_string)
+        })
+        .collect()
 }
 
 /// Fills in what a script's flags need once the project is known.
@@ -269,7 +313,11 @@ fn settings(spec: Option<&SessionSpec>, root: Option<&Path>) -> Result<Settings>
     let talosconfig = match (&spec.talosconfig, root) {
         (Some(p), _) => root::absolute(Path::new(p))?,
         (None, Some(r)) => r.join(Chart::load(r)?.talosconfig()),
-        (None, None) => root::absolute(Path::new("talosconfig"))?,
+        // Outside a project, as talosctl: $TALOSCONFIG, else ./talosconfig.
+        (None, None) => match std::env::var_os("TALOSCONFIG").filter(|v| !v.is_empty()) {
+            Some(p) => root::absolute(Path::new(&p))?,
+            None => root::absolute(Path::new("talosconfig"))?,
+        },
     };
     let outputs = spec
         .outputs

@@ -32,7 +32,9 @@ pub enum Action {
         args: Value,
         prep: Prep,
     },
-    /// A playbook file (`talm run`).
+    /// `talm run --list`: the bundled playbooks.
+    ListPlaybooks,
+    /// A playbook file, or a bundled playbook's name (`talm run`).
     Playbook {
         file: String,
         args: Value,
@@ -52,7 +54,11 @@ pub enum Action {
         shell: clap_complete::Shell,
         descriptions: bool,
     },
-    Demo(Option<String>),
+    /// `talm demo`: its folder (a temporary one when `None`) and the nodes' addresses.
+    Demo {
+        dir: Option<String>,
+        nodes: Vec<String>,
+    },
     Sim(crate::sim::serve::Options),
     /// Nothing to do (`apply` without files, as the Go talm).
     Nothing,
@@ -452,9 +458,10 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
             )?;
             none(script("scan", args_of(&s)?))
         }
+        Command::Run(r) if r.list => none(Action::ListPlaybooks),
         Command::Run(r) => Invocation {
             action: Action::Playbook {
-                file: r.file.clone(),
+                file: r.file.clone().unwrap_or_default(),
                 args: args_of(&r)?,
                 max_ops: r.limits.max_ops,
             },
@@ -491,7 +498,7 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
                 session: Some(SessionSpec::default()),
             }
         }
-        Command::Demo { dir } => none(Action::Demo(dir)),
+        Command::Demo { dir, nodes } => none(Action::Demo { dir, nodes }),
         Command::Help { topic } => none(Action::Help(topic)),
         Command::Completion {
             shell,

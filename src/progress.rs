@@ -22,14 +22,14 @@
 
 use std::cell::RefCell;
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// Up to this many items, every item keeps a line (queued, working, done); past it only the
-/// items being worked on have one, so the board fits a terminal.
+/// Up to this many items, every item keeps a line (queued, working, how it ended); past it
+/// only the items being worked on have one, so the board fits a terminal.
 const SHOW_ALL: usize = 20;
 
 /// What an item is doing: reported by the natives, shown on its progress line.
@@ -57,6 +57,8 @@ pub enum Stage {
     Done,
     /// Finished with an error.
     Failed,
+    /// Never started: the call stopped first (after a failure, Ctrl-C).
+    NotStarted,
 }
 
 impl Stage {
@@ -74,6 +76,7 @@ impl Stage {
             Stage::Ready => "ready",
             Stage::Done => "done",
             Stage::Failed => "failed",
+            Stage::NotStarted => "not started",
         }
     }
 }
@@ -105,6 +108,8 @@ pub struct Item {
     parent: Option<Arc<Item>>,
     /// Text it wrote to stdout after its last line end.
     partial: Mutex<Vec<u8>>,
+    /// Whether its work was started.
+    started: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -194,13 +199,27 @@ impl Drop for Working {
     }
 }
 
-/// The items of one `parallel` call and, on a terminal, their progress lines.
+/// The items of one `parallel` call and, on a terminal, their progress lines: each item's
+/// last line says how it ended (`done`, `failed: ...`, `not started`), and the total bar
+/// counts the items done, with the failed and not started ones named after it.
 pub struct Group {
     items: Vec<Arc<Item>>,
     total: Option<ProgressBar>,
     board: Option<MultiProgress>,
     show_all: bool,
     failed: AtomicUsize,
+}
+
+/// What the total bar says after its count of items done: `, 2 failed, 1 not started`.
+fn tally(failed: usize, not_started: usize) -> String {
+    let mut s = String::new();
+    if failed > 0 {
+        s.push_str(&format!(", {failed} failed"));
+    }
+    if not_started > 0 {
+        s.push_str(&format!(", {not_started} not started"));
+    }
+    s
 }
 
 impl Group {
@@ -236,7 +255,9 @@ impl Group {
             .map(|l| l.text().chars().count())
             .max()
             .unwrap_or(0);
-        let style = ProgressStyle::with_template(&format!("  {{prefix:{width}}}  {{msg}}"))
+        // Cut to the terminal's width: a line that wrapped would be drawn over the wrong rows
+        // (the whole text is in what the command reports).
+        let style = ProgressStyle::with_template(&format!("  {{prefix:{width}}}  {{wide_msg}}"))
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
         let items = labels
             .into_iter()
@@ -258,6 +279,7 @@ impl Group {
                     board: board.clone(),
                     parent: parent.clone(),
                     partial: Mutex::new(Vec::new()),
+                    started: AtomicBool::new(false),
                 })
             })
             .collect();
@@ -273,6 +295,7 @@ impl Group {
     /// Makes item `i` this thread's current item for as long as the result lives.
     pub fn start(&self, i: usize) -> Working {
         let item = self.items[i].clone();
+        item.started.store(true, Ordering::SeqCst);
         if let (Some(b), Some(m)) = (&item.bar, &self.board) {
             if !self.show_all {
                 m.add(b.clone());
@@ -303,11 +326,13 @@ impl Group {
             }
         }
         if let Some(t) = &self.total {
-            if error.is_some() {
-                let failed = self.failed.fetch_add(1, Ordering::SeqCst) + 1;
-                t.set_message(format!(", {failed} failed"));
+            match error {
+                None => t.inc(1),
+                Some(_) => {
+                    let failed = self.failed.fetch_add(1, Ordering::SeqCst) + 1;
+                    t.set_message(tally(failed, 0));
+                }
             }
-            t.inc(1);
         }
     }
 
@@ -318,10 +343,20 @@ impl Group {
 }
 
 impl Drop for Group {
+    /// The items never started say so, and the total bar stays at the count of items done.
     fn drop(&mut self) {
-        if let Some(t) = &self.total {
-            t.finish();
+        let Some(t) = &self.total else { return };
+        let mut not_started = 0;
+        for item in &self.items {
+            if item.started.load(Ordering::SeqCst) {
+                continue;
+            }
+            not_started += 1;
+            if let (true, Some(b)) = (self.show_all, &item.bar) {
+                b.finish_with_message(Stage::NotStarted.word());
+            }
         }
+        t.abandon_with_message(tally(self.failed.load(Ordering::SeqCst), not_started));
     }
 }
 
@@ -413,6 +448,14 @@ mod tests {
     }
 
     #[test]
+    fn the_total_names_what_did_not_end_done() {
+        assert_eq!(tally(0, 0), "");
+        assert_eq!(tally(3, 0), ", 3 failed");
+        assert_eq!(tally(1, 2), ", 1 failed, 2 not started");
+        assert_eq!(tally(0, 2), ", 2 not started");
+    }
+
+    #[test]
     fn stages_have_their_words() {
         let all = [
             (Stage::Queued, "queued"),
@@ -426,6 +469,7 @@ mod tests {
             (Stage::Ready, "ready"),
             (Stage::Done, "done"),
             (Stage::Failed, "failed"),
+            (Stage::NotStarted, "not started"),
         ];
         for (s, w) in all {
             assert_eq!(s.word(), w);

@@ -65,6 +65,10 @@ pub struct RotateCaArgs {
     /// Patch machine configs with the commented examples (talm: off)
     #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
     pub with_examples: bool,
+    /// Print the private keys of the current and new CAs and of the new talosconfig's client
+    /// (talosctl prints them; talm shows `<hidden; --show-keys prints it>` without this flag)
+    #[arg(long)]
+    pub show_keys: bool,
 }
 
 #[derive(Debug, Args, Serialize)]

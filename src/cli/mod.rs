@@ -11,6 +11,7 @@ mod migrate;
 mod nodes;
 mod project;
 mod tools;
+pub mod typos;
 pub mod values;
 
 use clap::{Parser, Subcommand};
@@ -95,11 +96,20 @@ pub enum Command {
     Edit(change::EditArgs),
     /// Patch the machine config of nodes (strategic merge or JSON6902) and apply it
     Patch(change::PatchArgs),
-    /// The whole bring-up guide against three simulated nodes in this process, by playbook
+    /// The whole bring-up guide against simulated nodes in this process, by playbook
     Demo {
         /// Folder for the new project (default: a fresh temporary folder)
         #[arg(long, value_name = "DIR")]
         dir: Option<String>,
+        /// Loopback addresses of the simulated nodes, comma-separated; each listens on port
+        /// 50000 (the first is the control-plane endpoint)
+        #[arg(
+            long,
+            value_name = "IPS",
+            value_delimiter = ',',
+            default_value = "127.0.0.11,127.0.0.12,127.0.0.13"
+        )]
+        nodes: Vec<String>,
     },
     /// Print a service's log (`kernel` for the kernel log)
     Logs(LogsArgs),
@@ -152,7 +162,7 @@ pub enum Command {
     Support(SupportArgs),
     /// Find Talos API endpoints on a network (TCP connect + TLS probe, no nmap)
     Scan(ScanArgs),
-    /// Run a Rhai playbook: talm run FILE.rhai [ARGS...]
+    /// Run a Rhai playbook: talm run FILE.rhai|NAME [ARGS...] (--list: the bundled ones)
     Run(RunArgs),
     /// An interactive Rhai session with the talm API
     Repl(ReplArgs),

@@ -45,8 +45,13 @@ pub struct RunArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub limits: ScriptLimitArgs,
-    /// The playbook
-    pub file: String,
+    /// List the playbooks bundled with talm and what each does
+    #[arg(long, conflicts_with_all = ["file", "args"])]
+    pub list: bool,
+    /// The playbook: a .rhai file, or the name of one bundled with talm (`--list`); a file of
+    /// that name in the working folder wins
+    #[arg(required_unless_present = "list")]
+    pub file: Option<String>,
     /// Arguments for the playbook (its `ARGS.args`)
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub args: Vec<String>,

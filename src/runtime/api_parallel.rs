@@ -40,6 +40,9 @@ super::opts::options! {
         fail_fast: bool,
         /// No progress lines on the terminal (the script shows its own).
         quiet: bool,
+        /// After an item fails no new item starts (the ones started finish); an item not
+        /// started is `()` among the results, and its progress line says `not started`.
+        stop_after_failure: bool,
     }
 }
 
@@ -213,6 +216,7 @@ struct Work<'a> {
     items: &'a Array,
     f: &'a FnPtr,
     fail_fast: bool,
+    stop_after_failure: bool,
     results: Vec<Mutex<Option<Dynamic>>>,
     group: Group,
     next: AtomicUsize,
@@ -259,6 +263,9 @@ impl Work<'_> {
         let node = crate::talos::errors::named_node(&err).unwrap_or_default();
         let msg = crate::error::render(&err);
         let msg = msg.trim_start_matches("Error: ").trim_end().to_string();
+        if self.stop_after_failure {
+            self.stop.store(true, Ordering::SeqCst);
+        }
         self.group.finish(i, Some(&msg));
         if self.fail_fast {
             self.stop.store(true, Ordering::SeqCst);
@@ -276,6 +283,18 @@ struct How {
     limit: Option<i64>,
     fail_fast: bool,
     quiet: bool,
+    stop_after_failure: bool,
+}
+
+impl How {
+    fn limit(limit: Option<i64>) -> How {
+        How {
+            limit,
+            fail_fast: false,
+            quiet: false,
+            stop_after_failure: false,
+        }
+    }
 }
 
 fn run(
@@ -289,6 +308,7 @@ fn run(
         limit,
         fail_fast,
         quiet,
+        stop_after_failure,
     } = how;
     let n = items.len();
     let at_once = match limit {
@@ -313,6 +333,7 @@ fn run(
         items: &items,
         f,
         fail_fast,
+        stop_after_failure,
         results: (0..n).map(|_| Mutex::new(None)).collect(),
         group: Group::new(labels, !quiet),
         next: AtomicUsize::new(0),
@@ -374,31 +395,22 @@ pub fn register(engine: &mut Engine, unchecked: &Unchecked) {
     FuncRegistration::new("parallel")
         .with_comments(["/// Calls `f(item)` for every item, `limit` at a time (1 or more; at most 32 run at once), and returns the results in input order; a failing item's result is an error value (`is_error(r)`, `r.message`, `r.item`). Every such error must be checked with `is_error` before the script ends, or the script fails naming it. Ctrl-C or a script limit in any item stops the call."])
         .register_into_engine(engine, { let u = unchecked.clone(); move |ctx: NativeCallContext, items: Array, f: FnPtr, limit: i64| {
-            run(&ctx, items, &f, How { limit: Some(limit), fail_fast: false, quiet: false }, &u)
+            run(&ctx, items, &f, How::limit(Some(limit)), &u)
         } });
     FuncRegistration::new("parallel")
         .with_comments(["/// `parallel(items, f)` with no limit: up to 32 items at once."])
         .register_into_engine(engine, {
             let u = unchecked.clone();
             move |ctx: NativeCallContext, items: Array, f: FnPtr| {
-                run(
-                    &ctx,
-                    items,
-                    &f,
-                    How {
-                        limit: None,
-                        fail_fast: false,
-                        quiet: false,
-                    },
-                    &u,
-                )
+                run(&ctx, items, &f, How::limit(None), &u)
             }
         });
     FuncRegistration::new("parallel")
-        .with_comments(["/// `parallel(items, f, #{limit, fail_fast, quiet})`: with `fail_fast` the first error stops the rest and is raised; `quiet` draws no progress lines."])
+        .with_comments(["/// `parallel(items, f, #{limit, fail_fast, quiet, stop_after_failure})`: with `fail_fast` the first error stops the rest and is raised; with `stop_after_failure` no new item starts after a failure (the started ones finish) and an item not started is `()`; `quiet` draws no progress lines."])
         .register_into_engine(engine, { let u = unchecked.clone(); move |ctx: NativeCallContext, items: Array, f: FnPtr, opts: Map| {
             let o = ParallelOpts::read(&opts).map_err(crate::sandbox::to_rhai)?;
-            run(&ctx, items, &f, How { limit: o.limit, fail_fast: o.fail_fast, quiet: o.quiet }, &u)
+            let how = How { limit: o.limit, fail_fast: o.fail_fast, quiet: o.quiet, stop_after_failure: o.stop_after_failure };
+            run(&ctx, items, &f, how, &u)
         } });
     FuncRegistration::new("is_error")
         .with_comments(["/// Whether a `parallel` result is an item's error; checking one this way is what keeps the script from failing over it at its end."])

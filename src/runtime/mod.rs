@@ -25,7 +25,9 @@ mod api_verify;
 mod api_writeback;
 mod node_opts;
 mod opts;
+pub mod playbooks;
 pub mod repl;
+mod repl_memory;
 mod scratch;
 pub mod session;
 mod workers;
@@ -101,6 +103,24 @@ pub fn run_file(
     crate::sandbox::interrupt::install();
     let _running = crate::sandbox::interrupt::running();
     run_source(&path.display().to_string(), &source, args, limits, session)
+}
+
+/// Runs a playbook bundled with talm (`talm run bringup`); Ctrl-C stops it.
+pub fn run_playbook(
+    playbook: playbooks::Playbook,
+    args: rhai::Map,
+    limits: &Limits,
+    session: &Session,
+) -> Result<Dynamic> {
+    crate::sandbox::interrupt::install();
+    let _running = crate::sandbox::interrupt::running();
+    run_source(
+        &playbook.script_name(),
+        playbook.source,
+        args,
+        limits,
+        session,
+    )
 }
 
 /// Compiles and runs script text; errors carry the script name, line and column. A script that

@@ -1,8 +1,9 @@
 //! `talm repl`: an interactive Rhai session over the talm API (rustyline): history in a file,
 //! tab completion of API functions and of the session's variables, multi-line input while
 //! brackets are open, `help` / `help NAME` from the API's doc comments, maps and arrays printed
-//! as YAML, variables (and node connections) kept between lines, Ctrl-C drops the line being
-//! typed or stops the line being run (playbook limits; `talm repl --max-ops N`).
+//! as YAML, variables (and node connections), functions and imports kept between inputs
+//! (`super::repl_memory`), an error shown under its input with a caret, Ctrl-C drops the line
+//! being typed or stops the line being run (playbook limits; `talm repl --max-ops N`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -14,6 +15,8 @@ use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{Context, Helper, Highlighter, Hinter};
+
+use super::repl_memory::{caret, Memory};
 
 /// One documented API function: its signatures and doc comments.
 #[derive(Default, Clone)]
@@ -232,13 +235,14 @@ pub fn api_help(topic: &str) -> String {
     )
 }
 
-/// Evaluates one line; a Ctrl-C while it runs stops it and the session goes on.
-fn eval_line(engine: &Engine, limits: &super::Limits, scope: &mut Scope, input: &str) {
+/// Evaluates one input with what the session remembers; a Ctrl-C while it runs stops it and
+/// the session goes on.
+fn eval_line(engine: &Engine, limits: &super::Limits, memory: &mut Memory, input: &str) {
     use crate::sandbox::interrupt;
     interrupt::clear();
     let result = {
         let _running = interrupt::running();
-        engine.eval_with_scope::<Dynamic>(scope, input)
+        memory.eval(engine, input)
     };
     interrupt::clear();
     match result {
@@ -248,10 +252,11 @@ fn eval_line(engine: &Engine, limits: &super::Limits, scope: &mut Scope, input: 
                 println!("{text}");
             }
         }
-        Err(e) => eprint!(
-            "{}",
-            crate::error::render(&crate::sandbox::from_rhai_within(*e, "repl", limits))
-        ),
+        Err(e) => {
+            let shown = caret(input, e.position()).unwrap_or_default();
+            let err = crate::sandbox::from_rhai_within(*e, "repl", limits);
+            eprint!("{shown}{}", crate::error::render(&err));
+        }
     }
 }
 
@@ -262,6 +267,7 @@ pub fn run(args: rhai::Map, limits: &super::Limits, session: &super::Session) ->
     let docs = api_docs(&engine);
     let mut scope = Scope::new();
     scope.push_constant("ARGS", args);
+    let mut memory = Memory::new(scope);
     let vars = Arc::new(Mutex::new(Vec::new()));
     let mut names: Vec<String> = docs.keys().cloned().collect();
     names.extend(
@@ -296,9 +302,14 @@ pub fn run(args: rhai::Map, limits: &super::Limits, session: &super::Session) ->
                 if input == "exit" || input == "quit" {
                     break;
                 }
-                eval_line(&engine, limits, &mut scope, input);
-                *vars.lock().unwrap_or_else(|e| e.into_inner()) =
-                    scope.iter().map(|(name, _, _)| name.to_string()).collect();
+                eval_line(&engine, limits, &mut memory, input);
+                let mut names: Vec<String> = memory
+                    .scope
+                    .iter()
+                    .map(|(name, _, _)| name.to_string())
+                    .collect();
+                names.extend(memory.function_names());
+                *vars.lock().unwrap_or_else(|e| e.into_inner()) = names;
             }
             Err(ReadlineError::Interrupted) => {
                 eprintln!("^C");

@@ -614,17 +614,14 @@ fn the_fleet_step_reports_what_failed_in_its_own_words() {
     );
     let o = d.talm(["run", "step.rhai"]).run();
     assert_ne!(o.code, 0, "{}", o.stderr);
-    assert!(o.stderr.contains("lengths [6, 6]\n"), "{}", o.stderr);
-    assert!(
-        o.stderr.contains("Error: step: 1 of 3 node files failed; no new one started after the first failure\n  done: a.yaml\n  failed: b.yaml: Variable not found: no_such_thing @ 'step.rhai' (line 4, "),
-        "{}",
-        o.stderr
-    );
-    assert!(
-        o.stderr
-            .ends_with("\n  not started: c.yaml\nhint: try again\n"),
-        "{}",
-        o.stderr
+    assert_eq!(
+        o.stderr,
+        "lengths [6, 6]\n\
+         Error: step: 1 of 3 node files failed; no new one started after the first failure\n  \
+         done: a.yaml\n  \
+         failed: b.yaml: step.rhai:4:32: Variable not found: no_such_thing\n  \
+         not started: c.yaml\n\
+         hint: try again\n"
     );
 }
 

@@ -264,3 +264,26 @@ n.events(#{{ tail: -1, actor_id: "actor-7" }}, |e| {{ out(e.actor_id + " " + e.s
         "boot START|MAINTENANCE ready: false, unmet conditions: [config]\nactor-7 reboot START\n"
     );
 }
+
+#[test]
+fn logs_dash_f_is_told_talms_follow_flag() {
+    // talosctl's `logs -f` is talm's `-F`: -f names node files, so the line is refused with a tip.
+    let d = Dir::new();
+    let tip = "  tip: talosctl's -f (follow) is -F (--follow) in talm; talm's -f names node files (--file)\n";
+    let o = d.talm(["logs", "kubelet", "-f"]).run();
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr
+            .starts_with("error: a value is required for '--file <PATH>' but none was supplied\n"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains(&format!("\n\n{tip}")), "{}", o.stderr);
+    let o = d.talm(["dmesg", "-f"]).run();
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains(tip), "{}", o.stderr);
+    // Another command's -f is its own business.
+    let o = d.talm(["apply", "-f"]).run();
+    assert_eq!(o.code, 2);
+    assert!(!o.stderr.contains("tip: talosctl"), "{}", o.stderr);
+}

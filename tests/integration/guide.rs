@@ -1,7 +1,8 @@
 //! The Cozystack bring-up guide, command line for command line through the real binary, against
 //! three simulated nodes at .11–.13 of a /24 of their own (port 50000) with the cluster VIP at .10:
 //! init, template -i, apply -i, wait for port 50000, bootstrap, kubeconfig, then the day-2 lines
-//! (dry run, try mode, upgrade). `talm demo` runs the same on its own fixed addresses.
+//! (dry run, try mode, upgrade). `talm demo` runs the same on the addresses `--nodes` gives it,
+//! and refuses addresses that are no loopback or are taken.
 
 use std::time::{Duration, Instant};
 
@@ -145,12 +146,21 @@ fn cozystack_guide_end_to_end() {
     assert_eq!(nodes.node(&ips[2]).state().version, "v1.13.8");
 }
 
-/// The one test that listens on fixed addresses: `talm demo` serves its nodes on 127.0.0.11–13
-/// (`talm::demo::NODES`), which no other test listens on or dials.
 #[test]
 fn demo_runs_the_guide_by_playbook_on_embedded_nodes() {
+    let ips: [String; 3] = net::addrs();
     let d = Dir::new();
-    let o = d.talm(["demo", "--dir", "cluster"]).ok();
+    let o = d
+        .talm(["demo", "--dir", "cluster", "--nodes", &ips.join(",")])
+        .ok();
+    assert!(
+        o.stderr.starts_with(&format!(
+            "talm demo: 3 simulated Talos v1.13.7 nodes in maintenance mode at {}\n",
+            ips.join(", ")
+        )),
+        "{}",
+        o.stderr
+    );
     for step in [
         "[1/6] init",
         "[2/6] template -i",
@@ -162,8 +172,10 @@ fn demo_runs_the_guide_by_playbook_on_embedded_nodes() {
         assert!(o.stderr.contains(step), "{step}: {}", o.stderr);
     }
     assert!(
-        o.stderr
-            .contains("127.0.0.13: Talos v1.13.7, configured (RBAC true)"),
+        o.stderr.contains(&format!(
+            "{}: Talos v1.13.7, configured (RBAC true)",
+            ips[2]
+        )),
         "{}",
         o.stderr
     );
@@ -177,6 +189,37 @@ fn demo_runs_the_guide_by_playbook_on_embedded_nodes() {
     }
     assert_eq!(d.mode("cluster/kubeconfig"), 0o600);
     // The demo's folder must be new or empty.
-    d.talm(["demo", "--dir", "cluster"])
+    d.talm(["demo", "--dir", "cluster", "--nodes", &ips.join(",")])
         .fails_with("is not empty");
+}
+
+#[test]
+fn demo_refuses_addresses_that_are_no_loopback_or_taken() {
+    let d = Dir::new();
+    let refused = |nodes: &str, stderr: String| {
+        let o = d.talm(["demo", "--dir", "cluster", "--nodes", nodes]).run();
+        assert_eq!(o.code, 1, "{nodes}");
+        assert_eq!(o.stderr, stderr, "{nodes}");
+        assert!(!d.exists("cluster"), "{nodes}: no folder is left behind");
+    };
+    let example = "e.g. talm demo --nodes 127.0.0.21,127.0.0.22,127.0.0.23";
+    let [a, b] = net::addrs();
+    refused(
+        &format!("{a},10.0.0.1"),
+        format!("Error: talm demo: --nodes 10.0.0.1 is not a loopback address\nhint: the demo's nodes listen on 127.0.0.0/8 (or ::1) only, {example}\n"),
+    );
+    refused(
+        &format!("{a},node-2"),
+        format!("Error: talm demo: --nodes \"node-2\" is not an IP address\nhint: give loopback addresses separated by commas, {example}\n"),
+    );
+    refused(
+        &format!("{a},{b},{a}"),
+        format!("Error: {a} is given twice: --nodes address #1 and --nodes address #3\nhint: each simulated node needs an address of its own: drop one, or give it another loopback address\n"),
+    );
+    // Another process holds port 50000 of the second address.
+    let _taken = std::net::TcpListener::bind((b.as_str(), 50000)).unwrap();
+    refused(
+        &format!("{a},{b}"),
+        format!("Error: talm demo: cannot start the simulated nodes: cannot listen on {b}:50000: the address is already in use\nhint: another process (a `talm sim`?) may hold port 50000 there: stop it, or give the demo free loopback addresses with --nodes (e.g. --nodes 127.0.0.21,127.0.0.22,127.0.0.23)\n"),
+    );
 }

@@ -249,3 +249,29 @@ fn a_terminal_user_is_asked_per_file() {
         "# my own worker template\n"
     );
 }
+
+#[test]
+fn update_names_the_files_it_left_unchanged() {
+    let d = Dir::project("generic");
+    let lib = "charts/talm/templates/_helpers.tera";
+    let text = d.read(lib);
+    d.write(lib, &format!("{text}{{# a local edit #}}\n"));
+    let o = d.talm(["init", "-u"]).ok();
+    assert_eq!(
+        o.stderr,
+        "Updating talm library chart...\n\
+         Unchanged charts/talm/Chart.yaml\n\
+         Unchanged charts/talm/templates/_context.rhai\n\
+         Updated charts/talm/templates/_helpers.tera\n\
+         Unchanged charts/talm/templates/_network_legacy.tera\n\
+         Unchanged charts/talm/templates/_network_multidoc.tera\n\
+         Unchanged charts/talm/templates/_time_legacy.tera\n\
+         Updating preset templates...\n\
+         Unchanged Chart.yaml\n\
+         Unchanged templates/config.tera\n\
+         Unchanged templates/controlplane.yaml\n\
+         Unchanged templates/worker.yaml\n\
+         Unchanged values.yaml (your changes kept; the preset brings nothing new)\n"
+    );
+    assert_eq!(d.read(lib), text);
+}

@@ -3,8 +3,8 @@
 //!
 //! Every address a test listens on or dials comes from `common::net`, so tests never collide
 //! however they are scheduled. Fixed addresses remain only where they are written into files and
-//! never dialled (offline renders, generated talosconfigs, golden fixtures), and in the `talm
-//! demo` test, whose nodes sit on the demo's own 127.0.0.11–13, which no other test dials.
+//! never dialled (offline renders, generated talosconfigs, golden fixtures); `talm demo` is
+//! given its nodes' addresses with `--nodes`.
 
 mod common;
 

@@ -5,14 +5,12 @@
 use crate::common::sim::Nodes;
 use crate::common::{net, Dir};
 
-const BRINGUP: &str = include_str!("../../scripts/bringup.rhai");
-
 #[test]
 fn run_brings_up_three_nodes_in_parallel() {
     let ips: [String; 3] = net::addrs();
     let nodes = Nodes::start(&ips, |_| {});
+    // The README's line, in a folder without the playbook: the bundled one runs.
     let d = Dir::new();
-    d.write("bringup.rhai", BRINGUP);
     let o = d
         .talm(["run", "bringup.rhai", "cluster", &ips[0], &ips[1], &ips[2]])
         .ok();
@@ -37,6 +35,75 @@ fn run_brings_up_three_nodes_in_parallel() {
     assert!(d
         .read("cluster/kubeconfig")
         .contains(&format!("server: https://{}:6443", ips[0])));
+}
+
+#[test]
+fn bundled_playbooks_run_by_name_are_listed_and_a_local_file_wins() {
+    let d = Dir::new();
+    let o = d.talm(["run", "--list"]).ok();
+    assert_eq!(
+        o.stdout,
+        "bringup  The Cozystack guide as one script: bare nodes in maintenance mode to a cluster and kubeconfig.\n"
+    );
+    // By its name, with or without .rhai: the bundled playbook's own refusal.
+    for name in ["bringup", "bringup.rhai"] {
+        let o = d.talm(["run", name]).run();
+        assert_eq!(o.code, 1, "{name}");
+        assert_eq!(
+            o.stderr,
+            "Error: bringup needs a project folder and the nodes\nhint: talm run bringup ROOT IP1 [IP2 ...]\n",
+            "{name}"
+        );
+    }
+    // A file of that name in the working folder runs instead.
+    d.write("bringup.rhai", "log(`the local copy, ${ARGS.args}`);\n");
+    let o = d.talm(["run", "bringup.rhai", "x"]).ok();
+    assert_eq!(o.stderr, "the local copy, [\"x\"]\n");
+    // Neither a file nor a bundled playbook.
+    let o = d.talm(["run", "bring-up.rhai"]).run();
+    assert_eq!(o.code, 1);
+    assert_eq!(
+        o.stderr,
+        "Error: playbook bring-up.rhai: no such file\nhint: give the path of a .rhai file, or the name of a playbook bundled with talm: bringup (`talm run --list`)\n"
+    );
+    d.talm(["run", "--list", "bringup"])
+        .fails_with("the argument '--list' cannot be used with");
+}
+
+#[test]
+fn a_mistyped_command_gets_the_one_it_resembles() {
+    let d = Dir::project("generic");
+    d.write("scripts/hello.rhai", "log(\"hello\");\n");
+    let refused = |word: &str, tip: &str| {
+        format!(
+            "error: unrecognized subcommand '{word}'\n\n  tip: {tip}\n\n\
+             Usage: talm [OPTIONS] <COMMAND>\n\nFor more information, try '--help'.\n"
+        )
+    };
+    let o = d.talm(["aply", "-f", "nodes/node1.yaml"]).run();
+    assert_eq!(
+        (o.code, o.stderr),
+        (2, refused("aply", "a similar subcommand exists: 'apply'"))
+    );
+    // A project script is a command too.
+    let o = d.talm(["helo"]).run();
+    assert_eq!(
+        (o.code, o.stderr),
+        (
+            2,
+            refused(
+                "helo",
+                "some similar subcommands exist: 'health', 'help', 'hello'"
+            )
+        )
+    );
+    assert_eq!(d.talm(["hello"]).ok().stderr, "hello\n");
+    // Nothing close: talm's own word on it.
+    let o = d.talm(["frobnicate"]).run();
+    assert_eq!(
+        (o.code, o.stderr.as_str()),
+        (1, "Error: unknown command \"frobnicate\"\nhint: see `talm --help`; a project's scripts/NAME.rhai also runs as `talm NAME`\n")
+    );
 }
 
 #[test]

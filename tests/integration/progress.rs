@@ -274,3 +274,73 @@ log("all found");
         lines.join("\n")
     );
 }
+
+/// The last row the terminal showed for `ip`'s progress line (`  IP  word`).
+fn last_row_of<'a>(rows: &'a [String], ip: &str) -> Option<&'a str> {
+    rows.iter().rev().map(String::as_str).find(|r| {
+        r.trim_start()
+            .strip_prefix(ip)
+            .is_some_and(|rest| rest.starts_with(' '))
+    })
+}
+
+/// The last count the total bar showed: `2/4 done, 1 failed` (the bar and the time left out).
+fn last_total(rows: &[String]) -> Option<String> {
+    rows.iter().rev().find_map(|r| {
+        let (_, rest) = r.split_once("] ")?;
+        let (count, _) = rest.rsplit_once(" (")?;
+        count.contains(" done").then(|| count.to_string())
+    })
+}
+
+#[test]
+fn a_terminal_shows_how_each_node_ended_and_counts_the_nodes_done() {
+    let ips: [String; 4] = net::addrs();
+    let nodes = Nodes::start(&ips, |_| {});
+    let d = Dir::project("generic");
+    for (i, ip) in ips.iter().enumerate() {
+        d.write(
+            &format!("nodes/n{}.yaml", i + 1),
+            &crate::common::sim::template_node(&d, ip),
+        );
+    }
+    // The third node answers nothing: one at a time, the fourth is never started.
+    nodes.node(&ips[2]).set_faults(talm::sim::faults::Faults {
+        fail: [("*".to_string(), "Unavailable: network is down".to_string())].into(),
+        ..Default::default()
+    });
+    let (ok, rows) = rows_in_tty(&d, "apply -f nodes/ -i --dry-run --parallel 1");
+    assert!(!ok, "{}", rows.join("\n"));
+    // A node's line, cut to the terminal's width.
+    let width = ips.iter().map(|ip| ip.len()).max().unwrap();
+    let line = |ip: &str, end: &str| {
+        let full = format!("  {ip:width$}  {end}");
+        let cut: String = full.chars().take(COLUMNS).collect();
+        cut.trim_end().to_string()
+    };
+    let ends: Vec<Option<&str>> = ips.iter().map(|ip| last_row_of(&rows, ip)).collect();
+    let want = [
+        line(&ips[0], "done"),
+        line(&ips[1], "done"),
+        line(
+            &ips[2],
+            &format!(
+                "failed: node {}: list Disks.block.talos.dev: rpc error: code = Unavailable desc = network is down",
+                ips[2]
+            ),
+        ),
+        line(&ips[3], "not started"),
+    ];
+    assert_eq!(
+        ends,
+        want.iter().map(|l| Some(l.as_str())).collect::<Vec<_>>(),
+        "{}",
+        rows.join("\n")
+    );
+    assert_eq!(
+        last_total(&rows).as_deref(),
+        Some("2/4 done, 1 failed, 1 not started"),
+        "{}",
+        rows.join("\n")
+    );
+}

@@ -78,3 +78,23 @@ fn reads_stdin_keeps_nodes_and_prints_yaml() {
     );
     drop(nodes);
 }
+
+#[test]
+fn functions_variables_and_imports_are_kept_and_errors_point_at_their_place() {
+    let d = Dir::new();
+    let input = "fn dbl(x) { x * 2 }\ndbl(21)\nlet base = 20;\nimport \"talm/fleet\" as fleet;\nfleet::joined([\"a\", \"b\"])\ndbl(base) + 2\nlet m = dbl(base) + nosuch(2);\n";
+    let o = d
+        .talm(["repl"])
+        .env("TALM_REPL_HISTORY", d.join("history"))
+        .stdin(input)
+        .ok();
+    assert_eq!(o.stdout, "42\na, b\n42\n");
+    assert_eq!(
+        o.stderr,
+        "talm repl: Rhai with the talm API. `help` lists it, Tab completes, Ctrl-D ends.\n\
+         let m = dbl(base) + nosuch(2);\n\
+         \x20                   ^\n\
+         Error: repl:1:21: Function not found: nosuch (i64)\n\
+         hint: the script repl failed at the position shown\n"
+    );
+}

@@ -103,6 +103,112 @@ fn yaml(text: &str) -> serde_yaml_ng::Value {
     serde_yaml_ng::from_str(text).unwrap()
 }
 
+/// How many words of `text` are base64 of a PEM private key.
+fn keys_in(text: &str) -> usize {
+    use base64::Engine;
+    text.split_whitespace()
+        .filter_map(|w| base64::engine::general_purpose::STANDARD.decode(w).ok())
+        .filter(|b| String::from_utf8_lossy(b).contains("PRIVATE KEY-----"))
+        .count()
+}
+
+/// `text` with each word that is base64 of a PEM certificate written `<certificate>`.
+fn shown_pems(text: &str) -> String {
+    use base64::Engine;
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        let mut words = Vec::new();
+        for w in line.split(' ') {
+            let cert = base64::engine::general_purpose::STANDARD
+                .decode(w.trim_end())
+                .is_ok_and(|b| String::from_utf8_lossy(&b).contains("BEGIN CERTIFICATE"));
+            words.push(if cert {
+                format!("<certificate>{}", if w.ends_with('\n') { "\n" } else { "" })
+            } else {
+                w.to_string()
+            });
+        }
+        out.push_str(&words.join(" "));
+    }
+    out
+}
+
+/// What `rotate-ca` prints on a dry run against the control plane `cp`, certificates left out.
+fn whole_dry_run(cp: &str) -> String {
+    let hidden = "key: <hidden; --show-keys prints it>";
+    let talos = [
+        "> Starting Talos API PKI rotation, dry-run mode true...".to_string(),
+        "> Using config context: \"mycluster\"".to_string(),
+        format!("> Using Talos API endpoints: [\"{cp}\"]"),
+        "> Cluster topology:".to_string(),
+        format!("  - control plane nodes: [\"{cp}\"]"),
+        "  - worker nodes: []".to_string(),
+        "> Current Talos CA:".to_string(),
+        "  crt: <certificate>".to_string(),
+        format!("  {hidden}"),
+        "> New Talos CA:".to_string(),
+        "  crt: <certificate>".to_string(),
+        format!("  {hidden}"),
+        "> Generating new talosconfig:".to_string(),
+        "context: mycluster".to_string(),
+        "contexts:".to_string(),
+        "    mycluster:".to_string(),
+        "        endpoints:".to_string(),
+        format!("            - {cp}"),
+        "        ca: <certificate>".to_string(),
+        "        crt: <certificate>".to_string(),
+        format!("        {hidden}"),
+        String::new(),
+        "> Verifying connectivity with existing PKI:".to_string(),
+        format!("  - {cp}: OK (dry-run)"),
+        "> Adding new Talos CA as accepted...".to_string(),
+        format!("  - {cp}: skipped (dry-run)"),
+        "> Verifying connectivity with new client cert, but old server CA:".to_string(),
+        format!("  - {cp}: OK (dry-run)"),
+        "> Verifying direct connectivity with new client cert, but old server CA:".to_string(),
+        format!("  - {cp}: OK (dry-run)"),
+        "> Making new Talos CA the issuing CA, old Talos CA the accepted CA...".to_string(),
+        format!("  - {cp}: skipped (dry-run)"),
+        "> Verifying connectivity with new PKI:".to_string(),
+        format!("  - {cp}: OK (dry-run)"),
+        "> Verifying direct connectivity with new PKI:".to_string(),
+        format!("  - {cp}: OK (dry-run)"),
+        "> Removing old Talos CA from the accepted CAs...".to_string(),
+        format!("  - {cp}: skipped (dry-run)"),
+        "> Verifying connectivity with new PKI:".to_string(),
+        format!("  - {cp}: OK (dry-run)"),
+    ];
+    let k8s = [
+        "> Starting Kubernetes API PKI rotation, dry-run mode true...".to_string(),
+        "> Cluster topology:".to_string(),
+        format!("  - control plane nodes: [\"{cp}\"]"),
+        "  - worker nodes: []".to_string(),
+        "> Building current Kubernetes client...".to_string(),
+        "> Current Kubernetes CA:".to_string(),
+        "  crt: <certificate>".to_string(),
+        format!("  {hidden}"),
+        "> New Kubernetes CA:".to_string(),
+        "  crt: <certificate>".to_string(),
+        format!("  {hidden}"),
+        "> Verifying connectivity with existing PKI...".to_string(),
+        " - OK (dry-run mode)".to_string(),
+        "> Adding new Kubernetes CA as accepted...".to_string(),
+        format!("  - {cp}: skipped (dry-run)"),
+        "> Making new Kubernetes CA the issuing CA, old Kubernetes CA the accepted CA..."
+            .to_string(),
+        format!("  - {cp}: skipped (dry-run)"),
+        "> Building new Kubernetes client...".to_string(),
+        "> Verifying connectivity with new PKI...".to_string(),
+        " - OK (dry-run mode)".to_string(),
+        "> Removing old Kubernetes CA from the accepted CAs...".to_string(),
+        format!("  - {cp}: skipped (dry-run)"),
+        "> Verifying connectivity with new PKI...".to_string(),
+        " - OK (dry-run mode)".to_string(),
+    ];
+    let done = "> Dry-run mode enabled, no changes were made to the cluster, re-run with `--dry-run=false` to apply the changes.";
+    format!("{}\n{done}\n{}\n{done}\n", talos.join("\n"), k8s.join("\n"))
+}
+
 #[test]
 fn rotate_ca_dry_run_changes_nothing() {
     let cp = net::addr();
@@ -142,6 +248,25 @@ fn rotate_ca_dry_run_changes_nothing() {
         assert!(out.lines().any(|l| l == line), "missing {line:?} in:\n{out}");
     }
     assert!(!out.contains("CA rotation completed"), "{out}");
+    // No private key is printed unless asked: every one stands hidden, certificates show.
+    assert_eq!(keys_in(&out), 0, "{out}");
+    assert_eq!(shown_pems(&out), whole_dry_run(&cp), "{out}");
+    let asked = d
+        .talm([
+            "rotate-ca",
+            "-f",
+            "nodes/cp1.yaml",
+            "--control-plane-nodes",
+            &cp,
+            "--show-keys",
+        ])
+        .ok()
+        .stdout;
+    assert_eq!(
+        keys_in(&asked),
+        5,
+        "the CAs' keys and the client key:\n{asked}"
+    );
     assert_eq!(d.snapshot(), before, "a dry run writes nothing");
     assert_eq!(
         nodes.node(&cp).state().config.as_ref().unwrap().text,

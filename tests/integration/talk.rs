@@ -393,3 +393,41 @@ fn parallel_errors_must_be_looked_at() {
     let o = d.talm(["run", "own.rhai"]).fails_with("outer");
     assert!(!o.stderr.contains("parallel()"), "{}", o.stderr);
 }
+
+#[test]
+fn talosconfig_env_names_the_talosconfig_outside_a_project() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = configured(&nodes, &ip);
+    let tc = d.join("talosconfig");
+    let outside = Dir::new();
+    let version = |dir: &Dir, extra: &[&str]| {
+        let mut args = vec!["version", "-n", ip.as_str(), "-e", ip.as_str()];
+        args.extend(extra);
+        dir.talm(args)
+    };
+    let node_line = format!("\tNODE:        {ip}\n");
+    // As talosctl: $TALOSCONFIG when --talosconfig is not given.
+    let o = version(&outside, &[]).env("TALOSCONFIG", &tc).ok();
+    assert!(o.stdout.contains(&node_line), "{}", o.stdout);
+    // --talosconfig wins over it.
+    let o = version(&outside, &["--talosconfig", "nowhere/talosconfig"])
+        .env("TALOSCONFIG", &tc)
+        .run();
+    assert_ne!(o.code, 0);
+    assert!(o.stderr.contains("nowhere/talosconfig"), "{}", o.stderr);
+    // Without it, ./talosconfig, which is not there.
+    let o = version(&outside, &[]).env_remove("TALOSCONFIG").run();
+    assert_ne!(o.code, 0);
+    assert!(
+        o.stderr
+            .contains(&outside.join("talosconfig").display().to_string()),
+        "{}",
+        o.stderr
+    );
+    // Inside a project its own talosconfig is used.
+    let o = version(&d, &[])
+        .env("TALOSCONFIG", "nowhere/talosconfig")
+        .ok();
+    assert!(o.stdout.contains(&node_line), "{}", o.stdout);
+}

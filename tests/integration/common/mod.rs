@@ -245,6 +245,11 @@ impl Run {
         self
     }
 
+    pub fn env_remove(mut self, k: &str) -> Run {
+        self.cmd.env_remove(k);
+        self
+    }
+
     pub fn stdin(mut self, input: &str) -> Run {
         self.cmd.write_stdin(input.to_string());
         self
