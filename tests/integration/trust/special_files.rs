@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use super::{args as with, RENDER_CP as RENDER};
 use crate::common::{Dir, Out, GOLDEN_FACTS};
 
 /// A cozystack project with the golden facts and one node file.
@@ -57,13 +58,6 @@ const LARGE: &str =
 
 const OUTSIDE: &str = "hint: scripts and templates read and write only inside the project: copy the file into the project instead of linking to it\n";
 
-const RENDER: &[&str] = &[
-    "template",
-    "--facts",
-    "facts.yaml",
-    "-t",
-    "templates/controlplane.yaml",
-];
 
 #[test]
 fn values_yaml_is_confined_and_read_bounded() {
@@ -105,9 +99,6 @@ fn other_inputs_are_read_bounded() {
     let d = project();
     let at = |rel: &str| d.join(rel).display().to_string();
     let node = ["-n", "127.9.3.12", "-e", "127.9.3.12"];
-    let with = |base: &[&'static str], extra: &[&'static str]| -> Vec<&'static str> {
-        base.iter().chain(extra).copied().collect()
-    };
 
     // A value file named on the command line may lie anywhere, but must be a regular file.
     refused(
