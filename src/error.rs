@@ -59,8 +59,11 @@ pub fn render(err: &anyhow::Error) -> String {
         line.push_str(&p);
     }
     out.push_str("Error: ");
-    // Some libraries (Tera) start their messages with their own `error: `: said once.
-    out.push_str(line.strip_prefix("error: ").unwrap_or(&line));
+    // Some libraries (Tera) start their messages with their own `error: `: said once. A node's
+    // words in it are printed escaped.
+    out.push_str(&crate::printable::printable(
+        line.strip_prefix("error: ").unwrap_or(&line),
+    ));
     out.push('\n');
     for cause in err.chain() {
         for hint in hints_of(cause) {

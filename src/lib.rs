@@ -16,6 +16,7 @@ pub mod invocation;
 pub mod mask;
 pub mod memo;
 pub mod output;
+pub mod printable;
 pub mod progress;
 pub mod project;
 pub mod proto;

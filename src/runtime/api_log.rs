@@ -9,12 +9,12 @@ pub fn register(engine: &mut Engine) {
     FuncRegistration::new("log")
         .with_comments(["/// Prints a line on stderr (stdout is kept for data)."])
         .register_into_engine(engine, |msg: &str| {
-            crate::output::err(&crate::mask::scrub(msg))
+            crate::output::err(&crate::printable::printable(&crate::mask::scrub(msg)))
         });
     FuncRegistration::new("out")
-        .with_comments(["/// Prints text on stdout, as is."])
+        .with_comments(["/// Prints text on stdout, control characters but line breaks and tabs escaped (`\\x1b`): a node's words cannot drive the terminal."])
         .register_into_engine(engine, |text: &str| {
-            super::native(|| crate::output::write(text.as_bytes()))
+            super::native(|| crate::output::write(crate::printable::printable(text).as_bytes()))
         });
     FuncRegistration::new("is_tty")
         .with_comments(["/// Whether stdin is an interactive terminal."])

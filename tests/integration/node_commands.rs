@@ -481,3 +481,40 @@ fn scan_finds_maintenance_and_configured_nodes() {
         "error: invalid value '0' for '--concurrency <CONCURRENCY>': 0 is not in 1..=4096"
     );
 }
+
+#[test]
+fn a_nodes_words_cannot_drive_the_terminal() {
+    let ip = net::addr();
+    // A hostile node: escape sequences (retitle, clear the screen) in its version and in an
+    // error it answers with.
+    let nodes = Nodes::start(&[&ip], |s| {
+        s.version = "v1.13.5\u{1b}]0;pwned\u{7}\u{1b}[2J".into();
+    });
+    let d = project(&ip);
+    let v = d.talm(["version", "-n", &ip, "-i", "--short"]).ok().stdout;
+    assert_eq!(
+        v.lines().take(4).collect::<Vec<_>>(),
+        [
+            "Talos v1.13.7".to_string(),
+            "Server:".to_string(),
+            format!("\tNODE:        {ip}"),
+            "\tTag:         v1.13.5\\x1b]0;pwned\\x07\\x1b[2J".to_string(),
+        ]
+    );
+    nodes.node(&ip).set_faults(talm::sim::faults::Faults {
+        fail: [(
+            "Version".to_string(),
+            "Unavailable: down\u{1b}[2J\rfine".to_string(),
+        )]
+        .into(),
+        ..Default::default()
+    });
+    let o = d.talm(["version", "-n", &ip, "-i", "--short"]).run();
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr.contains("desc = down\\x1b[2J\\rfine"),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.stderr.contains('\u{1b}') && !v.contains('\u{1b}'));
+}

@@ -58,7 +58,6 @@ const LARGE: &str =
 
 const OUTSIDE: &str = "hint: scripts and templates read and write only inside the project: copy the file into the project instead of linking to it\n";
 
-
 #[test]
 fn values_yaml_is_confined_and_read_bounded() {
     let d = project();
