@@ -170,3 +170,53 @@ fn dmesg_tail_prints_the_last_lines_when_the_log_ends() {
         .stdout;
     assert_eq!(out, "kern: two\nkern: three\n");
 }
+
+/// A Read stream of 15 chunks, one every 200 ms: longer than the call timeout, never silent
+/// for that long.
+#[test]
+fn read_outlasts_the_call_timeout_while_data_flows() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    nodes.node(&ip).set_faults(Faults {
+        flood: Some(Flood {
+            calls: vec!["Read".into()],
+            chunk: "0123456789\n".into(),
+            count: Some(15),
+            every: Some(Duration::from_millis(200)),
+            ..Flood::default()
+        }),
+        ..Faults::default()
+    });
+    let d = Dir::new();
+    let args = [
+        "read",
+        "/etc/hostname",
+        "-n",
+        &ip,
+        "-i",
+        "--call-timeout",
+        "1s",
+    ];
+    let out = d.talm(args).ok().stdout;
+    assert_eq!(out, "0123456789\n".repeat(15));
+
+    // Silent for longer than the timeout after two chunks: the deadline still holds.
+    nodes.node(&ip).set_faults(Faults {
+        flood: Some(Flood {
+            calls: vec!["Read".into()],
+            chunk: "0123456789\n".into(),
+            count: Some(2),
+            every: Some(Duration::from_millis(200)),
+            then_silent: true,
+            ..Flood::default()
+        }),
+        ..Faults::default()
+    });
+    let started = Instant::now();
+    d.talm(args)
+        .fails_with(&format!("node {ip}: Read: no answer within 1s"));
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the deadline held"
+    );
+}
