@@ -220,3 +220,41 @@ fn read_outlasts_the_call_timeout_while_data_flows() {
         "the deadline held"
     );
 }
+
+/// SIGTERM in the middle of a slow snapshot: talm ends as the signal would and leaves no
+/// `.part` behind.
+#[test]
+fn etcd_snapshot_leaves_no_part_file_when_terminated() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    nodes.node(&ip).set_faults(Faults {
+        flood: Some(Flood {
+            calls: vec!["EtcdSnapshot".into()],
+            chunk: "x".repeat(4096),
+            every: Some(Duration::from_millis(100)),
+            ..Flood::default()
+        }),
+        ..Faults::default()
+    });
+    let d = Dir::new();
+    let mut t = Running::start(&d, &["etcd", "snapshot", "db.snap", "-n", &ip, "-i"]);
+    let part = d.join("db.snap.part");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::metadata(&part).map_or(0, |m| m.len()) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "db.snap.part written to within 30s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = t.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = t.child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15), "{status:?}");
+    assert!(!part.exists(), "db.snap.part is left behind");
+    assert!(!d.join("db.snap").exists(), "no snapshot saved");
+}
