@@ -73,3 +73,31 @@ impl Flood {
         Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flood_is_read_from_a_fault_file() {
+        let f: super::super::faults::Faults = serde_yaml_ng::from_str(
+            "flood: {calls: [Read], chunk: \"data\\n\", count: 15, every: 200ms, then_silent: false}\n",
+        )
+        .unwrap();
+        let flood = f.flood("Read").unwrap();
+        assert_eq!(
+            (flood.chunk.as_str(), flood.count, flood.every),
+            ("data\n", Some(15), Some(Duration::from_millis(200)))
+        );
+        assert!(f.flood("Logs").is_none());
+        let err = serde_yaml_ng::from_str::<super::super::faults::Faults>(
+            "flood: {calls: [Read], chunk: x, every: soon}\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("flood.every: the delay \"soon\" is not a duration"),
+            "{err}"
+        );
+    }
+}
