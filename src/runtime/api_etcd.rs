@@ -147,6 +147,8 @@ fn info_map(i: &snapshot::Info) -> Map {
 fn snapshot_to(session: &Session, n: &Node, path: &str) -> Result<Map> {
     let dest = allowed(session, path, "n.etcd_snapshot")?;
     let part = PathBuf::from(format!("{}.part", dest.display()));
+    // Removed on every way out: an error, a panic, or SIGINT/SIGTERM/SIGHUP mid-stream.
+    let guard = super::scratch::Guard::new(part.clone());
     let written = (|| -> Result<u64> {
         let mut f = {
             use std::os::unix::fs::OpenOptionsExt;
@@ -183,7 +185,7 @@ fn snapshot_to(session: &Session, n: &Node, path: &str) -> Result<Map> {
         std::fs::rename(&part, &dest)?;
         Ok(size)
     })();
-    let _ = std::fs::remove_file(&part);
+    drop(guard);
     let size = written?;
     // The file is saved: a database whose figures cannot be read is kept, with a warning.
     let mut r = match std::fs::read(&dest)

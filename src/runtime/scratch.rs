@@ -1,7 +1,8 @@
 //! A scratch file that holds secrets for a moment (the machine config being edited): made 0600
 //! inside the project's staging folder (git-ignored, and removed by the next talm run if this
 //! one is killed), removed when it is dropped, and removed too when talm is ended by SIGINT,
-//! SIGTERM or SIGHUP while it exists.
+//! SIGTERM or SIGHUP while it exists. `Guard` gives any file being written (an etcd snapshot's
+//! `.part`) the same removal.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, Once};
@@ -13,9 +14,34 @@ use crate::project::txn::Txn;
 /// The scratch files alive now, removed by the signal watchers.
 static ALIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
+/// A path removed when the guard is dropped, and when talm is ended by SIGINT, SIGTERM or
+/// SIGHUP while the guard is held: for a file written only for a while.
+pub struct Guard(PathBuf);
+
+impl Guard {
+    pub fn new(path: PathBuf) -> Guard {
+        watch_signals();
+        ALIVE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(path.clone());
+        Guard(path)
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+        ALIVE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p| p != &self.0);
+    }
+}
+
 /// One scratch file; gone when dropped.
 pub struct Scratch {
-    path: PathBuf,
+    guard: Guard,
     /// The transaction whose staging folder holds the file (none outside a project): dropped
     /// unused, it removes the folder with the file.
     _txn: Option<Txn>,
@@ -25,7 +51,6 @@ impl Scratch {
     /// Writes `text` to a new file named `name` in `root`'s staging folder (the system temp
     /// folder outside a project).
     pub fn create(root: Option<&Path>, name: &str, text: &str) -> Result<Scratch> {
-        watch_signals();
         let (dir, txn) = match root {
             Some(r) => {
                 let t = Txn::begin(r, "edit")?;
@@ -33,12 +58,10 @@ impl Scratch {
             }
             None => (std::env::temp_dir(), None),
         };
-        let path = dir.join(name);
-        ALIVE
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(path.clone());
-        let scratch = Scratch { path, _txn: txn };
+        let scratch = Scratch {
+            guard: Guard::new(dir.join(name)),
+            _txn: txn,
+        };
         {
             use std::io::Write as _;
             use std::os::unix::fs::OpenOptionsExt as _;
@@ -46,29 +69,19 @@ impl Scratch {
                 .write(true)
                 .create_new(true)
                 .mode(0o600)
-                .open(&scratch.path)
-                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", scratch.path.display()))?;
+                .open(scratch.path())
+                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", scratch.path().display()))?;
             f.write_all(text.as_bytes())?;
         }
         Ok(scratch)
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.guard.0
     }
 }
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-        ALIVE
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|p| p != &self.path);
-    }
-}
-
-/// Removes the live scratch files and ends talm as the signal would (128 + its number). A
+/// Removes the live scratch files (and guarded paths) and ends talm as the signal would (128 + its number). A
 /// Ctrl-C with no scratch file alive is left to the script's own handler where one is installed.
 fn on_signal(name: &str, number: i32) {
     let alive = ALIVE.lock().unwrap_or_else(|e| e.into_inner());

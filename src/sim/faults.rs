@@ -41,10 +41,15 @@ pub struct Faults {
     /// Services that run but fail their health check (`super::unhealthy`).
     #[serde(default)]
     pub unhealthy: Option<super::unhealthy::Unhealthy>,
+    /// A data stream replaced by a made-up one: endless, slow, or silent (`super::flood`).
+    #[serde(default)]
+    pub flood: Option<super::flood::Flood>,
 }
 
 /// A Go duration read from its text; bad text is an error serde places at its key and line.
-fn go_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+pub(super) fn go_duration<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Duration>, D::Error> {
     struct GoText;
     impl serde::de::Visitor<'_> for GoText {
         type Value = Option<Duration>;
@@ -100,6 +105,11 @@ impl Faults {
 
     pub fn delay(&self) -> Duration {
         self.delay.unwrap_or_default()
+    }
+
+    /// The made-up stream that replaces `call`'s, if any.
+    pub fn flood(&self, call: &str) -> Option<&super::flood::Flood> {
+        self.flood.as_ref().filter(|f| f.covers(call))
     }
 
     pub fn drops(&self, call: &str) -> bool {

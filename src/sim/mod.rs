@@ -17,6 +17,7 @@ pub mod events;
 pub mod facts;
 pub mod faults;
 pub mod fdlimit;
+pub mod flood;
 pub mod follow;
 pub mod hardware;
 pub mod immediate;

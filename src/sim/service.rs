@@ -312,6 +312,9 @@ impl machine::machine_service_server::MachineService for Svc {
         &self,
         req: Request<machine::CopyRequest>,
     ) -> Result<Response<Self::CopyStream>, Status> {
+        if let Some(f) = self.node.faults().flood("Copy") {
+            return Ok(Response::new(f.stream()));
+        }
         self.inspect_copy(req).await
     }
 
@@ -355,6 +358,9 @@ impl machine::machine_service_server::MachineService for Svc {
         &self,
         req: Request<machine::ReadRequest>,
     ) -> Result<Response<Self::ReadStream>, Status> {
+        if let Some(f) = self.node.faults().flood("Read") {
+            return Ok(Response::new(f.stream()));
+        }
         self.inspect_read(req).await
     }
 
@@ -393,6 +399,9 @@ impl machine::machine_service_server::MachineService for Svc {
         &self,
         req: Request<machine::DmesgRequest>,
     ) -> Result<Response<Self::DmesgStream>, Status> {
+        if let Some(f) = self.node.faults().flood("Dmesg") {
+            return Ok(Response::new(f.stream()));
+        }
         super::follow::dmesg(self, req).await
     }
 
@@ -427,6 +436,9 @@ impl machine::machine_service_server::MachineService for Svc {
         &self,
         req: Request<machine::LogsRequest>,
     ) -> Result<Response<Self::LogsStream>, Status> {
+        if let Some(f) = self.node.faults().flood("Logs") {
+            return Ok(Response::new(f.stream()));
+        }
         super::follow::logs(self, req).await
     }
 
@@ -577,6 +589,9 @@ impl machine::machine_service_server::MachineService for Svc {
         &self,
         req: Request<machine::EtcdSnapshotRequest>,
     ) -> Result<Response<Self::EtcdSnapshotStream>, Status> {
+        if let Some(f) = self.node.faults().flood("EtcdSnapshot") {
+            return Ok(Response::new(f.stream()));
+        }
         self.etcd_snapshot_(req).await
     }
 

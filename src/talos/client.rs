@@ -346,28 +346,43 @@ impl Client {
         };
         let call = format!("list {ty}");
         let stream = self
-            .call(&call, STATE, c.list(self.request(req, false)))
+            .call(&call, STATE, c.list(self.stream_request(req, false)))
             .await?
             .into_inner();
         let items = self.drain(&call, STATE, stream).await?;
         Ok(items.into_iter().filter_map(|r| r.resource).collect())
     }
 
-    /// Reads a server stream to its end under the deadline.
+    /// The next message of a server stream, `None` at its end. The deadline measures silence,
+    /// as talosctl's streams do: a stream fails once the node has said nothing for the call
+    /// timeout, however long it has been flowing.
+    pub(super) async fn next_within<M>(
+        &self,
+        call: &str,
+        service: &'static str,
+        stream: &mut Streaming<M>,
+    ) -> Result<Option<M>> {
+        let started = std::time::Instant::now();
+        match tokio::time::timeout(self.timeout, stream.next()).await {
+            Err(_) => Err(errors::timeout(self.site(call, service), self.timeout)),
+            Ok(None) => Ok(None),
+            Ok(Some(Err(st))) => Err(self.failed(call, service, &st, started).await),
+            Ok(Some(Ok(m))) => Ok(Some(m)),
+        }
+    }
+
+    /// Reads a server stream to its end, each message within the deadline.
     async fn drain<M>(
         &self,
         call: &str,
         service: &'static str,
         mut stream: Streaming<M>,
     ) -> Result<Vec<M>> {
-        let collect = async {
-            let mut out = Vec::new();
-            while let Some(item) = stream.next().await {
-                out.push(item?);
-            }
-            Ok::<_, Status>(out)
-        };
-        self.call(call, service, collect).await
+        let mut out = Vec::new();
+        while let Some(m) = self.next_within(call, service, &mut stream).await? {
+            out.push(m);
+        }
+        Ok(out)
     }
 
     /// The first batch of a watch with bootstrap contents: the resources as they are now (the
@@ -436,7 +451,11 @@ impl Client {
     pub async fn kubeconfig(&self) -> Result<Vec<u8>> {
         let mut c = self.machine();
         let stream = self
-            .call("Kubeconfig", MACHINE, c.kubeconfig(self.request((), true)))
+            .call(
+                "Kubeconfig",
+                MACHINE,
+                c.kubeconfig(self.stream_request((), true)),
+            )
             .await?
             .into_inner();
         let chunks = self.drain("Kubeconfig", MACHINE, stream).await?;
@@ -529,7 +548,7 @@ impl Client {
     pub async fn logs(&self, req: machine::LogsRequest) -> Result<Vec<u8>> {
         let mut c = self.machine();
         let stream = self
-            .call("Logs", MACHINE, c.logs(self.request(req, true)))
+            .call("Logs", MACHINE, c.logs(self.stream_request(req, true)))
             .await?
             .into_inner();
         self.data("Logs", stream).await
@@ -539,7 +558,7 @@ impl Client {
     pub async fn dmesg(&self, req: machine::DmesgRequest) -> Result<Vec<u8>> {
         let mut c = self.machine();
         let stream = self
-            .call("Dmesg", MACHINE, c.dmesg(self.request(req, true)))
+            .call("Dmesg", MACHINE, c.dmesg(self.stream_request(req, true)))
             .await?
             .into_inner();
         self.data("Dmesg", stream).await

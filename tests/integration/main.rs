@@ -43,6 +43,7 @@ mod sim_node;
 mod sim_scale;
 mod stdlib_links;
 mod stdlib_net;
+mod stream_limits;
 mod support;
 mod talk;
 mod talosconfig;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use tokio_stream::StreamExt;
-use tonic::{Code, Request, Status};
+use tonic::{Code, Request};
 
 use super::Client;
 use crate::proto::cluster;
@@ -203,22 +203,11 @@ impl Client {
             .call(call, MACHINE, c.etcd_snapshot(self.proxied(req, false)))
             .await?
             .into_inner();
-        let started = std::time::Instant::now();
-        loop {
-            let next = tokio::time::timeout(self.timeout, stream.next()).await;
-            let item: Option<Result<common::Data, Status>> = match next {
-                Err(_) => return Err(errors::timeout(self.site(call, MACHINE), self.timeout)),
-                Ok(i) => i,
-            };
-            match item {
-                None => return Ok(()),
-                Some(Err(st)) => return Err(self.failed(call, MACHINE, &st, started).await),
-                Some(Ok(d)) => {
-                    self.in_band(call, d.metadata.as_ref())?;
-                    each(&d.bytes)?;
-                }
-            }
+        while let Some(d) = self.next_within(call, MACHINE, &mut stream).await? {
+            self.in_band(call, d.metadata.as_ref())?;
+            each(&d.bytes)?;
         }
+        Ok(())
     }
 
     /// Uploads a recovery snapshot in 4096-byte chunks (EtcdRecover).

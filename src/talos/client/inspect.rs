@@ -4,8 +4,7 @@
 //! entry to the caller as it arrives, so large reads and copies are not held in memory.
 
 use anyhow::Result;
-use tokio_stream::StreamExt;
-use tonic::{Status, Streaming};
+use tonic::Streaming;
 
 use super::Client;
 use crate::proto::common;
@@ -114,8 +113,8 @@ impl Client {
             .connectrecord)
     }
 
-    /// Hands every message of a stream to `each` as it arrives (under the call's deadline),
-    /// after its in-band error check.
+    /// Hands every message of a stream to `each` as it arrives, after its in-band error check;
+    /// the deadline measures the silence before each message, not the whole stream.
     async fn each<M>(
         &self,
         call: &str,
@@ -124,22 +123,11 @@ impl Client {
         md: impl Fn(&M) -> Option<&common::Metadata>,
         mut each: impl FnMut(M) -> Result<()>,
     ) -> Result<()> {
-        let mut failed: Option<anyhow::Error> = None;
-        let read = async {
-            while let Some(item) = stream.next().await {
-                let item = item?;
-                if let Err(e) = self.in_band(call, md(&item)).and_then(|_| each(item)) {
-                    failed = Some(e);
-                    break;
-                }
-            }
-            Ok::<_, Status>(())
-        };
-        self.call(call, service, read).await?;
-        match failed {
-            Some(e) => Err(e),
-            None => Ok(()),
+        while let Some(item) = self.next_within(call, service, &mut stream).await? {
+            self.in_band(call, md(&item))?;
+            each(item)?;
         }
+        Ok(())
     }
 
     /// A file's content, chunk by chunk.
@@ -148,7 +136,7 @@ impl Client {
         let req = machine::ReadRequest { path: path.into() };
         let mut c = self.machine();
         let stream = self
-            .call("Read", MACHINE, c.read(self.request(req, true)))
+            .call("Read", MACHINE, c.read(self.stream_request(req, true)))
             .await?
             .into_inner();
         self.each(
@@ -170,7 +158,7 @@ impl Client {
         };
         let mut c = self.machine();
         let stream = self
-            .call("Copy", MACHINE, c.copy(self.request(req, true)))
+            .call("Copy", MACHINE, c.copy(self.stream_request(req, true)))
             .await?
             .into_inner();
         self.each(
@@ -191,7 +179,7 @@ impl Client {
     ) -> Result<()> {
         let mut c = self.machine();
         let stream = self
-            .call("List", MACHINE, c.list(self.request(req, true)))
+            .call("List", MACHINE, c.list(self.stream_request(req, true)))
             .await?
             .into_inner();
         self.each("List", MACHINE, stream, |f| f.metadata.as_ref(), each)
@@ -205,7 +193,11 @@ impl Client {
     ) -> Result<Vec<machine::DiskUsageInfo>> {
         let mut c = self.machine();
         let stream = self
-            .call("DiskUsage", MACHINE, c.disk_usage(self.request(req, true)))
+            .call(
+                "DiskUsage",
+                MACHINE,
+                c.disk_usage(self.stream_request(req, true)),
+            )
             .await?
             .into_inner();
         let mut out = Vec::new();
@@ -255,7 +247,7 @@ impl Client {
         };
         let mut c = self.images();
         let stream = self
-            .call("List", IMAGES, c.list(self.request(req, false)))
+            .call("List", IMAGES, c.list(self.stream_request(req, false)))
             .await?
             .into_inner();
         let mut out = Vec::new();

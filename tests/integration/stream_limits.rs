@@ -1,0 +1,260 @@
+//! Streams from a node that are larger, slower or longer than expected (the simulator's `flood`
+//! fault), through the real binary: talm prints as the data comes, its memory stays bounded
+//! whatever the node sends, and a call deadline measures silence, not the length of a stream.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::common::net;
+use crate::common::sim::Nodes;
+use crate::common::Dir;
+use talm::sim::faults::Faults;
+use talm::sim::flood::Flood;
+
+/// How much a flooded talm must have read before its memory is looked at.
+const FLOODED: u64 = 128 << 20;
+/// The most memory (peak resident set) talm may reach meanwhile.
+const BOUND_KIB: u64 = 96 << 10;
+
+/// A node whose `call` stream is `chunk` over and over (`count` times, then silent; or endless),
+/// and the fault, which counts what was sent.
+fn flooded(call: &str, chunk: String, count: Option<u64>) -> (String, Nodes, Flood) {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let flood = Flood {
+        calls: vec![call.into()],
+        chunk,
+        count,
+        then_silent: true,
+        ..Flood::default()
+    };
+    nodes.node(&ip).set_faults(Faults {
+        flood: Some(flood.clone()),
+        ..Faults::default()
+    });
+    (ip, nodes, flood)
+}
+
+/// A running `talm` whose stdout lines arrive on a channel.
+struct Running {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Running {
+    fn start(d: &Dir, args: &[&str]) -> Running {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("talm"))
+            .args(args)
+            .current_dir(d.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            // The first lines are kept; the rest is read and dropped, so a flood stays cheap.
+            for (i, l) in BufReader::new(out)
+                .lines()
+                .map_while(Result::ok)
+                .enumerate()
+            {
+                if i < 16 {
+                    let _ = tx.send(l);
+                }
+            }
+        });
+        Running { child, lines }
+    }
+
+    /// The next line of output, within 30 s.
+    fn line(&self) -> String {
+        self.lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a line of output within 30s")
+    }
+
+    /// A field of /proc/PID/FILE, in its unit.
+    fn proc_field(&self, file: &str, key: &str) -> u64 {
+        let text = std::fs::read_to_string(format!("/proc/{}/{file}", self.child.id())).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in /proc/PID/{file}:\n{text}"))
+    }
+
+    /// Waits (up to 120 s) until the node has sent `bytes`, then talm's peak memory in KiB.
+    fn peak_after(&self, flood: &Flood, bytes: u64) -> u64 {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while flood.sent() < bytes {
+            assert!(
+                Instant::now() < deadline,
+                "the node sent {bytes} bytes within 120s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.proc_field("status", "VmHWM:")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A log line of 1 KiB.
+fn log_line() -> String {
+    format!("a line of a log that never ends {}", "=".repeat(991))
+}
+
+/// 64 KiB of log lines.
+fn log_lines() -> String {
+    format!("{}\n", log_line()).repeat(64)
+}
+
+#[test]
+fn logs_prints_an_endless_log_as_it_comes_in_bounded_memory() {
+    let (ip, _nodes, flood) = flooded("Logs", log_lines(), None);
+    let d = Dir::new();
+    let t = Running::start(&d, &["logs", "machined", "--tail", "5", "-n", &ip, "-i"]);
+    assert_eq!(t.line(), log_line());
+    let peak = t.peak_after(&flood, FLOODED);
+    assert!(peak < BOUND_KIB, "peak memory {peak} KiB");
+}
+
+#[test]
+fn logs_follow_cuts_a_line_that_never_ends() {
+    let (ip, _nodes, flood) = flooded("Logs", "x".repeat(8 << 10), None);
+    let d = Dir::new();
+    let t = Running::start(&d, &["logs", "machined", "-F", "-n", &ip, "-i"]);
+    assert_eq!(t.line(), "x".repeat(64 << 10));
+    assert_eq!(t.line(), "x".repeat(64 << 10));
+    let peak = t.peak_after(&flood, FLOODED);
+    assert!(peak < BOUND_KIB, "peak memory {peak} KiB");
+}
+
+#[test]
+fn dmesg_tail_keeps_only_the_last_lines_of_a_huge_history() {
+    // 128 MiB of kernel log, then the stream stays open: nothing is printed yet (the last lines
+    // are not known), and only those are held.
+    let (ip, _nodes, flood) = flooded("Dmesg", log_lines(), Some(FLOODED / (64 << 10)));
+    let d = Dir::new();
+    let t = Running::start(&d, &["dmesg", "--tail", "2", "-n", &ip, "-i"]);
+    let peak = t.peak_after(&flood, FLOODED);
+    assert!(peak < BOUND_KIB, "peak memory {peak} KiB");
+    assert!(t.lines.try_recv().is_err(), "nothing printed yet");
+}
+
+#[test]
+fn dmesg_tail_prints_the_last_lines_when_the_log_ends() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    nodes.node(&ip).set_faults(Faults {
+        flood: Some(Flood {
+            calls: vec!["Dmesg".into()],
+            chunk: "kern: one\nkern: two\nkern: three\n".into(),
+            count: Some(3),
+            ..Flood::default()
+        }),
+        ..Faults::default()
+    });
+    let d = Dir::new();
+    let out = d
+        .talm(["dmesg", "--tail", "2", "-n", &ip, "-i"])
+        .ok()
+        .stdout;
+    assert_eq!(out, "kern: two\nkern: three\n");
+}
+
+/// A Read stream of 15 chunks, one every 200 ms: longer than the call timeout, never silent
+/// for that long.
+#[test]
+fn read_outlasts_the_call_timeout_while_data_flows() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    nodes.node(&ip).set_faults(Faults {
+        flood: Some(Flood {
+            calls: vec!["Read".into()],
+            chunk: "0123456789\n".into(),
+            count: Some(15),
+            every: Some(Duration::from_millis(200)),
+            ..Flood::default()
+        }),
+        ..Faults::default()
+    });
+    let d = Dir::new();
+    let args = [
+        "read",
+        "/etc/hostname",
+        "-n",
+        &ip,
+        "-i",
+        "--call-timeout",
+        "1s",
+    ];
+    let out = d.talm(args).ok().stdout;
+    assert_eq!(out, "0123456789\n".repeat(15));
+
+    // Silent for longer than the timeout after two chunks: the deadline still holds.
+    nodes.node(&ip).set_faults(Faults {
+        flood: Some(Flood {
+            calls: vec!["Read".into()],
+            chunk: "0123456789\n".into(),
+            count: Some(2),
+            every: Some(Duration::from_millis(200)),
+            then_silent: true,
+            ..Flood::default()
+        }),
+        ..Faults::default()
+    });
+    let started = Instant::now();
+    d.talm(args)
+        .fails_with(&format!("node {ip}: Read: no answer within 1s"));
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the deadline held"
+    );
+}
+
+/// SIGTERM in the middle of a slow snapshot: talm ends as the signal would and leaves no
+/// `.part` behind.
+#[test]
+fn etcd_snapshot_leaves_no_part_file_when_terminated() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    nodes.node(&ip).set_faults(Faults {
+        flood: Some(Flood {
+            calls: vec!["EtcdSnapshot".into()],
+            chunk: "x".repeat(4096),
+            every: Some(Duration::from_millis(100)),
+            ..Flood::default()
+        }),
+        ..Faults::default()
+    });
+    let d = Dir::new();
+    let mut t = Running::start(&d, &["etcd", "snapshot", "db.snap", "-n", &ip, "-i"]);
+    let part = d.join("db.snap.part");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::metadata(&part).map_or(0, |m| m.len()) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "db.snap.part written to within 30s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = t.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = t.child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15), "{status:?}");
+    assert!(!part.exists(), "db.snap.part is left behind");
+    assert!(!d.join("db.snap").exists(), "no snapshot saved");
+}
