@@ -528,7 +528,7 @@ impl WatchPrinter {
             self.header_done = true;
         }
         rows.append(&mut self.held);
-        crate::output::write(resources::table(&rows).as_bytes())
+        crate::output::write(crate::printable::printable(&resources::table(&rows)).as_bytes())
     }
 }
 
@@ -631,7 +631,7 @@ pub fn add_to_talos(m: &mut rhai::Module) {
                         header = false;
                     }
                     rows.extend(crate::talos::events::rows(shown, node));
-                    crate::output::write(resources::table(&rows).as_bytes())?;
+                    crate::output::write(crate::printable::printable(&resources::table(&rows)).as_bytes())?;
                     Ok(true)
                 })
             })
@@ -644,6 +644,7 @@ pub fn add_to_talos(m: &mut rhai::Module) {
                 let nodes = nodes_of(nodes)?;
                 let prefix = nodes.len() > 1;
                 pump(&nodes, service, &o, |node, line| {
+                    let line = crate::printable::printable(line);
                     let text = if prefix { format!("{node}: {line}\n") } else { format!("{line}\n") };
                     crate::output::write(text.as_bytes())?;
                     Ok(true)
