@@ -209,6 +209,14 @@ fn resources_yaml(n: &Node, ty: &str, namespace: &str, redact: bool) -> Result<S
 
 pub fn register(engine: &mut Engine, session: &Session) {
     let mut archive = Module::new();
+    FuncRegistration::new("name_problem")
+        .with_comments(["/// Why `name` cannot be an entry of `archive::zip` (absolute, `..`, empty parts, a backslash or NUL), or \"\" when it can."])
+        .set_into_module(&mut archive, |name: &str| {
+            crate::zip::check_name(name)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        });
     FuncRegistration::new("zip")
         .with_comments(["/// Writes a ZIP archive of `entries` — a map name → content (name order), or a list of [name, content] pairs (their order); content is text or a blob — to `path`, atomically and readable by you only (0600). `path` must be a file the command line names as output, or inside the project. Returns the number of entries."])
         .set_into_module(&mut archive, {

@@ -394,3 +394,35 @@ fn refusals_are_listed_and_the_rest_is_written() {
         "{m}"
     );
 }
+
+#[test]
+fn an_odd_name_from_a_node_costs_its_entry_not_the_bundle() {
+    let cp = net::addr();
+    // A system extension whose name climbs out of the bundle's folder once made a path.
+    let nodes = Nodes::start(&[&cp], |s| {
+        s.hardware.extensions = vec!["odd/../../x".into()];
+    });
+    let d = cluster_of_one(&nodes, &cp);
+    let o = d
+        .talm(["support", "-f", "nodes/cp.yaml", "-O", "b.zip"])
+        .ok();
+    let odd = format!("{cp}/service-logs/ext-odd/../../x.state");
+    assert!(
+        o.stderr.contains(&format!(
+            "skipped: archive entry name {odd:?} is not a relative file path"
+        )),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.ends_with("Support bundle is written to b.zip\n"),
+        "{}",
+        o.stderr
+    );
+    let names: Vec<String> = unzip(&d, "b.zip").into_iter().map(|(n, _)| n).collect();
+    assert!(
+        names.contains(&format!("{cp}/service-logs/apid.log")),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains("..")), "{names:?}");
+}
