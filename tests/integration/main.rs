@@ -34,6 +34,7 @@ mod presets_golden;
 mod presets_values;
 mod presets_values_links;
 mod progress;
+mod readme;
 mod repl;
 mod rotate;
 mod secrets_bundle;
