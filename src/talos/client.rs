@@ -114,14 +114,14 @@ impl Client {
             insecure,
         };
         let uri = format!("http://{addr}");
-        let ep = Endpoint::from_shared(uri.clone())
-            .map_err(|e| {
-                crate::error::hinted(
-                    format!("node {node}: {addr:?} is not a valid endpoint: {e}"),
-                    "give endpoints and nodes as IP, host or host:port",
-                )
-            })?
-            .connect_timeout(opts.timeout);
+        let ep = Endpoint::from_shared(uri.clone()).map_err(|e| {
+            crate::error::hinted(
+                format!("node {node}: {addr:?} is not a valid endpoint: {e}"),
+                "give endpoints and nodes as IP, host or host:port",
+            )
+        })?;
+        // The connect deadline is the timeout around `connecting` below, so that its expiry is
+        // named as one (the transport's own would come back as an opaque transport error).
         let (ca, identity) = match &opts.auth {
             Auth::Insecure | Auth::Pinned(_) => (None, None),
             Auth::Mutual { ca_pem, identity } => (

@@ -214,25 +214,37 @@ pub(super) const RETRY_HINT: &str =
 const SLOW_HINT: &str =
     "the node is slow or unreachable; raise --call-timeout, or check the network";
 
+/// Below this a deadline is too short for any connection and call, whatever the node does.
+const TOO_SHORT: Duration = Duration::from_millis(100);
+
 /// A call that ran past its deadline.
 pub fn timeout(site: Site, after: Duration) -> anyhow::Error {
-    site.error(
-        Kind::Timeout,
-        format!("no answer within {}", crate::talos::duration_text(after)),
-        SLOW_HINT,
-    )
+    let text = crate::talos::duration_text(after);
+    if after < TOO_SHORT {
+        return site.error(
+            Kind::Timeout,
+            format!("no answer within {text} (--call-timeout)"),
+            format!("a deadline of {text} is shorter than any connection takes: give --call-timeout e.g. 30s (the default is 1m)"),
+        );
+    }
+    site.error(Kind::Timeout, format!("no answer within {text}"), SLOW_HINT)
 }
 
-/// Whether a status is the client's own deadline firing.
-pub fn is_deadline(st: &Status) -> bool {
-    let mut cur = st.source();
+/// Whether an error (or one it wraps) is the client's own deadline firing.
+pub fn elapsed(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
     while let Some(e) = cur {
         if e.is::<tonic::TimeoutExpired>() || e.is::<tokio::time::error::Elapsed>() {
             return true;
         }
         cur = e.source();
     }
-    st.code() == Code::DeadlineExceeded
+    false
+}
+
+/// Whether a status is the client's own deadline firing.
+pub fn is_deadline(st: &Status) -> bool {
+    st.source().is_some_and(elapsed) || st.code() == Code::DeadlineExceeded
 }
 
 /// A status the node itself sent (directly, or in a proxied reply's metadata).

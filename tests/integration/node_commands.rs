@@ -518,3 +518,26 @@ fn a_nodes_words_cannot_drive_the_terminal() {
     );
     assert!(!o.stderr.contains('\u{1b}') && !v.contains('\u{1b}'));
 }
+
+#[test]
+fn a_deadline_too_short_for_any_call_is_named_with_its_flag() {
+    let ip = net::addr();
+    let _nodes = Nodes::start(&[&ip], |_| {});
+    let d = project(&ip);
+    let o = d
+        .talm([
+            "version",
+            "-n",
+            &ip,
+            "-i",
+            "--short",
+            "--call-timeout",
+            "1ns",
+        ])
+        .run();
+    assert_eq!(o.code, 1);
+    assert_eq!(
+        o.stderr,
+        format!("Error: node {ip}: connect: no answer within 1ns (--call-timeout)\nhint: a deadline of 1ns is shorter than any connection takes: give --call-timeout e.g. 30s (the default is 1m)\n")
+    );
+}
