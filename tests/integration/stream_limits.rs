@@ -258,3 +258,21 @@ fn etcd_snapshot_leaves_no_part_file_when_terminated() {
     assert!(!part.exists(), "db.snap.part is left behind");
     assert!(!d.join("db.snap").exists(), "no snapshot saved");
 }
+
+#[test]
+fn a_corrupt_copy_stream_is_named_with_the_node_and_what_was_kept() {
+    // Junk instead of a gzip'd tar, and then the stream stays open: the call must end at the
+    // damage, not at the deadline.
+    let (ip, _nodes, _flood) = flooded("Copy", "not a gzip stream\n".into(), Some(3));
+    let d = crate::common::Dir::new();
+    let o = d
+        .talm(["cp", "/etc", "out", "-n", &ip, "-e", &ip, "-i"])
+        .run();
+    assert_eq!(o.code, 1);
+    assert_eq!(
+        o.stderr,
+        format!(
+            "Error: node {ip}: error copying: the archive the node sent does not unpack: error reading tar header: invalid gzip header\nhint: what was unpacked before it stays in out; retry, or look at the node's files with `talm list /etc`\n"
+        )
+    );
+}
