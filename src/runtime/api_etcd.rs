@@ -181,7 +181,15 @@ fn snapshot_to(session: &Session, n: &Node, path: &str) -> Result<Map> {
         let size = f.metadata()?.len();
         drop(f);
         let bytes = std::fs::read(&part)?;
-        snapshot::check_length(&bytes)?;
+        snapshot::check_length(&bytes).map_err(|e| {
+            hinted(
+                format!(
+                    "node {}: the snapshot the node sent is no etcd snapshot: {e}; nothing was saved to {path:?}",
+                    n.name
+                ),
+                "check etcd on the node (`talm etcd status`, `talm service etcd`), then take the snapshot again",
+            )
+        })?;
         std::fs::rename(&part, &dest)?;
         Ok(size)
     })();

@@ -276,3 +276,33 @@ fn a_corrupt_copy_stream_is_named_with_the_node_and_what_was_kept() {
         )
     );
 }
+
+#[test]
+fn an_empty_or_junk_snapshot_is_named_and_not_saved() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = Dir::new();
+    for count in [0, 3] {
+        nodes.node(&ip).set_faults(Faults {
+            flood: Some(Flood {
+                calls: vec!["EtcdSnapshot".into()],
+                chunk: "junk".into(),
+                count: Some(count),
+                ..Flood::default()
+            }),
+            ..Faults::default()
+        });
+        let o = d
+            .talm(["etcd", "snapshot", "db.snap", "-n", &ip, "-i"])
+            .run();
+        assert_eq!(o.code, 1);
+        assert_eq!(
+            o.stderr,
+            format!(
+                "Error: node {ip}: the snapshot the node sent is no etcd snapshot: sha256 checksum not found (size {}); nothing was saved to \"db.snap\"\nhint: check etcd on the node (`talm etcd status`, `talm service etcd`), then take the snapshot again\n",
+                count * 4
+            )
+        );
+        assert!(!d.exists("db.snap") && !d.exists("db.snap.part"));
+    }
+}
