@@ -2,69 +2,12 @@
 //! (reading a few lines, then stopping the child), and the playbook API `n.follow` / `n.watch`
 //! with a stop condition.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::common::net;
 use crate::common::sim::Nodes;
+use crate::common::streaming::Streaming;
 use crate::common::Dir;
-
-/// A running `talm` whose stdout lines arrive on a channel.
-struct Streaming {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Streaming {
-    fn start(d: &Dir, args: &[&str]) -> Streaming {
-        let mut child = Command::new(assert_cmd::cargo::cargo_bin("talm"))
-            .args(args)
-            .current_dir(d.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        Streaming { child, lines }
-    }
-
-    /// The next line, within 10 s.
-    fn line(&self) -> String {
-        self.lines
-            .recv_timeout(Duration::from_secs(10))
-            .expect("a line within 10s")
-    }
-
-    /// Lines until one contains `needle`.
-    fn until(&self, needle: &str) -> Vec<String> {
-        let mut seen = Vec::new();
-        loop {
-            let l = self.line();
-            let hit = l.contains(needle);
-            seen.push(l);
-            if hit {
-                return seen;
-            }
-        }
-    }
-}
-
-impl Drop for Streaming {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[test]
 fn logs_follow_streams_new_lines_from_several_nodes() {

@@ -2,17 +2,18 @@
 //! fault), through the real binary: talm prints as the data comes, its memory stays bounded
 //! whatever the node sends, and a call deadline measures silence, not the length of a stream.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::net;
 use crate::common::sim::Nodes;
+use crate::common::streaming::Streaming;
 use crate::common::Dir;
 use talm::sim::faults::Faults;
 use talm::sim::flood::Flood;
 
+/// The lines of a flooded talm's output a test keeps (the rest is read and dropped).
+const KEPT: usize = 16;
 /// How much a flooded talm must have read before its memory is looked at.
 const FLOODED: u64 = 128 << 20;
 /// The most memory (peak resident set) talm may reach meanwhile.
@@ -37,45 +38,13 @@ fn flooded(call: &str, chunk: String, count: Option<u64>) -> (String, Nodes, Flo
     (ip, nodes, flood)
 }
 
-/// A running `talm` whose stdout lines arrive on a channel.
-struct Running {
-    child: Child,
-    lines: mpsc::Receiver<String>,
+/// What a streaming talm's process shows of its memory.
+trait Memory {
+    fn proc_field(&self, file: &str, key: &str) -> u64;
+    fn peak_after(&self, flood: &Flood, bytes: u64) -> u64;
 }
 
-impl Running {
-    fn start(d: &Dir, args: &[&str]) -> Running {
-        let mut child = Command::new(assert_cmd::cargo::cargo_bin("talm"))
-            .args(args)
-            .current_dir(d.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            // The first lines are kept; the rest is read and dropped, so a flood stays cheap.
-            for (i, l) in BufReader::new(out)
-                .lines()
-                .map_while(Result::ok)
-                .enumerate()
-            {
-                if i < 16 {
-                    let _ = tx.send(l);
-                }
-            }
-        });
-        Running { child, lines }
-    }
-
-    /// The next line of output, within 30 s.
-    fn line(&self) -> String {
-        self.lines
-            .recv_timeout(Duration::from_secs(30))
-            .expect("a line of output within 30s")
-    }
-
+impl Memory for Streaming {
     /// A field of /proc/PID/FILE, in its unit.
     fn proc_field(&self, file: &str, key: &str) -> u64 {
         let text = std::fs::read_to_string(format!("/proc/{}/{file}", self.child.id())).unwrap();
@@ -100,13 +69,6 @@ impl Running {
     }
 }
 
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// A log line of 1 KiB.
 fn log_line() -> String {
     format!("a line of a log that never ends {}", "=".repeat(991))
@@ -121,7 +83,11 @@ fn log_lines() -> String {
 fn logs_prints_an_endless_log_as_it_comes_in_bounded_memory() {
     let (ip, _nodes, flood) = flooded("Logs", log_lines(), None);
     let d = Dir::new();
-    let t = Running::start(&d, &["logs", "machined", "--tail", "5", "-n", &ip, "-i"]);
+    let t = Streaming::keeping(
+        &d,
+        &["logs", "machined", "--tail", "5", "-n", &ip, "-i"],
+        KEPT,
+    );
     assert_eq!(t.line(), log_line());
     let peak = t.peak_after(&flood, FLOODED);
     assert!(peak < BOUND_KIB, "peak memory {peak} KiB");
@@ -131,7 +97,7 @@ fn logs_prints_an_endless_log_as_it_comes_in_bounded_memory() {
 fn logs_follow_cuts_a_line_that_never_ends() {
     let (ip, _nodes, flood) = flooded("Logs", "x".repeat(8 << 10), None);
     let d = Dir::new();
-    let t = Running::start(&d, &["logs", "machined", "-F", "-n", &ip, "-i"]);
+    let t = Streaming::keeping(&d, &["logs", "machined", "-F", "-n", &ip, "-i"], KEPT);
     assert_eq!(t.line(), "x".repeat(64 << 10));
     assert_eq!(t.line(), "x".repeat(64 << 10));
     let peak = t.peak_after(&flood, FLOODED);
@@ -144,7 +110,7 @@ fn dmesg_tail_keeps_only_the_last_lines_of_a_huge_history() {
     // are not known), and only those are held.
     let (ip, _nodes, flood) = flooded("Dmesg", log_lines(), Some(FLOODED / (64 << 10)));
     let d = Dir::new();
-    let t = Running::start(&d, &["dmesg", "--tail", "2", "-n", &ip, "-i"]);
+    let t = Streaming::keeping(&d, &["dmesg", "--tail", "2", "-n", &ip, "-i"], KEPT);
     let peak = t.peak_after(&flood, FLOODED);
     assert!(peak < BOUND_KIB, "peak memory {peak} KiB");
     assert!(t.lines.try_recv().is_err(), "nothing printed yet");
@@ -237,7 +203,7 @@ fn etcd_snapshot_leaves_no_part_file_when_terminated() {
         ..Faults::default()
     });
     let d = Dir::new();
-    let mut t = Running::start(&d, &["etcd", "snapshot", "db.snap", "-n", &ip, "-i"]);
+    let mut t = Streaming::keeping(&d, &["etcd", "snapshot", "db.snap", "-n", &ip, "-i"], KEPT);
     let part = d.join("db.snap.part");
     let deadline = Instant::now() + Duration::from_secs(30);
     while std::fs::metadata(&part).map_or(0, |m| m.len()) == 0 {

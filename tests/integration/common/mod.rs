@@ -4,6 +4,7 @@
 pub mod cluster;
 pub mod net;
 pub mod sim;
+pub mod streaming;
 pub mod values;
 
 use std::collections::BTreeMap;
