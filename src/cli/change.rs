@@ -21,12 +21,9 @@ pub struct RestartArgs {
 
 #[derive(Debug, Args, Serialize)]
 pub struct RollbackArgs {
-    /// Follow each node until it is back on a new boot, as `reboot` does (--wait=false: return once accepted)
-    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
-    pub wait: bool,
-    /// How long to wait for each node to come back
-    #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = GoDuration::parse)]
-    pub timeout: GoDuration,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub back: super::nodes::WaitBackArgs,
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,

@@ -81,7 +81,15 @@ pub struct RebootArgs {
     /// Reboot mode
     #[arg(short = 'm', long, default_value = "default")]
     pub mode: RebootMode,
-    /// Follow each node until it is back on a new boot, as talosctl does (--wait=false: return once accepted)
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub back: WaitBackArgs,
+}
+
+/// Waiting for a node that goes down to come back (reboot, rollback).
+#[derive(Debug, Args, Serialize)]
+pub struct WaitBackArgs {
+    /// Follow each node until it is back on a new boot, as talosctl reboot does (--wait=false: return once accepted)
     #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
     pub wait: bool,
     /// How long to wait for each node to come back
