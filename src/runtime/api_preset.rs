@@ -86,15 +86,10 @@ pub fn register(engine: &mut Engine) {
         .set_into_module(&mut m, |root: &str| {
             native(|| {
                 let path = crate::project::confine::inside(root, lock::BASE_FILE)?;
-                let bytes = match std::fs::read(&path) {
+                let bytes = match crate::input::try_read(&path, crate::input::Kind::Text) {
                     Ok(b) => Some(b),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                    Err(e) => {
-                        return Err(crate::error::hinted(
-                            format!("cannot read {}: {e}", path.display()),
-                            "check that the file is readable by you",
-                        ))
-                    }
+                    Err(e) if e.missing() => None,
+                    Err(e) => return Err(e.into_error()),
                 };
                 Ok(to_map(lock::read_base(bytes.as_deref())?))
             })
