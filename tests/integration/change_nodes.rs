@@ -635,6 +635,55 @@ fn edit_never_loops_on_a_refused_config_and_leaves_no_copy() {
 }
 
 #[test]
+fn on_a_terminal_each_new_edit_round_is_asked_for() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = configured(&nodes, &ip);
+    let runs = || d.read("runs").lines().count();
+    // A different refused config every time the editor runs.
+    let other = editor(
+        &d,
+        "other.sh",
+        "echo x >> \"$0.runs\"; n=$(wc -l < \"$0.runs\"); printf 'machine:\\n  bogus: %s\\n' \"$n\" > \"$1\"",
+    );
+    let args = "edit machineconfig -f nodes/cp.yaml";
+    let env = [("EDITOR", other.as_path())];
+
+    // Asked after each refusal; "n" ends the edit there.
+    let (ok, screen) = d.talm_in_tty_with(&env, args, "y\nn\n");
+    assert!(!ok, "{screen}");
+    assert_eq!(
+        screen.matches("Edit it again? [Y/n]: ").count(),
+        2,
+        "{screen}"
+    );
+    assert!(
+        screen
+            .contains("The node refused the config (edit 1 of at most 10). Edit it again? [Y/n]: "),
+        "{screen}"
+    );
+    assert!(
+        screen.trim_end().ends_with(
+            "Edit canceled: the node refused the config and no other edit was asked for."
+        ),
+        "{screen}"
+    );
+    assert_eq!(runs(), 2);
+
+    // Yes every time: ten rounds at most on a terminal.
+    d.remove("runs");
+    let (ok, screen) = d.talm_in_tty_with(&env, args, &"\n".repeat(12));
+    assert!(!ok, "{screen}");
+    assert!(
+        screen
+            .trim_end()
+            .ends_with("Edit canceled: the node refused 10 edits."),
+        "{screen}"
+    );
+    assert_eq!(runs(), 10);
+}
+
+#[test]
 fn node_methods_are_documented_typed_and_publish_events() {
     let ip = net::addr();
     let nodes = Nodes::start(&[&ip], |s| s.hardware.extensions = vec!["hello".into()]);

@@ -161,12 +161,25 @@ impl Dir {
     /// Runs `talm` under a pseudo-terminal (util-linux `script`), answering prompts from
     /// `input`; returns whether it succeeded and what the terminal showed.
     pub fn talm_in_tty(&self, args: &str, input: &str) -> (bool, String) {
+        self.talm_in_tty_with(&[], args, input)
+    }
+
+    /// [`Dir::talm_in_tty`] with variables added to talm's environment.
+    pub fn talm_in_tty_with(
+        &self,
+        env: &[(&str, &std::path::Path)],
+        args: &str,
+        input: &str,
+    ) -> (bool, String) {
         use std::io::Write;
         let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_talm"));
-        let mut child = std::process::Command::new("script")
+        let mut child = std::process::Command::new("script");
+        child
             .args(["-qec", &cmd, "/dev/null"])
             .current_dir(self.path())
             .env_remove("TALM_PRESETS_DIR")
+            .envs(env.iter().copied());
+        let mut child = child
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
