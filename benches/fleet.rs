@@ -19,42 +19,15 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::{wait_usage, Usage};
+
 const TALM: &str = env!("CARGO_BIN_EXE_talm");
 const PORT: u16 = 50000;
 
 /// The i-th node address of a run: 127.210.x.y, never another network.
 fn address(i: usize) -> String {
     format!("127.210.{}.{}", i / 250, 1 + i % 250)
-}
-
-/// What one child process used, from wait4.
-struct Usage {
-    ok: bool,
-    cpu: Duration,
-    max_rss_kib: u64,
-}
-
-fn wait_usage(child: &Child) -> Usage {
-    let mut status = 0;
-    // SAFETY: rusage is plain data, zeroed is a valid value; wait4 fills it for our own child.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    // SAFETY: pid is a child of this process that nothing else waits for.
-    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    assert_eq!(
-        got,
-        pid,
-        "wait4 failed: {}",
-        std::io::Error::last_os_error()
-    );
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
-    Usage {
-        ok: libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        cpu: tv(ru.ru_utime) + tv(ru.ru_stime),
-        max_rss_kib: ru.ru_maxrss as u64,
-    }
 }
 
 /// CPU time a running process has used so far (utime + stime from /proc).
