@@ -47,7 +47,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Err(err) => {
             eprint!("{}", error::render(&err));
             if sandbox::interrupt::is_interrupted(&err) || sandbox::interrupt::absorbed() {
-                sandbox::interrupt::EXIT_CODE
+                sandbox::interrupt::signal().exit_code()
             } else {
                 1
             }

@@ -4,7 +4,8 @@
 //! each node or batch the cluster health check `n.health` (what `talm health` runs) must pass
 //! before the next. `before(n)` / `after(n)` may veto by returning false or failing. The first
 //! failure stops the roll with an error naming what was done, what failed and what was not
-//! started; so does Ctrl-C (or SIGTERM) during the roll, and talm still exits with 130.
+//! started; so does Ctrl-C (or SIGTERM) during the roll, and talm still exits as the signal
+//! asks (130, 143).
 //! `load_hook(file)` reads a hook file (`talm upgrade --rolling --hook`): its `before`/`after`
 //! functions run confined to the project, as a playbook's natives are.
 //!
@@ -177,7 +178,7 @@ enum Stop {
         after: String,
         error: String,
     },
-    /// Ctrl-C.
+    /// Ctrl-C or SIGTERM.
     Interrupted,
 }
 
@@ -215,7 +216,7 @@ fn stopped(stop: Stop, t: &Tally) -> Box<EvalAltResult> {
         Stop::Health { after, error } => {
             format!("the cluster health check failed after {after}: {error}")
         }
-        Stop::Interrupted => "interrupted (Ctrl-C)".to_string(),
+        Stop::Interrupted => interrupt::Interrupted { at: None }.to_string(),
     };
     let mut msg = format!("rolling: {reason}\n  done: {}", listed(&t.done));
     if !t.failed.is_empty() {

@@ -10,8 +10,42 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
-/// The exit code of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
-pub const EXIT_CODE: i32 = 130;
+/// The signal that stops a script: Ctrl-C, or SIGTERM for a roll (`install_term`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    CtrlC,
+    Term,
+}
+
+impl Signal {
+    /// How messages name it.
+    fn name(self) -> &'static str {
+        match self {
+            Signal::CtrlC => "Ctrl-C",
+            Signal::Term => "SIGTERM",
+        }
+    }
+
+    /// The exit code of a command it stopped (128 + the signal), as shells report it.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Signal::CtrlC => 128 + libc::SIGINT,
+            Signal::Term => 128 + libc::SIGTERM,
+        }
+    }
+}
+
+/// Whether the last stop was asked by SIGTERM (else Ctrl-C).
+static BY_TERM: AtomicBool = AtomicBool::new(false);
+
+/// The signal that stopped (or is stopping) the script: the latest one received.
+pub fn signal() -> Signal {
+    if BY_TERM.load(Ordering::SeqCst) {
+        Signal::Term
+    } else {
+        Signal::CtrlC
+    }
+}
 
 /// How long a script may take to notice Ctrl-C before talm exits anyway.
 const GRACE: Duration = Duration::from_secs(3);
@@ -21,7 +55,8 @@ static PRESSES: AtomicU64 = AtomicU64::new(0);
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
 static ABSORBED: AtomicBool = AtomicBool::new(false);
 
-/// The error a script stopped by Ctrl-C ends with; `talm` exits with [`EXIT_CODE`] on it.
+/// The error a script stopped by Ctrl-C (or SIGTERM) ends with; `talm` exits with the
+/// signal's [`Signal::exit_code`] on it.
 #[derive(Debug, Clone)]
 pub struct Interrupted {
     /// Where the script was (`script:line:col`), when known.
@@ -31,8 +66,8 @@ pub struct Interrupted {
 impl std::fmt::Display for Interrupted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.at {
-            Some(at) => write!(f, "{at}: interrupted (Ctrl-C)"),
-            None => f.write_str("interrupted (Ctrl-C)"),
+            Some(at) => write!(f, "{at}: interrupted ({})", signal().name()),
+            None => write!(f, "interrupted ({})", signal().name()),
         }
     }
 }
@@ -55,13 +90,14 @@ pub fn clear() {
 }
 
 /// Takes over the pending Ctrl-C: the script goes on to report where it stopped (a roll's
-/// summary and its --resume line), and talm exits with [`EXIT_CODE`] at its end ([`absorbed`]).
+/// summary and its --resume line), and talm exits with [`Signal::exit_code`] at its end
+/// ([`absorbed`]).
 pub fn absorb() {
     ABSORBED.store(true, Ordering::SeqCst);
     clear();
 }
 
-/// Whether a Ctrl-C was taken over by [`absorb`]: the command ends with [`EXIT_CODE`].
+/// Whether a Ctrl-C was taken over by [`absorb`]: the command ends with [`Signal::exit_code`].
 pub fn absorbed() -> bool {
     ABSORBED.load(Ordering::SeqCst)
 }
@@ -98,11 +134,12 @@ pub fn running() -> Running {
 }
 
 fn exit_now() -> ! {
-    eprintln!("Error: interrupted (Ctrl-C)");
-    std::process::exit(EXIT_CODE)
+    eprintln!("Error: interrupted ({})", signal().name());
+    std::process::exit(signal().exit_code())
 }
 
-fn on_sigint() {
+fn on_signal(by: Signal) {
+    BY_TERM.store(by == Signal::Term, Ordering::SeqCst);
     if RUNNING.load(Ordering::SeqCst) == 0 || PENDING.swap(true, Ordering::SeqCst) {
         exit_now();
     }
@@ -118,7 +155,7 @@ fn on_sigint() {
 /// Installs the SIGINT handler (once per process). The handler is registered before this
 /// returns, so a Ctrl-C right after it is never lost to the default action.
 pub fn install() {
-    SIGINT_WATCHED.call_once(|| watch(tokio::signal::unix::SignalKind::interrupt(), "Ctrl-C"));
+    SIGINT_WATCHED.call_once(|| watch(tokio::signal::unix::SignalKind::interrupt(), Signal::CtrlC));
 }
 
 static SIGINT_WATCHED: Once = Once::new();
@@ -133,22 +170,25 @@ pub fn installed() -> bool {
 /// playbooks keep SIGTERM's default action.
 pub fn install_term() {
     static ONCE: Once = Once::new();
-    ONCE.call_once(|| watch(tokio::signal::unix::SignalKind::terminate(), "SIGTERM"));
+    ONCE.call_once(|| watch(tokio::signal::unix::SignalKind::terminate(), Signal::Term));
 }
 
-fn watch(kind: tokio::signal::unix::SignalKind, what: &str) {
+fn watch(kind: tokio::signal::unix::SignalKind, by: Signal) {
     let rt = crate::talos::runtime();
     let _entered = rt.enter();
     match tokio::signal::unix::signal(kind) {
         Ok(mut sig) => {
             rt.spawn(async move {
                 while sig.recv().await.is_some() {
-                    on_sigint();
+                    on_signal(by);
                 }
             });
         }
         // Without a handler the signal keeps its default action: talm ends at once.
-        Err(e) => eprintln!("WARN: cannot watch for {what} ({e}); it will end talm at once"),
+        Err(e) => eprintln!(
+            "WARN: cannot watch for {} ({e}); it will end talm at once",
+            by.name()
+        ),
     }
 }
 

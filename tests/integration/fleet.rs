@@ -325,16 +325,17 @@ fn a_node_failing_its_upgrade_stops_the_roll_named_once() {
 
 #[test]
 fn ctrl_c_stops_a_roll_with_its_summary_and_resume_line() {
-    interrupt_roll("-INT");
+    interrupt_roll("-INT", 130, "Ctrl-C");
 }
 
 #[test]
 fn sigterm_stops_a_roll_as_ctrl_c_does() {
-    interrupt_roll("-TERM");
+    interrupt_roll("-TERM", 143, "SIGTERM");
 }
 
-/// A roll of a control plane and two workers sent `signal` during the first worker's turn.
-fn interrupt_roll(signal: &str) {
+/// A roll of a control plane and two workers sent `signal` during the first worker's turn:
+/// talm ends with `code`, naming the signal as `named`.
+fn interrupt_roll(signal: &str, code: i32, named: &str) {
     let [cp, w1, w2] = net::addrs();
     let nodes = Nodes::start(&[&cp, &w1, &w2], |_| {});
     let d = cluster(&nodes, &[&cp], &[&w1, &w2]);
@@ -364,9 +365,9 @@ fn interrupt_roll(signal: &str) {
     assert!(kill.success());
     std::io::Read::read_to_string(&mut stderr, &mut seen).unwrap();
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "{seen}");
+    assert_eq!(status.code(), Some(code), "{seen}");
     assert!(seen.ends_with(&format!(
-        "Error: rolling: interrupted (Ctrl-C)\n  done: {cp}\n  interrupted: {w1}\n  not started: {w2}\nhint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade -f nodes --rolling --image {NEW} --resume\n"
+        "Error: rolling: interrupted ({named})\n  done: {cp}\n  interrupted: {w1}\n  not started: {w2}\nhint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade -f nodes --rolling --image {NEW} --resume\n"
     )), "{seen}");
     // The files agree with the nodes where the roll stopped.
     assert_eq!(version(&nodes, &cp), "v1.13.9");
