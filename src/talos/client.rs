@@ -24,6 +24,11 @@ pub const DEFAULT_PORT: u16 = 50000;
 /// Largest message Talos sends or accepts (32 MiB).
 pub const MAX_MESSAGE: usize = 32 << 20;
 
+/// The most one read-to-the-end call holds (a whole log, a listing): twice the largest message.
+/// Talos keeps a service's log in a small ring buffer and a container's in rotated files, so an
+/// answer past this is a node sending without end.
+pub const DRAINED_LIMIT: usize = 2 * MAX_MESSAGE;
+
 /// How to connect.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -371,15 +376,28 @@ impl Client {
         }
     }
 
-    /// Reads a server stream to its end, each message within the deadline.
-    async fn drain<M>(
+    /// Reads a server stream to its end, each message within the deadline and the whole within
+    /// [`DRAINED_LIMIT`]: a node that sends without end is cut off, named.
+    async fn drain<M: prost::Message>(
         &self,
         call: &str,
         service: &'static str,
         mut stream: Streaming<M>,
     ) -> Result<Vec<M>> {
         let mut out = Vec::new();
+        let mut held = 0usize;
         while let Some(m) = self.next_within(call, service, &mut stream).await? {
+            held += m.encoded_len();
+            if held > DRAINED_LIMIT {
+                return Err(self.site(call, service).error(
+                    errors::Kind::Status(Code::ResourceExhausted),
+                    format!(
+                        "the answer passed {} MiB, more than talm holds in memory for one call",
+                        DRAINED_LIMIT >> 20
+                    ),
+                    "the node sends without end: check it (`talm dmesg`, `talm service`); logs of any length are read line by line by `talm logs` (with --tail)",
+                ));
+            }
             out.push(m);
         }
         Ok(out)

@@ -272,3 +272,23 @@ fn an_empty_or_junk_snapshot_is_named_and_not_saved() {
         assert!(!d.exists("db.snap") && !d.exists("db.snap.part"));
     }
 }
+
+#[test]
+fn a_log_read_whole_by_a_playbook_is_cut_off_at_the_limit() {
+    let (ip, _nodes, _flood) = flooded("Logs", log_lines(), None);
+    let d = Dir::new();
+    d.write(
+        "logs.rhai",
+        &format!("let n = node(\"{ip}\", #{{ insecure: true }});\nout(n.logs(\"machined\", #{{}}).len().to_string());\n"),
+    );
+    let o = d.talm(["run", "logs.rhai"]).run();
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert_eq!(o.stdout, "");
+    assert_eq!(
+        o.stderr,
+        format!(
+            "Error: node {ip}: Logs: the answer passed 64 MiB, more than talm holds in memory for one call\n\
+             hint: the node sends without end: check it (`talm dmesg`, `talm service`); logs of any length are read line by line by `talm logs` (with --tail)\n"
+        )
+    );
+}
