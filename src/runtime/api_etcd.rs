@@ -257,9 +257,13 @@ fn health(n: &Node, o: &HealthOpts) -> Result<Array> {
     }
     let mut checks: Vec<Map> = Vec::new();
     let print = o.progress;
+    // A check may wait for many minutes: Ctrl-C ends the wait at once (a roll then reports).
     let r = n.with(|c| {
-        block_on(
-            c.health_check(wait, cps.clone(), o.worker_nodes.clone(), |line| {
+        block_on(crate::sandbox::interrupt::or_interrupted(c.health_check(
+            wait,
+            cps.clone(),
+            o.worker_nodes.clone(),
+            |line| {
                 if print {
                     crate::output::err(line);
                 }
@@ -282,8 +286,8 @@ fn health(n: &Node, o: &HealthOpts) -> Result<Array> {
                     }
                     _ => checks.push(m),
                 }
-            }),
-        )
+            },
+        )))
     });
     if let Err(e) = r {
         let text = crate::error::render(&e);

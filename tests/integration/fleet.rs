@@ -677,3 +677,39 @@ fn a_roll_of_workers_alone_checks_the_cluster_through_their_endpoint() {
     assert_eq!(version(&nodes, &w), "v1.13.9");
     assert_eq!(version(&nodes, &cp), OLD);
 }
+
+#[test]
+fn ctrl_c_during_a_health_check_stops_the_roll_at_once() {
+    let [cp, w1] = net::addrs();
+    let nodes = Nodes::start(&[&cp, &w1], |_| {});
+    let d = cluster(&nodes, &[&cp], &[&w1]);
+    pin_old(&d, &["nodes/cp1.yaml", "nodes/w1.yaml"]);
+    // The worker's kubelet never comes up on the new version: the check after it waits.
+    kubelet_fails_at_new(&nodes, &w1);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_talm"))
+        .args(["upgrade", "-f", "nodes", "--rolling", "--image", NEW])
+        .args(["--health-timeout", "5m"])
+        .current_dir(d.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    // The worker's turn has ended (its file written back): the check after it waits now.
+    let synced = "Synced machine.install.image in nodes/w1.yaml";
+    while !seen.contains(synced) {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+        assert!(n > 0, "talm ended before the health check: {seen}");
+        seen.push_str(&line);
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    std::io::Read::read_to_string(&mut stderr, &mut seen).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{seen}");
+    assert!(seen.ends_with(&format!(
+        "\nError: rolling: interrupted (Ctrl-C)\n  done: {cp}, {w1}\n  not started: none\nhint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade -f nodes --rolling --image {NEW} --health-timeout 5m --resume\n"
+    )), "{seen}");
+}
