@@ -523,6 +523,14 @@ fn turns(
             }
         }
         if let (Some(v), Health::On { opts, .. }) = (via, health) {
+            // Said before the wait, so a person (or a test) knows what the roll waits for.
+            log(
+                ctx,
+                format!(
+                    "rolling: checking the cluster's health after {}",
+                    names.join(", ")
+                ),
+            )?;
             if let Some(error) = check(ctx, v, opts)? {
                 let after = names.join(", ");
                 return Err(stopped(Stop::Health { after, error }, t));

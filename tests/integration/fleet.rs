@@ -697,9 +697,9 @@ fn ctrl_c_during_a_health_check_stops_the_roll_at_once() {
         .unwrap();
     let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
     let mut seen = String::new();
-    // The worker's turn has ended (its file written back): the check after it waits now.
-    let synced = "Synced machine.install.image in nodes/w1.yaml";
-    while !seen.contains(synced) {
+    // The worker's turn has ended: the check after it waits now.
+    let checking = format!("rolling: checking the cluster's health after {w1}\n");
+    while !seen.contains(&checking) {
         let mut line = String::new();
         let n = std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
         assert!(n > 0, "talm ended before the health check: {seen}");
