@@ -47,8 +47,8 @@ fn addresses(given: &[String]) -> Result<Vec<IpAddr>> {
 }
 
 /// Runs the demo into `dir` (a fresh temporary folder when `None`) on simulated nodes at
-/// `nodes`; returns the exit code.
-pub fn run(dir: Option<&str>, nodes: &[String]) -> Result<i32> {
+/// `nodes`, its bring-up playbook running command lines through `runner`; returns the exit code.
+pub fn run(dir: Option<&str>, nodes: &[String], runner: crate::runtime::Runner) -> Result<i32> {
     let addrs = addresses(nodes)?;
     let root = match dir {
         Some(d) => crate::project::root::absolute(std::path::Path::new(d))?,
@@ -89,7 +89,10 @@ pub fn run(dir: Option<&str>, nodes: &[String]) -> Result<i32> {
         crate::sim::node::DEFAULT_VERSION,
         shown.join(", ")
     );
-    let session = crate::runtime::Session::default();
+    let session = crate::runtime::Session::new(crate::runtime::Settings {
+        runner,
+        ..Default::default()
+    });
     session.use_project(root.clone());
     let mut args = Map::new();
     args.insert("root".into(), root.display().to_string().into());

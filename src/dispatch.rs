@@ -12,7 +12,7 @@ use crate::cli::{Cli, ProjectFlags};
 use crate::error::hinted;
 use crate::invocation::{from_cli, Action, Invocation, Prep, Project, SessionSpec};
 use crate::project::{chart::Chart, drift, root};
-use crate::runtime::{playbooks, Limits, Scope, Session, Settings};
+use crate::runtime::{playbooks, Limits, Runner, Scope, Session, Settings};
 
 /// Parses the arguments and runs the command; returns the exit code.
 pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
@@ -224,7 +224,9 @@ pub fn run(inv: Invocation) -> Result<i32> {
             shell,
             descriptions,
         } => crate::completion::script(shell, descriptions)?,
-        Action::Demo { dir, nodes } => return crate::demo::run(dir.as_deref(), &nodes),
+        Action::Demo { dir, nodes } => {
+            return crate::demo::run(dir.as_deref(), &nodes, Runner::new(dispatch))
+        }
         Action::Sim(opts) => return crate::sim::serve::run(&opts),
         Action::Nothing => {}
     }
@@ -332,6 +334,7 @@ fn settings(spec: Option<&SessionSpec>, root: Option<&Path>) -> Result<Settings>
         outputs,
         skip_verify: spec.skip_verify,
         scope: Scope::Command,
+        runner: Runner::new(dispatch),
     })
 }
 

@@ -54,7 +54,7 @@ options! {
 }
 
 /// Runs a talm command line in this process, e.g. `talm(["apply", "-f", "nodes/n1.yaml", "-i"])`.
-fn talm(args: Array) -> Result<()> {
+fn talm(s: &Session, args: Array) -> Result<()> {
     let mut argv: Vec<std::ffi::OsString> = vec!["talm".into()];
     argv.extend(
         args.into_iter()
@@ -64,7 +64,7 @@ fn talm(args: Array) -> Result<()> {
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    match crate::dispatch::dispatch(argv)? {
+    match s.settings().runner.run(argv)? {
         0 => Ok(()),
         code => Err(hinted(
             format!("`{}` exited with {code}", shown.join(" ")),
@@ -191,46 +191,52 @@ pub fn add_secret_files(sec: &mut Module, session: &Session) {
 pub fn register(engine: &mut Engine, session: &Session) {
     FuncRegistration::new("talm")
         .with_comments(["/// Runs a talm command in this process: `talm([\"template\", \"-f\", \"nodes/node1.yaml\", \"-I\", \"-i\"])`; an error when it fails. Its paths are taken as the shell would take them (from the working directory, not confined to the project): a playbook is a program you chose to run, and it may create a project elsewhere (`init --root DIR`). The project helpers (`file::`, `project::`, `secrets::`, `kubeconfig`, `copy_to`) are confined to the project."])
-        .register_into_engine(engine, |args: Array| native(|| talm(args)));
+        .register_into_engine(engine, {
+            let s = session.clone();
+            move |args: Array| native(|| talm(&s, args))
+        });
     FuncRegistration::new("template_file")
         .with_comments(["/// `talm template -f path -I` (with `#{insecure}`): renders the node file's templates against its node and rewrites it in place."])
-        .register_into_engine(engine, |path: &str, opts: Map| {
+        .register_into_engine(engine, { let session = session.clone(); move |path: &str, opts: Map| {
             native(|| {
                 let o = TemplateFileOpts::read(&opts)?;
                 let mut a: Array = ["template", "-f", path, "-I"].iter().map(|s| Dynamic::from(s.to_string())).collect();
                 if o.insecure {
                     a.push("-i".into());
                 }
-                talm(a)
+                talm(&session, a)
             })
-        });
+        }});
     FuncRegistration::new("apply_file")
         .with_comments([
             "/// `talm apply -f path` with `#{insecure, mode, dry_run, side_patches}`.",
         ])
-        .register_into_engine(engine, |path: &str, opts: Map| {
-            native(|| {
-                let o = ApplyFileOpts::read(&opts)?;
-                let mut a: Array = ["apply", "-f", path]
-                    .iter()
-                    .map(|s| Dynamic::from(s.to_string()))
-                    .collect();
-                for s in o.side_patches {
-                    a.push("-f".into());
-                    a.push(s.into());
-                }
-                if o.insecure {
-                    a.push("-i".into());
-                }
-                if o.dry_run {
-                    a.push("--dry-run".into());
-                }
-                if !o.mode.is_empty() {
-                    a.push("-m".into());
-                    a.push(o.mode.into());
-                }
-                talm(a)
-            })
+        .register_into_engine(engine, {
+            let session = session.clone();
+            move |path: &str, opts: Map| {
+                native(|| {
+                    let o = ApplyFileOpts::read(&opts)?;
+                    let mut a: Array = ["apply", "-f", path]
+                        .iter()
+                        .map(|s| Dynamic::from(s.to_string()))
+                        .collect();
+                    for s in o.side_patches {
+                        a.push("-f".into());
+                        a.push(s.into());
+                    }
+                    if o.insecure {
+                        a.push("-i".into());
+                    }
+                    if o.dry_run {
+                        a.push("--dry-run".into());
+                    }
+                    if !o.mode.is_empty() {
+                        a.push("-m".into());
+                        a.push(o.mode.into());
+                    }
+                    talm(&session, a)
+                })
+            }
         });
     FuncRegistration::new("use_project")
         .with_comments(["/// Makes the talm project at `root` the one `project()`, `file::`, `project::` and `node()` work in (after creating it with `talm([\"init\", ...])`); a folder that is not a talm project (Chart.yaml and secrets) is refused."])

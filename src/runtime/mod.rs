@@ -39,7 +39,7 @@ use rhai::{Dynamic, Engine};
 
 use crate::embedded::SCRIPTS;
 pub use crate::sandbox::{from_rhai, native, to_rhai, Limits, ScriptError, Upcoming};
-pub use session::{Scope, Session, Settings};
+pub use session::{Runner, Scope, Session, Settings};
 
 /// Builds the engine under `limits`: the sandbox (stdlib, pure helpers, `fail`/`warn`) plus
 /// every native module, working in `session`.

@@ -45,7 +45,53 @@ pub struct Settings {
     pub skip_verify: bool,
     /// Whether project natives are confined to `root`.
     pub scope: Scope,
+    /// What runs a playbook's `talm([...])`: handed down by the dispatcher, so the runtime never
+    /// calls back up into it.
+    pub runner: Runner,
 }
+
+/// A command line's argv (with `talm` first) to its exit code.
+type RunFn = dyn Fn(Vec<std::ffi::OsString>) -> Result<i32> + Send + Sync;
+
+/// The command runner a session carries; empty where no dispatcher handed one down (unit tests).
+#[derive(Clone, Default)]
+pub struct Runner(Option<Arc<RunFn>>);
+
+impl Runner {
+    pub fn new(f: impl Fn(Vec<std::ffi::OsString>) -> Result<i32> + Send + Sync + 'static) -> Self {
+        Runner(Some(Arc::new(f)))
+    }
+
+    /// Runs `argv` as the user would type it.
+    pub fn run(&self, argv: Vec<std::ffi::OsString>) -> Result<i32> {
+        match &self.0 {
+            Some(f) => f(argv),
+            None => Err(hinted(
+                "talm([...]) cannot run commands in this engine",
+                "run the playbook with `talm run`",
+            )),
+        }
+    }
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Runner"
+        } else {
+            "Runner(none)"
+        })
+    }
+}
+
+/// Two sessions' settings agree whatever runner they carry: there is one dispatcher.
+impl PartialEq for Runner {
+    fn eq(&self, _: &Runner) -> bool {
+        true
+    }
+}
+
+impl Eq for Runner {}
 
 /// One engine's session, shared by the natives registered on it (and the `parallel()`
 /// workers running its closures).
