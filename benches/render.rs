@@ -174,10 +174,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use talm::config::assemble;
+use talm::facts::Facts;
 use talm::project::{confine, fsutil};
-use talm::render::{
-    cache, context, engine::Engine, facts::Facts, kept, pipeline, prepared, verify,
-};
+use talm::render::{cache, context, engine::Engine, pipeline, prepared, verify};
 use talm::sandbox::{self, guard, Limits};
 use talm::secrets::{bundle::Bundle, contract::Contract};
 
@@ -463,7 +462,7 @@ fn steps(
     });
     let full = per_call(budget, || assemble::full(next_out(), base).unwrap());
     let facts_digest = per_call(budget, || {
-        kept::digest(|h| {
+        talm::memo::digest(|h| {
             facts.node.hash(h);
             facts.version.hash(h);
             facts.resources.hash(h);

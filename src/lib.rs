@@ -10,6 +10,7 @@ pub mod demo;
 pub mod dispatch;
 pub mod embedded;
 pub mod error;
+pub mod facts;
 pub mod heap;
 pub mod input;
 pub mod invocation;

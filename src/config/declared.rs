@@ -4,7 +4,7 @@
 use anyhow::Result;
 use serde_yaml_ng::Value;
 
-use crate::render::facts::Facts;
+use crate::facts::Facts;
 
 /// One problem found: blocking or not, what, where, and a hint.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,7 +1,8 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::render::{facts::Facts, pipeline};
+use crate::facts::Facts;
+use crate::render::pipeline;
 
 thread_local! {
     /// How many times this thread listed a project's template files.

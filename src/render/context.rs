@@ -3,7 +3,7 @@
 //! templates see as `node` (default link, addresses, hostname, disks, ...). Preset logic and
 //! Rhai templates run under the strict limits (`Limits::TEMPLATE`), on one sandbox engine per
 //! process; each script is compiled once (`Script`) and run for every node, `lookup` reading
-//! the facts of the node being rendered (`facts::with_current`), `once` keeping what the values
+//! the facts of the node being rendered (`current::with_current`), `once` keeping what the values
 //! alone decide for the script's later runs (`once`). Renders at once run on different lanes
 //! (`sandbox::lanes`), each with its own engine and compiled copy of the script.
 
@@ -13,9 +13,10 @@ use anyhow::Result;
 use rhai::{Dynamic, FuncRegistration, AST};
 
 use super::claim::Claim;
+use super::current;
 use super::dynamic;
-use super::facts::{self, Facts};
 use super::once::{self, Kept};
+use crate::facts::Facts;
 use crate::sandbox::lanes::{self, Lane, PerLane};
 use crate::sandbox::Limits;
 
@@ -33,7 +34,7 @@ fn engine(lane: Lane) -> &'static rhai::Engine {
             ])
             .register_into_engine(&mut engine, |kind: &str, namespace: &str, id: &str| {
                 crate::sandbox::native(|| {
-                    facts::find_current(kind, namespace, id, dynamic::from_found)
+                    current::find_current(kind, namespace, id, dynamic::from_found)
                 })
             });
         FuncRegistration::new("once")
@@ -130,7 +131,7 @@ pub fn args_of(args: &serde_json::Value) -> Result<rhai::Map> {
 fn eval(script: &Script, facts: &Arc<Facts>, args: rhai::Map) -> Result<Dynamic> {
     lanes::with_lane(|lane| {
         let ast = script.ast(lane)?;
-        facts::with_current(facts, || {
+        current::with_current(facts, || {
             once::with_kept(&script.kept, || {
                 let engine = engine(lane);
                 crate::sandbox::eval_ast(engine, &Limits::TEMPLATE, &script.name, &ast, args)

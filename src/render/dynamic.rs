@@ -11,7 +11,7 @@ use rhai::{Array, Dynamic, Map};
 use serde_json::Value as Json;
 use serde_yaml_ng::Value as Yaml;
 
-use super::facts::{Facts, Found};
+use crate::facts::{Facts, Found};
 
 /// A YAML value as a Rhai value.
 pub fn from_yaml(v: &Yaml) -> Result<Dynamic> {

@@ -1,6 +1,6 @@
 //! The Tera environment of one project: its templates (by path below `templates/`), the
 //! library's (as `talm/...`), and the functions and filters templates may use: `lookup` over the
-//! facts of the node being rendered (`facts::with_current`, so one compiled environment serves
+//! facts of the node being rendered (`current::with_current`, so one compiled environment serves
 //! every node), `to_yaml`, `to_json`, `scalar` (free text as a YAML scalar that cannot break
 //! out), `indent`, `required`, `fail` (with an optional `hint`, printed as the error's hint instead of
 //! "fix the template"). Template errors keep Tera's file:line:column report. Tera
@@ -12,8 +12,9 @@ use std::sync::Arc;
 use anyhow::Result;
 use tera::{Kwargs, State, Tera};
 
-use super::facts::{self, Facts};
+use super::current;
 use crate::error::hinted;
+use crate::facts::Facts;
 
 /// A project's templates, compiled once, ready to render against any node's facts.
 pub struct Engine {
@@ -139,7 +140,7 @@ impl Engine {
                 let kind = kwargs.must_get::<&str>("kind")?;
                 let namespace = kwargs.get::<&str>("namespace")?.unwrap_or("");
                 let id = kwargs.get::<&str>("id")?.unwrap_or("");
-                Ok(tera::Value::from_serializable(&facts::lookup_current(
+                Ok(tera::Value::from_serializable(&current::lookup_current(
                     kind, namespace, id,
                 )))
             },
@@ -167,7 +168,7 @@ impl Engine {
         let facts = facts.clone();
         crate::sandbox::guard::watched(&shown, &crate::sandbox::Limits::TEMPLATE, move || {
             FAIL_HINT.with(|h| h.borrow_mut().take());
-            facts::with_current(&facts, || tera.render(&name, &ctx))
+            current::with_current(&facts, || tera.render(&name, &ctx))
                 .map_err(|e| tera_err_with(e, FAIL_HINT.with(|h| h.borrow_mut().take())))
         })?
     }

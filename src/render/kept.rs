@@ -5,12 +5,12 @@
 //! or the output check again. A render whose scripts printed (`print`, `warn`) is not kept, so
 //! its lines show every time; a failed one is not kept either.
 
-use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher, RandomState};
-use std::sync::{Arc, OnceLock, Weak};
+use std::hash::Hash;
+use std::sync::{Arc, Weak};
 
 use super::cache::Compiled;
 use super::pipeline::Request;
-use crate::memo::Memo;
+use crate::memo::{digest, Memo};
 
 /// Renders kept: a fleet's template step renders every node before its apply step renders
 /// them again. A node's patch is a few KiB.
@@ -34,24 +34,6 @@ impl PartialEq for Key {
 }
 
 static RENDERS: Memo<Key, Arc<str>> = Memo::new(KEPT);
-
-/// Two independently keyed hashers, drawn once per process: nobody outside it can aim inputs
-/// at a digest.
-fn hashers() -> &'static (RandomState, RandomState) {
-    static STATES: OnceLock<(RandomState, RandomState)> = OnceLock::new();
-    STATES.get_or_init(|| (RandomState::new(), RandomState::new()))
-}
-
-/// A 128-bit keyed digest of what `feed` writes.
-pub fn digest(feed: impl Fn(&mut DefaultHasher)) -> (u64, u64) {
-    let (a, b) = hashers();
-    let one = |state: &RandomState| {
-        let mut h = state.build_hasher();
-        feed(&mut h);
-        h.finish()
-    };
-    (one(a), one(b))
-}
 
 /// What a render reads besides its project; the facts' part is computed once per facts.
 fn request_digest(req: &Request<'_>) -> (u64, u64) {
@@ -102,7 +84,7 @@ pub fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::facts::Facts;
+    use crate::facts::Facts;
     use std::cell::Cell;
 
     fn project() -> (tempfile::TempDir, Arc<Compiled>) {

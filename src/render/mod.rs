@@ -4,10 +4,10 @@
 pub mod cache;
 pub mod claim;
 pub mod context;
+pub mod current;
 pub mod discovered;
 pub mod dynamic;
 pub mod engine;
-pub mod facts;
 pub mod gate;
 pub mod kept;
 pub mod once;

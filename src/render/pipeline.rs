@@ -9,8 +9,9 @@ use std::sync::Arc;
 use anyhow::Result;
 use serde_json::json;
 
-use super::{cache::Compiled, context, dynamic, facts::Facts};
+use super::{cache::Compiled, context, dynamic};
 use crate::error::hinted;
+use crate::facts::Facts;
 use crate::secrets::contract::Contract;
 
 /// The newest Talos version contract the presets know.

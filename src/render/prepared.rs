@@ -11,7 +11,7 @@ use rhai::Dynamic;
 use serde_json::Value as Json;
 use serde_yaml_ng::Value as Yaml;
 
-use super::{dynamic, verify};
+use super::dynamic;
 use crate::error::hinted;
 
 /// Distinct values kept (a REPL session moving between values files).
@@ -27,7 +27,7 @@ pub struct Prepared {
     /// As Tera sees it (its maps and lists are shared, so a render takes it whole).
     pub tera: tera::Value,
     /// Its strings that could break out of a scalar.
-    pub risky: verify::Risky,
+    pub risky: crate::yaml::risky::Risky,
 }
 
 /// Looked up by comparing each kept tree with the caller's (`memo::Memo` takes its key by value:
@@ -82,7 +82,7 @@ fn prepare(values: &Yaml) -> Result<Prepared> {
         yaml: values.clone(),
         rhai: dynamic::from_json(&json)?,
         tera: tera::Value::from_serializable(&json),
-        risky: verify::risky_in("values", &json),
+        risky: crate::yaml::risky::risky_in("values", &json),
         json,
     })
 }

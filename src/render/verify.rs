@@ -2,54 +2,11 @@
 //! values, node facts or the preset logic) changed the structure — a value printed verbatim
 //! outside a scalar that holds it (a newline, a quote, `: ` breaking out) is an injection.
 
-use std::fmt::Write as _;
-
 use anyhow::Result;
-use serde_json::Value as Json;
 
 use crate::error::hinted;
 use crate::yaml::located::{self, Kind, Node};
-
-/// A string that can change YAML structure when printed as is without breaking the parse:
-/// line breaks, quotes, `: `, ` #`, or a leading flow/anchor/alias/tag/block indicator. (One
-/// character alone cannot; what breaks the parse is caught by parsing.)
-fn risky(s: &str) -> bool {
-    s == "#"
-        || s.starts_with("# ")
-        || s.chars().count() >= 2
-            && (s.contains(['\n', '\r', '"', '\''])
-                || s.contains(": ")
-                || s.contains(" #")
-                || s.starts_with(['{', '[', '&', '*', '!', '|', '>', '%', '@']))
-}
-
-/// Every risky string leaf of a JSON value with its path (`path` is where `v` is; it is
-/// extended while walking and left as it was, so that only a risky leaf costs a copy).
-fn risky_leaves(v: &Json, path: &mut String, out: &mut Vec<(String, String)>) {
-    let at = path.len();
-    match v {
-        Json::String(s) if risky(s) && !s.trim().is_empty() => out.push((path.clone(), s.clone())),
-        Json::Array(items) => {
-            for (i, x) in items.iter().enumerate() {
-                let _ = write!(path, "[{i}]");
-                risky_leaves(x, path, out);
-                path.truncate(at);
-            }
-        }
-        Json::Object(m) => {
-            for (k, x) in m {
-                if risky(k) {
-                    out.push((format!("{path} (the key {k:?})"), k.clone()));
-                }
-                path.push('.');
-                path.push_str(k);
-                risky_leaves(x, path, out);
-                path.truncate(at);
-            }
-        }
-        _ => {}
-    }
-}
+use crate::yaml::risky::Risky;
 
 fn scalar_ranges(n: &Node, out: &mut Vec<(usize, usize)>) {
     match &n.kind {
@@ -69,19 +26,6 @@ fn scalar_ranges(n: &Node, out: &mut Vec<(usize, usize)>) {
 fn in_comment(text: &str, at: usize) -> bool {
     let line = &text[located::line_start(text, at)..at];
     line.starts_with('#') || line.contains(" #") || line.contains("\t#")
-}
-
-/// A string of a render's input that could break out of a scalar: where it is (`values.a[1].b`,
-/// `facts.links[0].spec.kind (the key \"k\")`) and the string.
-pub type Risky = Vec<(String, String)>;
-
-/// The risky strings of `v`, an input of a render named `name` (`values`, `facts`): found once
-/// per distinct input (`render::prepared`, the facts' indexes) and checked against every
-/// render's output.
-pub fn risky_in(name: &str, v: &Json) -> Risky {
-    let mut leaves = Vec::new();
-    risky_leaves(v, &mut name.to_string(), &mut leaves);
-    leaves
 }
 
 /// Checks the output of `template` against the risky strings of its inputs ([`risky_in`]).
@@ -144,6 +88,7 @@ fn what(v: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::yaml::risky::risky_in;
     use serde_json::json;
 
     #[test]

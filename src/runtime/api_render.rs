@@ -11,8 +11,9 @@ use super::native;
 use super::opts::options;
 use crate::config::{assemble, gen_debug};
 use crate::error::hinted;
+use crate::facts::Facts;
 use crate::project::{chart::Chart, fsutil, values};
-use crate::render::{facts::Facts, pipeline, seal};
+use crate::render::{pipeline, seal};
 use crate::secrets::{bundle::Bundle, contract::Contract};
 
 options! {

@@ -5,7 +5,7 @@
 use super::client::Client;
 use super::errors::{self, Kind};
 use super::resources;
-use crate::render::facts::Facts;
+use crate::facts::Facts;
 use anyhow::Result;
 use serde_yaml_ng::{Mapping, Value};
 

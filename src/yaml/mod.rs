@@ -5,6 +5,7 @@
 mod fast;
 pub mod located;
 pub mod ordered;
+pub mod risky;
 mod stream;
 
 pub use stream::{documents, parsed, stream};

@@ -14,9 +14,9 @@ use serde_yaml_ng::{Mapping, Value};
 
 use talm::config::encode::encode;
 use talm::config::patch::{apply, decode_docs, load_patch, Patch};
+use talm::facts::Facts;
 use talm::project::modeline::{find, Modeline};
 use talm::project::strvals::{parse_into, typed, Typing};
-use talm::render::facts::Facts;
 use talm::secrets::crypt::{decrypt_yaml, encrypt_yaml, new_key_file, parse_key};
 use talm::talos::{duration_text, parse_duration};
 

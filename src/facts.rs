@@ -1,14 +1,10 @@
 //! Node facts: the resources a render may look up (links, addresses, routes, disks, ...), from
-//! a live node or from a file recorded by `talm discover`, and `lookup(kind, namespace, id)`
-//! (indexed by kind and id on first use). A render names the node it is for with
-//! [`with_current`]; the project's compiled templates read that node's facts through
-//! [`lookup_current`] and its preset logic through [`find_current`] (references, converted
-//! straight into Rhai values), so one compiled engine serves every node.
+//! a live node (discovery) or from a file recorded by `talm discover`, and `lookup(kind,
+//! namespace, id)` (indexed by kind and id on first use).
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -42,8 +38,8 @@ pub struct Memo(OnceLock<Derived>);
 struct Derived {
     /// kind -> id -> positions in `resources[kind]`, in order.
     ids: HashMap<String, HashMap<String, Vec<usize>>>,
-    /// The strings of `resources` that could break out of a scalar (`verify::check`).
-    risky: crate::render::verify::Risky,
+    /// The strings of `resources` that could break out of a scalar (`render::verify`).
+    risky: crate::yaml::risky::Risky,
     /// The keyed digest kept renders tell facts apart by (`render::kept`).
     digest: (u64, u64),
 }
@@ -53,34 +49,6 @@ impl PartialEq for Facts {
         self.node == other.node
             && self.version == other.version
             && self.resources == other.resources
-    }
-}
-
-thread_local! {
-    /// The facts of the node this thread is rendering for.
-    static CURRENT: RefCell<Option<Arc<Facts>>> = const { RefCell::new(None) };
-}
-
-/// Runs `f` with `facts` as this thread's current node (restoring the previous one after).
-pub fn with_current<R>(facts: &Arc<Facts>, f: impl FnOnce() -> R) -> R {
-    super::scoped(&CURRENT, facts.clone(), f)
-}
-
-/// `lookup` over the current node's facts (`{}` for everything outside a render).
-pub fn lookup_current(kind: &str, namespace: &str, id: &str) -> Value {
-    let facts = CURRENT.with(|c| c.borrow().clone());
-    match facts {
-        Some(f) => f.lookup(kind, namespace, id),
-        None => Value::Mapping(Mapping::new()),
-    }
-}
-
-/// `f` over what a lookup finds in the current node's facts (nothing outside a render).
-pub fn find_current<R>(kind: &str, namespace: &str, id: &str, f: impl FnOnce(Found<'_>) -> R) -> R {
-    let facts = CURRENT.with(|c| c.borrow().clone());
-    match facts {
-        Some(facts) => f(facts.find(kind, namespace, id)),
-        None => f(Found::Nothing),
     }
 }
 
@@ -128,8 +96,8 @@ impl Facts {
                 }
             }
             let json = serde_json::to_value(&self.resources).unwrap_or_default();
-            let risky = super::verify::risky_in("facts", &json);
-            let digest = super::kept::digest(|h| {
+            let risky = crate::yaml::risky::risky_in("facts", &json);
+            let digest = crate::memo::digest(|h| {
                 self.node.hash(h);
                 let null = Value::Null;
                 crate::yaml::ordered::hash(self.version.as_ref().unwrap_or(&null), h);
@@ -152,7 +120,7 @@ impl Facts {
     }
 
     /// The strings of the resources that could break out of a scalar (found once).
-    pub fn risky(&self) -> &crate::render::verify::Risky {
+    pub fn risky(&self) -> &crate::yaml::risky::Risky {
         &self.derived().risky
     }
 
