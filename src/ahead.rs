@@ -2,12 +2,10 @@
 //! and checks), started on another core at once.
 //!
 //! Linux queues a new thread on its parent's core. While the parent keeps that core busy, the
-//! thread waits there until an idle core pulls it over, which on this project's 2-core test
-//! machine took 1–4 ms: as long as the head start a one-shot `talm template` gives its work
-//! (measured with a C program: a thread spawned by a busy parent first ran 0.06–3.9 ms later,
-//! and 0.05–0.14 ms later when spawned bound to the other core). So the thread is bound to the
-//! cores other than the caller's until it runs, then takes the caller's cores, as a thread spawned
-//! the usual way inherits them.
+//! thread waits there until an idle core pulls it over, which can take as long as the head start
+//! a one-shot `talm template` gives its work (figures in `docs/performance.md`). So the thread is
+//! bound to the cores other than the caller's until it runs, then takes the caller's cores, as a
+//! thread spawned the usual way inherits them.
 
 use std::io;
 use std::thread::{Builder, JoinHandle};

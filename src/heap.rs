@@ -2,24 +2,19 @@
 //! blocks from mimalloc, larger ones from the system's malloc, and the settings the binary gives
 //! mimalloc before anything else runs.
 //!
-//! Rhai's interpreter allocates and frees a small value for nearly every step it takes. With
-//! glibc's malloc (two arenas) that was a fifth of a render's time, and a 100-node bring-up spent
-//! 2.65–3.31 s of CPU where it spends 2.00–2.58 s with mimalloc (issue 12; the figures are in
-//! `benches/render.rs` and the README). But mimalloc keeps pages per thread and size class, so
-//! the 32 threads of a fleet step held about 20 MiB more at their peak than with glibc: the
-//! 100-node bring-up peaked at 85–86 MiB (a build without LTO) against 62–63 with glibc. The
-//! excess grew with the block sizes mimalloc served: with renders limited to one per core
-//! (`render::gate`), blocks over 1 KiB sent to glibc gave 72–73 MiB and blocks over 256 bytes
-//! 63–66 MiB (69–71 without that limit), with no render slower than the variance of this
-//! machine. So blocks up to [`SMALL_MAX`] come from mimalloc and the rest (buffers, texts, YAML
-//! trees' vectors) from glibc; the release build (LTO) peaks at 59 MiB. A block's size is known
-//! again when it is freed (Rust passes its layout), so each block goes back to the allocator it
-//! came from.
+//! Rhai's interpreter allocates and frees a small value for nearly every step it takes, and
+//! glibc's malloc made that a large part of a render's time. But mimalloc keeps pages per thread
+//! and size class, so with every block in it the 32 threads of a fleet step held far more memory
+//! at their peak than with glibc, the more the larger the blocks it served. So blocks up to
+//! [`SMALL_MAX`] come from mimalloc and the rest (buffers, texts, YAML trees' vectors) from
+//! glibc. A block's size is known again when it is freed (Rust passes its layout), so each block
+//! goes back to the allocator it came from. The measurements behind the split are in
+//! `docs/performance.md`.
 //!
 //! mimalloc is built without transparent huge pages (`no_thp`: it stops mimalloc asking for them
 //! where the system leaves the choice to programs, `madvise`; a system set to `always` still
-//! hands them out): with them, every thread's first pages became 2 MiB ones and the 50-node
-//! bring-up peaked at 272 MiB.
+//! hands them out): with them, every thread's first pages became huge pages and a bring-up's
+//! peak grew several times over.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::os::raw::{c_int, c_long};
@@ -95,8 +90,8 @@ extern "C" {
 
 /// Gives freed pages back to the system at once instead of a second later (mimalloc v3's
 /// default). A fleet command's worker threads free most of what they allocate for a node when
-/// they move to the next one; held for a second, those pages raised the peak of a 100-node
-/// bring-up from 85 MiB to over 100 MiB.
+/// they move to the next one; held for a second, those pages raised a bring-up's peak
+/// (figures in `docs/performance.md`).
 pub fn tune() {
     // SAFETY: sets an allocator option; any thread may call it at any time.
     unsafe { mi_option_set(PURGE_DELAY, 0) }

@@ -9,9 +9,8 @@ fn main() {
 /// glibc's malloc serves Rust's blocks over 256 bytes (`talm::heap`) and the C libraries
 /// (aws-lc's TLS and keys); mimalloc serves the small ones. glibc gives each of up to 8 × cores threads its own heap
 /// arena; a playbook driving hundreds of nodes on 32 threads then holds many half-empty
-/// arenas. With one arena (`MALLOC_ARENA_MAX=1`) the 50-node bring-up of a debug build peaked
-/// at 112–119 MiB instead of 138 (measured when glibc served everything); two keep some room
-/// for threads allocating at once.
+/// arenas. One arena (`MALLOC_ARENA_MAX=1`) lowered a bring-up's peak (`docs/performance.md`);
+/// two keep some room for threads allocating at once.
 fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets an allocator tunable; called before any thread starts.

@@ -2,10 +2,9 @@
 //! once so that their waits (a reboot, a slow link) overlap, but a render only computes (it reads
 //! local project files, never the network): more renders at once than there are cores finish no
 //! sooner, and each holds its working memory (the context script's values, Tera's, the YAML
-//! trees) meanwhile. With the heap split by block size (`talm::heap`), limiting them took 1–3
-//! MiB off a release build's bring-up peak in alternating runs (4–6 MiB without LTO; 59 instead
-//! of 61–62 MiB at 100 nodes in the fleet bench) with the same wall time (issue 12). A render on
-//! a thread that already holds a pass (a render inside a render) passes freely.
+//! trees) meanwhile. Limiting them lowers a bring-up's peak memory at no cost in wall time
+//! (figures in `docs/performance.md`). A render on a thread that already holds a pass (a render
+//! inside a render) passes freely.
 
 use std::cell::Cell;
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};

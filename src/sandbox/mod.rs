@@ -120,10 +120,8 @@ thread_local! {
 /// operations, and a missing map property being an error (`m.get("k")` reads optional keys).
 pub fn configure(engine: &mut Engine, limits: &Limits) {
     limits.apply(engine);
-    // Scripts are compiled without Rhai's optimiser: it took a fifth of every compile (the
-    // library's `_context.rhai` 815 -> 634 µs, the stdlib modules 4.98 -> 3.71 ms, about 1.5 ms
-    // of a one-shot `template`'s CPU) and bought nothing at run time (the preset logic ran in
-    // 244-248 µs with it, 250 without, alternating runs of one build).
+    // Scripts are compiled without Rhai's optimiser: it took a fifth of every compile and bought
+    // nothing at run time (figures in docs/performance.md).
     engine.set_optimization_level(rhai::OptimizationLevel::None);
     engine.set_fail_on_invalid_map_property(true);
     let max_kib = limits.max_memory_mib.map(|m| m * 1024);
@@ -239,9 +237,8 @@ pub fn prewarm_package() {
 }
 
 /// Rhai's standard package (core, strings, maths, arrays, maps, time...), shared by every
-/// engine, lanes included: a copy per lane took 0.6 MiB for a gain lost in this machine's
-/// noise (patches on both cores, lanes against none: means 2,190 vs 1,766/s with a package per
-/// lane and 1,995 vs 1,765/s with this one in one hour; 1,791 vs 1,730/s per lane in the next).
+/// engine, lanes included: a copy per lane cost memory for a gain lost in the noise of the
+/// render bench (docs/performance.md).
 fn standard_package() -> rhai::Shared<rhai::Module> {
     use rhai::packages::{Package, StandardPackage};
     PACKAGE

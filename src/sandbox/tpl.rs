@@ -1,8 +1,8 @@
 //! `tpl::` script functions: the Go-template field access, comparison and truthiness every
-//! preset module needs on every line, done natively. As script functions (a Rhai script call
-//! costs 1–2 µs on a small machine and copies its arguments) they made the cozystack preset's
-//! `_context.rhai` run take 818 µs; with these, which read the first argument in place and copy
-//! only the field they return, 352 µs (`cargo bench --bench render`).
+//! preset module needs on every line, done natively. As script functions (each Rhai script call
+//! copies its arguments) they took more than half of the preset logic's run; these read the
+//! first argument in place and copy only the field they return (figures in
+//! `docs/performance.md`, `cargo bench --bench render`).
 //!
 //! `tpl::get(v, key)` is `v[key]` when `v` is a map holding `key`, else `()` (reading a field of
 //! nil gives nil in Go templates); `tpl::spec(res, key)` is `res.spec[key]`, `tpl::id(res)` is

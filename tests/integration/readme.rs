@@ -1,6 +1,6 @@
-//! The README's Quickstart runs as written: every `sh` block of the subsections below, line by
-//! line, through the real binary against one simulated node, the README's example addresses
-//! swapped for loopback ones.
+//! The README's guide runs as written: every `sh` block of the sections below, line by line,
+//! through the real binary against one simulated node, the README's example addresses swapped
+//! for loopback ones.
 
 use std::path::{Path, PathBuf};
 
@@ -9,14 +9,14 @@ use crate::common::{net, Dir, Out};
 
 const README: &str = include_str!("../../README.md");
 
-/// The parts of "## Quickstart" whose `sh` blocks run, by their heading: the block before the
-/// first `###` (init), "Rendering node configs" and "Talking to nodes" (the guide, then day two).
-/// "Coming from the Go talm" needs a Go talm project and is covered by `migrate.rs`.
-const SECTIONS: [&str; 3] = [
-    "## Quickstart",
-    "### Rendering node configs",
-    "### Talking to nodes",
-];
+/// The sections whose blocks run, in order, each with the subsections under it: the numbered
+/// bring-up (init to kubeconfig), then day two on the node it brought up. "Coming from the Go
+/// talm" needs a Go talm project and is covered by `migrate.rs`.
+const SECTIONS: [&str; 2] = ["## Bring up a cluster", "### Changing and checking a node"];
+
+/// The file a `yaml` block of these sections edits: each `key: value` line of the block replaces
+/// the line of that top-level key, as the reader is told to edit it.
+const EDITED: &str = "values.yaml";
 
 /// Commands of the blocks that are not talm and are skipped, each with why.
 const SKIPPED: [(&str, &str); 2] = [
@@ -26,35 +26,42 @@ const SKIPPED: [(&str, &str); 2] = [
     ("git", "commits the project"),
 ];
 
-/// Files a README line takes as given, written into the project before "Talking to nodes":
+/// Files a README line takes as given, written into the project before the day-two block:
 /// the side-patch of `apply -f nodes/node1.yaml -f extra.yaml`.
 const GIVEN: [(&str, &str); 1] = [(
     "extra.yaml",
     "machine:\n  sysctls:\n    vm.max_map_count: \"262144\"\n",
 )];
 
-/// The `sh` blocks of the section under `heading` (up to the next `##` or `###` heading).
-fn blocks(section: &str, heading: &str) -> Vec<String> {
-    let start = section
-        .find(&format!("{heading}\n"))
-        .unwrap_or_else(|| panic!("README: no {heading:?} in the Quickstart"));
-    let body = &section[start + heading.len()..];
-    let body = &body[..body.find("\n##").unwrap_or(body.len())];
-    body.split("```sh\n")
-        .skip(1)
-        .map(|b| b[..b.find("```").expect("a closed code block")].to_string())
-        .collect()
+/// The text of the section under `heading`, its subsections included: up to the next heading of
+/// the same or a higher level.
+fn section(heading: &str) -> &'static str {
+    let level = heading.split(' ').next().unwrap().len();
+    let start = README
+        .find(&format!("\n{heading}\n"))
+        .unwrap_or_else(|| panic!("README: no {heading:?}"))
+        + heading.len()
+        + 2;
+    let rest = &README[start..];
+    let end = rest
+        .match_indices('\n')
+        .map(|(i, _)| i + 1)
+        .find(|&i| {
+            let hashes = rest[i..].bytes().take_while(|&b| b == b'#').count();
+            (1..=level).contains(&hashes) && rest[i + hashes..].starts_with(' ')
+        })
+        .unwrap_or(rest.len());
+    &rest[..end]
 }
 
-/// The Quickstart section of the README, up to the next `## ` heading.
-fn quickstart() -> &'static str {
-    let start = README
-        .find("\n## Quickstart\n")
-        .expect("README: ## Quickstart")
-        + 1;
-    let rest = &README[start..];
-    let end = rest[1..].find("\n## ").map_or(rest.len(), |e| e + 1);
-    &rest[..end]
+/// The fenced blocks of a section in order, each as (language, text).
+fn blocks(section: &str) -> Vec<(&str, &str)> {
+    section
+        .split("```")
+        .skip(1)
+        .step_by(2)
+        .map(|b| b.split_once('\n').expect("a fenced block"))
+        .collect()
 }
 
 struct Shell<'a> {
@@ -66,6 +73,8 @@ struct Shell<'a> {
     subs: Vec<(&'static str, String)>,
     /// Each talm command run (addresses substituted) with its output.
     ran: Vec<(String, Out)>,
+    /// How many `yaml` blocks were applied as edits.
+    edits: usize,
 }
 
 impl Shell<'_> {
@@ -94,6 +103,29 @@ impl Shell<'_> {
                 _ => panic!("README: {cmd:?} is neither talm nor a known shell step"),
             }
         }
+    }
+
+    /// Applies a `yaml` block: each `key: value` line replaces the line of that key in
+    /// [`EDITED`], which must have it.
+    fn edit(&mut self, block: &str) {
+        let path = self.here().join(EDITED);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        for line in block.lines().filter(|l| !l.trim().is_empty()) {
+            let line = self
+                .subs
+                .iter()
+                .fold(line.to_string(), |l, (from, to)| l.replace(from, to));
+            let key = line.split_once(':').expect("a `key: value` line").0;
+            let at = text
+                .lines()
+                .position(|l| l.split_once(':').is_some_and(|(k, _)| k == key))
+                .unwrap_or_else(|| panic!("README: {EDITED} has no {key:?} to edit"));
+            let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+            lines[at] = line;
+            text = lines.join("\n") + "\n";
+        }
+        std::fs::write(&path, text).unwrap();
+        self.edits += 1;
     }
 
     fn here(&self) -> PathBuf {
@@ -126,7 +158,7 @@ impl Shell<'_> {
 }
 
 #[test]
-fn quickstart_blocks_run_as_written() {
+fn guide_blocks_run_as_written() {
     let lan = net::subnet(24);
     let node = lan.host(11);
     // The node was booted from an ISO older than the preset's image, so `upgrade` goes forward.
@@ -139,24 +171,30 @@ fn quickstart_blocks_run_as_written() {
         subs: vec![
             ("192.168.123.0/24", lan.cidr()),
             ("192.168.123.11", node.clone()),
-            ("10.0.0.11", node.clone()),
         ],
         ran: Vec::new(),
+        edits: 0,
     };
     for heading in SECTIONS {
-        let blocks = blocks(quickstart(), heading);
-        assert!(!blocks.is_empty(), "README: no sh block under {heading:?}");
-        if heading == "### Talking to nodes" {
+        let blocks = blocks(section(heading));
+        assert!(
+            blocks.iter().any(|(lang, _)| *lang == "sh"),
+            "README: no sh block under {heading:?}"
+        );
+        if heading == "### Changing and checking a node" {
             for (file, text) in GIVEN {
                 std::fs::write(sh.here().join(file), text).unwrap();
             }
         }
-        for block in blocks {
-            for line in block.lines() {
-                sh.line(line);
+        for (lang, block) in blocks {
+            match lang {
+                "sh" => block.lines().for_each(|line| sh.line(line)),
+                "yaml" => sh.edit(block),
+                _ => panic!("README: a {lang:?} block under {heading:?}"),
             }
         }
     }
+    assert_eq!(sh.edits, 1, "the endpoint step's edit of {EDITED}");
     // The lines ran from the project folder the first block made, and did what they say.
     assert_eq!(sh.cwd, Path::new("mycluster"));
     let out = |cmd: &str| {

@@ -489,7 +489,7 @@ fn an_offline_rewrite_never_drops_what_discovery_found() {
         rendered.contains("    disk: \"/dev/nvme0n1\"\n"),
         "{rendered}"
     );
-    // An in-place render without facts (`--offline`, as the README says) refuses, naming each loss.
+    // An in-place render without facts (`--offline`, as docs/commands.md says) refuses, naming each loss.
     let err = d.refused(
         &["template", "--offline", "-f", "nodes/n1.yaml", "-I"],
         "nodes/n1.yaml: rendering it without the node's facts",

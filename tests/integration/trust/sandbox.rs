@@ -82,7 +82,7 @@ fn template_logic_runs_under_strict_limits() {
         "templates/wide.rhai:2:25: the script exceeded the size limit of 100000 array items",
     );
     // A map filled key by key (`m[k] = v`) is measured when it next goes through a function
-    // call, as README says; until then the operation and memory limits bound it.
+    // call, as docs/rhai-api.md says; until then the operation and memory limits bound it.
     d.write(
         "templates/keys.rhai",
         "let m = #{};\nfor i in 0..300000 { m[`k${i}`] = i; }\nm.len()\n",
