@@ -16,6 +16,7 @@ pub mod input;
 pub mod invocation;
 pub mod mask;
 pub mod memo;
+pub mod netip;
 pub mod output;
 pub mod printable;
 pub mod progress;

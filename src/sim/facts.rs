@@ -489,7 +489,7 @@ fn routes(hw: &Hardware, out: &mut Vec<Res>) {
         let index = Value::from((i + 2) as u64);
         for cidr in l.addresses.iter().filter(|c| family(c) == "inet4") {
             let src = cidr.split('/').next().unwrap_or(cidr).to_string();
-            if let Some(net) = crate::sandbox::ip::cidr_network(cidr) {
+            if let Some(net) = crate::netip::cidr_network(cidr) {
                 out.push(res(
                     "network",
                     "RouteStatuses.net.talos.dev",

@@ -13,6 +13,7 @@
 use rhai::{Array, Dynamic, FuncRegistration, ImmutableString, Module, NativeCallContext};
 
 use super::go::{self, items, spec, Res, Step};
+use crate::netip;
 use crate::sandbox::{ip, tpl};
 
 /// Address scopes that never count as a configured address.
@@ -48,7 +49,7 @@ fn scope_is_global(scope: &Dynamic) -> bool {
 /// An address's CIDR text when it is text that parses as a prefix (`tpl::str` of anything else
 /// never does).
 fn parsed_cidr(address: &Dynamic) -> Option<ImmutableString> {
-    go::as_str(address).filter(|c| ip::cidr_prefix_len(c) >= 0)
+    go::as_str(address).filter(|c| netip::cidr_prefix_len(c) >= 0)
 }
 
 /// Whether `route` is a default route: `dst` is "", `gateway` is not "" (a missing gateway
@@ -336,11 +337,11 @@ fn link_name_for_address(
                 || link.is_empty()
                 || !is_configurable(&link)
                 || !scope_is_global(&spec(a, "scope"))
-                || !ip::cidr_contains(&cidr, &target)
+                || !netip::cidr_contains(&cidr, &target)
             {
                 continue;
             }
-            let len = ip::cidr_prefix_len(&cidr);
+            let len = netip::cidr_prefix_len(&cidr);
             if len > best_len {
                 (best, best_len) = (link, len);
             }
