@@ -2,6 +2,10 @@
 //! its own maintenance-mode TLS connection, all at once and then one by one; prints nodes per
 //! second, per-node latency and peak memory. Run: `cargo bench --bench discover [-- N]`.
 
+/// Measured on the binary's heap.
+#[global_allocator]
+static HEAP: talm::heap::Split = talm::heap::Split;
+
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 

@@ -13,6 +13,10 @@
 //!
 //! Run: `cargo bench --bench fleet` (sizes: `cargo bench --bench fleet -- 1 50`).
 
+/// Measured on the binary's heap.
+#[global_allocator]
+static HEAP: talm::heap::Split = talm::heap::Split;
+
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;

@@ -5,6 +5,10 @@
 //!
 //! Run: `cargo bench --bench scan` (concurrencies: `cargo bench --bench scan -- 16 4096`).
 
+/// Measured on the binary's heap.
+#[global_allocator]
+static HEAP: talm::heap::Split = talm::heap::Split;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -2,6 +2,10 @@
 //! service-account key dominates), the admin talosconfig, and sealing/opening a bundle with age.
 //! Run: `cargo bench --bench secrets`.
 
+/// Measured on the binary's heap.
+#[global_allocator]
+static HEAP: talm::heap::Split = talm::heap::Split;
+
 use std::time::{Duration, Instant};
 
 use talm::secrets::bundle::Bundle;

@@ -32,6 +32,10 @@
 //! future, the router, the ticket key (2.3 KiB) and the event ring. A live client connection
 //! adds the h2 codec buffers (24 KiB) and TLS buffers while it is open.
 
+/// Measured on the binary's heap.
+#[global_allocator]
+static HEAP: talm::heap::Split = talm::heap::Split;
+
 use std::io::{BufRead, BufReader};
 use std::net::Ipv4Addr;
 use std::process::{Child, Command, Stdio};

@@ -1,6 +1,13 @@
 //! talm: takes bare Talos Linux machines to a running Kubernetes cluster, declaratively and from
 //! git. The library behind the `talm` binary: CLI → runtime/scripts → project/secrets → Talos.
 
+pub use talm_base::{error, heap, input, mask, memo, netip, output, printable, progress, yaml};
+
+/// The library's own tests run on the binary's heap.
+#[cfg(test)]
+#[global_allocator]
+static HEAP: heap::Split = heap::Split;
+
 pub mod ahead;
 pub mod cli;
 pub mod completion;
@@ -9,17 +16,8 @@ pub mod dashboard;
 pub mod demo;
 pub mod dispatch;
 pub mod embedded;
-pub mod error;
 pub mod facts;
-pub mod heap;
-pub mod input;
 pub mod invocation;
-pub mod mask;
-pub mod memo;
-pub mod netip;
-pub mod output;
-pub mod printable;
-pub mod progress;
 pub mod project;
 pub mod proto;
 pub mod render;
@@ -29,7 +27,6 @@ pub mod secrets;
 pub mod sim;
 pub mod talos;
 pub mod version;
-pub mod yaml;
 pub mod zip;
 
 use std::ffi::OsString;

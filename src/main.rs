@@ -1,5 +1,8 @@
 //! The `talm` binary: parse, run, exit with the code `run` returns.
 
+#[global_allocator]
+static HEAP: talm::heap::Split = talm::heap::Split;
+
 fn main() {
     talm::heap::tune();
     limit_malloc_arenas();

@@ -481,7 +481,10 @@ fn service_map(s: machine::ServiceInfo) -> Dynamic {
         .into_iter()
         .map(|e| {
             let mut ev = Map::new();
-            ev.insert("ago".into(), duration::since(e.ts.as_ref()).into());
+            ev.insert(
+                "ago".into(),
+                duration::since(e.ts.as_ref().map(|t| (t.seconds, t.nanos))).into(),
+            );
             ev.insert("state".into(), e.state.into());
             ev.insert("msg".into(), e.msg.into());
             Dynamic::from(ev)

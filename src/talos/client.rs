@@ -390,7 +390,7 @@ impl Client {
             held += m.encoded_len();
             if held > DRAINED_LIMIT {
                 return Err(self.site(call, service).error(
-                    errors::Kind::Status(Code::ResourceExhausted),
+                    errors::Kind::Status(Code::ResourceExhausted as i32),
                     format!(
                         "the answer passed {} MiB, more than talm holds in memory for one call",
                         DRAINED_LIMIT >> 20

@@ -1,7 +1,8 @@
 //! Talking to Talos nodes: credentials and TLS, node targeting, machine and COSI calls, the
 //! kubeconfig archive and the discovery snapshot. Nothing here knows about projects.
 
-pub mod address;
+pub use talm_base::{address, duration, humanize, jsonpath, tabwriter};
+
 pub mod archive;
 pub mod bbolt;
 pub mod cgroups;
@@ -9,21 +10,17 @@ pub mod client;
 pub mod creds;
 pub mod diagnose;
 pub mod discovery;
-pub mod duration;
 pub mod errors;
 pub mod etcd_db;
 pub mod events;
 pub mod extract;
 pub mod failover;
 pub mod fingerprint;
-pub mod humanize;
-pub mod jsonpath;
 pub mod resources;
 pub mod scan;
 pub mod snapshot;
 pub mod stats;
 pub mod streams;
-pub mod tabwriter;
 pub mod tracker;
 pub mod verify;
 pub mod wire;

@@ -6,6 +6,10 @@
 //! never dialled (offline renders, generated talosconfigs, golden fixtures); `talm demo` is
 //! given its nodes' addresses with `--nodes`.
 
+/// The tests that call the library run on the binary's heap.
+#[global_allocator]
+static HEAP: talm::heap::Split = talm::heap::Split;
+
 mod common;
 
 mod apply;

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+pub mod node;
+
 /// An error the user can act on: what went wrong plus hints on what to do.
 #[derive(Debug, Clone)]
 pub struct Hinted {
@@ -40,7 +42,7 @@ pub fn hints_of<'a>(cause: &'a (dyn std::error::Error + 'static)) -> &'a [String
     if let Some(h) = cause.downcast_ref::<Hinted>() {
         return &h.hints;
     }
-    if let Some(n) = cause.downcast_ref::<crate::talos::errors::NodeError>() {
+    if let Some(n) = cause.downcast_ref::<node::NodeError>() {
         return &n.hints;
     }
     &[]

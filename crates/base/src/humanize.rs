@@ -181,7 +181,7 @@ pub fn ls_time(secs: i64, now: f64) -> String {
 pub fn since_rounded(then: f64, now: f64) -> String {
     let d = (now - then).max(0.0);
     let secs = (d + 0.5).floor();
-    crate::talos::duration_text(Duration::from_secs_f64(secs))
+    crate::duration::text(Duration::from_secs_f64(secs))
 }
 
 /// Go's `os.FileMode.String()`: type letters (`dalTLDpSugct?`) or `-`, then `rwxrwxrwx`.

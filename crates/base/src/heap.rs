@@ -1,6 +1,6 @@
-//! The heap of every program built on the library (the binary, its tests and benches): small
-//! blocks from mimalloc, larger ones from the system's malloc, and the settings the binary gives
-//! mimalloc before anything else runs.
+//! The heap of every program built on talm (the binary, its tests and benches each declare
+//! [`Split`] their `#[global_allocator]`): small blocks from mimalloc, larger ones from the
+//! system's malloc, and the settings the binary gives mimalloc before anything else runs.
 //!
 //! Rhai's interpreter allocates and frees a small value for nearly every step it takes, and
 //! glibc's malloc made that a large part of a render's time. But mimalloc keeps pages per thread
@@ -20,9 +20,6 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::os::raw::{c_int, c_long};
 
 use mimalloc::MiMalloc;
-
-#[global_allocator]
-static HEAP: Split = Split;
 
 /// The largest block mimalloc serves; larger ones come from the system's malloc.
 pub const SMALL_MAX: usize = 256;
@@ -102,6 +99,11 @@ pub fn purge_delay_ms() -> c_long {
     // SAFETY: reads an allocator option.
     unsafe { mi_option_get(PURGE_DELAY) }
 }
+
+/// This crate's own tests run on the heap they test.
+#[cfg(test)]
+#[global_allocator]
+static HEAP: Split = Split;
 
 #[cfg(test)]
 mod tests {

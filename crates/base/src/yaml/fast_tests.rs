@@ -133,7 +133,7 @@ fn agrees_on_every_fixture() {
             }
         }
     }
-    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
     let stability = fixtures.join("talos/stability");
     let mut files = Vec::new();
     walk(&fixtures, &mut files);
@@ -161,7 +161,7 @@ fn agrees_on_every_fixture() {
 /// defaults (for the shapes of the values), and a project made by `talm init` starts with them.
 #[test]
 fn reads_every_presets_values() {
-    let presets = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("presets");
+    let presets = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets");
     let mut read = 0;
     for e in std::fs::read_dir(presets).unwrap().flatten() {
         let values = e.path().join("values.yaml");

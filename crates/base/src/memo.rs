@@ -45,7 +45,6 @@ impl<K: PartialEq, V: Clone> Memo<K, V> {
     }
 
     /// Whether a result is kept for `key` (tests of what callers keep).
-    #[cfg(test)]
     pub fn holds(&self, key: &K) -> bool {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         entries.iter().any(|(k, _)| k == key)

@@ -22,7 +22,7 @@ static PARSED: crate::memo::Memo<String, std::sync::Arc<Value>> = crate::memo::M
 
 /// Texts longer than this are parsed without being kept (project files are a few KiB; a
 /// script's `yaml::parse` of a large file must not stay in memory after it).
-pub(crate) const KEPT_TEXT_MAX: usize = 256 << 10;
+pub const KEPT_TEXT_MAX: usize = 256 << 10;
 
 /// Parses one YAML document; errors name the file, line and column.
 pub fn parse(text: &str, file: &str) -> Result<Value> {
@@ -47,7 +47,7 @@ pub fn from_str(text: &str) -> Result<Value, serde_yaml_ng::Error> {
 }
 
 /// Every document of `text`, as serde_yaml_ng's document iterator reads them.
-pub(crate) fn read_stream(text: &str) -> Result<Vec<Value>, serde_yaml_ng::Error> {
+pub fn read_stream(text: &str) -> Result<Vec<Value>, serde_yaml_ng::Error> {
     match fast::stream(text) {
         Some(docs) => Ok(docs),
         None => serde_yaml_ng::Deserializer::from_str(text)
@@ -249,7 +249,7 @@ fn scalar_string(s: &str, block_indent: usize) -> String {
     }
 }
 
-pub(crate) fn literal_block_ok(s: &str) -> bool {
+pub fn literal_block_ok(s: &str) -> bool {
     s.contains('\n')
         && !s.starts_with([' ', '\n', '\t'])
         && !s.contains('\r')
@@ -257,7 +257,7 @@ pub(crate) fn literal_block_ok(s: &str) -> bool {
         && s.split('\n').all(|l| !l.ends_with([' ', '\t']))
 }
 
-pub(crate) fn literal_block(s: &str, indent: usize) -> String {
+pub fn literal_block(s: &str, indent: usize) -> String {
     let trimmed = s.trim_end_matches('\n');
     let trailing = s.len() - trimmed.len();
     let chomp = match trailing {
@@ -283,13 +283,13 @@ pub(crate) fn literal_block(s: &str, indent: usize) -> String {
 
 /// Whether a string can be written without quotes and still read back as the same string by
 /// YAML 1.1 and 1.2 readers (Go's yaml.v3 among them).
-pub(crate) fn plain_ok(s: &str) -> bool {
+pub fn plain_ok(s: &str) -> bool {
     plain_syntax_ok(s) && !looks_like_non_string(s)
 }
 
 /// Whether a string can be written plain as far as YAML syntax goes (what Go's
 /// yaml.v3 does for an untagged node, even when it would read back as a number or a date).
-pub(crate) fn plain_syntax_ok(s: &str) -> bool {
+pub fn plain_syntax_ok(s: &str) -> bool {
     if !s.is_ascii() {
         return plain_syntax_ok_chars(s);
     }
@@ -388,7 +388,7 @@ fn looks_like_non_string(s: &str) -> bool {
     false
 }
 
-pub(crate) fn double_quoted(s: &str) -> String {
+pub fn double_quoted(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

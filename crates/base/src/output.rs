@@ -44,7 +44,7 @@ pub fn write(text: &[u8]) -> anyhow::Result<()> {
 
 /// `text` from `item` to stdout: with a prefix, its whole lines (and with `last`, the rest as a
 /// line of its own); otherwise as is.
-pub(crate) fn write_lines(item: &Arc<Item>, text: &[u8], last: bool) -> anyhow::Result<()> {
+pub fn write_lines(item: &Arc<Item>, text: &[u8], last: bool) -> anyhow::Result<()> {
     let Some(prefix) = item.prefix() else {
         return out_beside(item, text);
     };

@@ -150,13 +150,14 @@ pub fn text(d: Duration) -> String {
     }
 }
 
-/// The time since a protobuf timestamp, rounded to the second, as Go prints it
+/// The time since a timestamp (seconds and nanoseconds since the Unix epoch, as a protobuf
+/// `Timestamp` holds them), rounded to the second, as Go prints it
 /// (`time.Since(ts).Round(time.Second)`); no timestamp counts as the Unix epoch.
-pub fn since(ts: Option<&prost_types::Timestamp>) -> String {
+pub fn since(ts: Option<(i64, i32)>) -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    let then = ts.map_or(0.0, |t| t.seconds as f64 + f64::from(t.nanos) / 1e9);
+    let then = ts.map_or(0.0, |(secs, nanos)| secs as f64 + f64::from(nanos) / 1e9);
     let secs = (now.as_secs_f64() - then).round();
     let t = text(Duration::from_secs(secs.abs() as u64));
     if secs < 0.0 && t != "0s" {
@@ -230,16 +231,10 @@ mod tests {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap();
-        let ts = prost_types::Timestamp {
-            seconds: now.as_secs() as i64 - 1167,
-            nanos: 0,
-        };
-        assert!(["19m27s", "19m28s"].contains(&since(Some(&ts)).as_str()));
-        let later = prost_types::Timestamp {
-            seconds: now.as_secs() as i64 + 3600,
-            nanos: 0,
-        };
-        assert!(["-1h0m0s", "-59m59s"].contains(&since(Some(&later)).as_str()));
+        let ts = (now.as_secs() as i64 - 1167, 0);
+        assert!(["19m27s", "19m28s"].contains(&since(Some(ts)).as_str()));
+        let later = (now.as_secs() as i64 + 3600, 0);
+        assert!(["-1h0m0s", "-59m59s"].contains(&since(Some(later)).as_str()));
     }
 
     #[test]

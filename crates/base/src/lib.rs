@@ -1,0 +1,20 @@
+//! talm's ground floor, read by every other crate and reading none of them: user-facing errors
+//! and hints, Go's text formats (durations, humanize, tabwriter, JSONPath), YAML readers and
+//! emitters, bounded input files, caches of pure work, secret masks, output and progress sinks,
+//! addresses, and the process heap.
+
+pub mod address;
+pub mod duration;
+pub mod error;
+pub mod heap;
+pub mod humanize;
+pub mod input;
+pub mod jsonpath;
+pub mod mask;
+pub mod memo;
+pub mod netip;
+pub mod output;
+pub mod printable;
+pub mod progress;
+pub mod tabwriter;
+pub mod yaml;
