@@ -202,3 +202,69 @@ fn rotate_ca_refuses_flags_that_contradict_its_journal() {
     assert_eq!(d.read(".talm/rotate-ca.yaml"), journal, "the journal stays");
     assert_eq!((config(&cp), config(&w)), before, "no node was touched");
 }
+
+#[test]
+fn rotate_ca_killed_in_the_kubernetes_phase_resumes_there() {
+    let [cp, w] = net::addrs();
+    let nodes = Nodes::start(&[&cp, &w], |_| {});
+    let d = cluster(&nodes, &cp, &[&w]);
+    let (old_os, old_k8s, _) = cas(&nodes, &cp);
+    let args = rotate_args(&cp, &w);
+
+    // Held once the control plane issues from the new Kubernetes CA: the Talos phase is over and
+    // the project follows it already.
+    killed_at(&d, &args, "rotate-ca kubernetes step 2 node 1");
+    let (os, k8s_switched, _) = cas(&nodes, &cp);
+    assert_ne!(os, old_os);
+    assert_ne!(k8s_switched, old_k8s);
+    assert_eq!(cas(&nodes, &w).1, old_k8s, "the worker is not there yet");
+    let secrets = yaml(&d.read("secrets.yaml"));
+    assert_eq!(secrets["certs"]["os"]["crt"].as_str(), Some(os.as_str()));
+    assert_eq!(
+        secrets["certs"]["k8s"]["crt"].as_str(),
+        Some(old_k8s.as_str())
+    );
+
+    let o = d.talm(&args).ok();
+    assert_eq!(
+        o.stderr.lines().next(),
+        Some("> Resuming the CA rotation journaled in .talm/rotate-ca.yaml: Kubernetes API, step 2 of 3 (\"Making new Kubernetes CA the issuing CA, old Kubernetes CA the accepted CA\"), 1 of 2 nodes done"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        !o.stdout.contains("> Starting Talos API PKI rotation"),
+        "the Talos phase is not done again:\n{}",
+        o.stdout
+    );
+    for line in [
+        format!("  - {cp}: OK (done before the interruption)"),
+        format!("  - {w}: OK"),
+        "> CA rotation completed successfully!".to_string(),
+    ] {
+        assert!(
+            o.stdout.lines().any(|l| l == line),
+            "missing {line:?} in:\n{}",
+            o.stdout
+        );
+    }
+    assert!(!d.exists(".talm/rotate-ca.yaml"));
+    for ip in [&cp, &w] {
+        assert_eq!(
+            cas(&nodes, ip),
+            (os.clone(), k8s_switched.clone(), vec![]),
+            "{ip}"
+        );
+        d.talm(["version", "-n", ip, "-e", ip]).ok();
+    }
+    let secrets = yaml(&d.read("secrets.yaml"));
+    assert_eq!(
+        secrets["certs"]["k8s"]["crt"].as_str(),
+        Some(k8s_switched.as_str())
+    );
+    let kc = yaml(&d.read("kubeconfig"));
+    assert_eq!(
+        kc["clusters"][0]["cluster"]["certificate-authority-data"].as_str(),
+        Some(k8s_switched.as_str())
+    );
+}
