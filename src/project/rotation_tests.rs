@@ -80,6 +80,11 @@ fn contradicting_flags_are_refused_with_the_command_that_finishes() {
         "Error: the CA rotation journaled in .talm/rotate-ca.yaml is unfinished and was started with other flags: it rotates the Talos API and Kubernetes API CAs, this run the Talos API CA; its worker nodes are [\"b\" \"c\"], this run names [\"b\"]\n\
          hint: finish it with the same flags (`talm rotate-ca --control-plane-nodes a --worker-nodes b,c --dry-run=false`, with the -n/-e or -f of the first run), or delete .talm/rotate-ca.yaml to start over\n"
     );
+    assert_eq!(
+        crate::error::render(&r.refuse_dry_run().unwrap_err()),
+        "Error: the CA rotation journaled in .talm/rotate-ca.yaml is unfinished: a dry run cannot show it\n\
+         hint: finish it with the same flags (`talm rotate-ca --control-plane-nodes a --worker-nodes b,c --dry-run=false`, with the -n/-e or -f of the first run), or delete .talm/rotate-ca.yaml to start over\n"
+    );
     let k8s_only = Rotation::new(
         flags(false, true, &["a"], &[]),
         None,
