@@ -45,6 +45,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Err(err) if output::is_closed(&err) => 0,
         Err(err) => {
             eprint!("{}", error::render(&err));
+            if let Some(hint) = project::rotation::hint_for(&err) {
+                eprintln!("hint: {hint}");
+            }
             if sandbox::interrupt::is_interrupted(&err) || sandbox::interrupt::absorbed() {
                 sandbox::interrupt::signal().exit_code()
             } else {

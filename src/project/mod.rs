@@ -15,6 +15,7 @@ pub mod migrate;
 pub mod modeline;
 pub mod presets;
 pub mod root;
+pub mod rotation;
 pub mod strvals;
 pub mod txn;
 pub mod values;

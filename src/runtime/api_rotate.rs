@@ -1,7 +1,8 @@
 //! Natives of `talm rotate-ca`: the machine-config edits of Talos's rotation steps (accept a
 //! new CA, make it the issuing one, drop the old one) over `machine.*` (Talos API) or
-//! `cluster.*` (Kubernetes API), the issuing CA a config holds, and node handles that speak
-//! with a talosconfig given as text (the intermediate and the new one).
+//! `cluster.*` (Kubernetes API), each idempotent (a resumed rotation may do a step again), the
+//! issuing CA a config holds, and node handles that speak with a talosconfig given as text (the
+//! intermediate, the bridge trusting both CAs, and the new one).
 
 use anyhow::{anyhow, Result};
 use rhai::{Engine, FuncRegistration, Map, Module};
@@ -104,12 +105,17 @@ fn ca_map(crt: &str, key: &str) -> Value {
     Value::Mapping(m)
 }
 
-/// Appends `crt` to the accepted CAs (step 1).
+/// Appends `crt` to the accepted CAs (step 1); a CA accepted already stays as it is, so a
+/// step done again (a resumed rotation) changes nothing.
 fn accept(text: &str, section: &str, crt: &str) -> Result<String> {
     edit(text, section, |m| {
         let mut one = Mapping::new();
         one.insert("crt".into(), crt.into());
-        with_accepted(m, |l| l.push(Value::Mapping(one)));
+        with_accepted(m, |l| {
+            if !l.iter().any(|c| crt_of(c) == crt) {
+                l.push(Value::Mapping(one));
+            }
+        });
     })
 }
 
@@ -206,6 +212,9 @@ mod tests {
         assert!(!c.contains("acceptedCAs"), "{c}");
         let ca = issuing(&c, "machine").unwrap();
         assert_eq!(ca["key"].clone().into_string().unwrap(), "NEWKEY");
+        // Each step done twice is done once.
+        assert_eq!(accept(&a, "machine", "NEW").unwrap(), a);
+        assert_eq!(unaccept(&c, "machine", "OLD").unwrap(), c);
         assert!(accept(CFG, "kernel", "X")
             .unwrap_err()
             .to_string()

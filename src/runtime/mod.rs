@@ -16,6 +16,7 @@ mod api_project;
 mod api_render;
 mod api_rolling;
 mod api_rotate;
+mod api_rotate_journal;
 mod api_secrets;
 mod api_stream;
 mod api_support;
@@ -71,6 +72,7 @@ fn engine_with(limits: &Limits, session: &Session, unchecked: &api_parallel::Unc
     api_change::register(&mut engine, session);
     api_upgrade::register(&mut engine, session);
     api_rotate::register(&mut engine);
+    api_rotate_journal::register(&mut engine, session);
     api_rolling::register(&mut engine, session);
     engine
 }

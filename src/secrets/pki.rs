@@ -145,6 +145,24 @@ pub fn pem_encode(label: &str, der: &[u8]) -> String {
 
 /// The first PEM block in `text`: its label and decoded bytes.
 pub fn pem_decode(text: &str) -> Option<(String, Vec<u8>)> {
+    pem_block(text).map(|(label, der, _)| (label, der))
+}
+
+/// Every PEM block of `text` in order (a CA bundle holds several), each as its label and
+/// decoded bytes; `None` when there is none or one of them is damaged.
+pub fn pem_decode_all(text: &str) -> Option<Vec<(String, Vec<u8>)>> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while rest.contains("-----BEGIN ") {
+        let (label, der, used) = pem_block(rest)?;
+        out.push((label, der));
+        rest = &rest[used..];
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// The first PEM block of `text`: label, decoded bytes, and how many bytes of `text` it ends at.
+fn pem_block(text: &str) -> Option<(String, Vec<u8>, usize)> {
     let start = text.find("-----BEGIN ")?;
     let rest = &text[start + 11..];
     let label_end = rest.find("-----")?;
@@ -157,7 +175,8 @@ pub fn pem_decode(text: &str) -> Option<(String, Vec<u8>)> {
         .filter(|c| !c.is_whitespace())
         .collect();
     let der = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
-    Some((label, der))
+    let used = start + 11 + label_end + 5 + body_end + end_marker.len();
+    Some((label, der, used))
 }
 
 /// A certificate and its key, as PEM text.
@@ -287,6 +306,29 @@ mod tests {
             let generic = pem_encode("PRIVATE KEY", back.pkcs8_der());
             assert_eq!(PrivateKey::from_pem(&generic).unwrap().kind, kind);
         }
+    }
+
+    #[test]
+    fn every_block_of_a_bundle_is_decoded() {
+        let bundle = format!(
+            "{}{}",
+            pem_encode("CERTIFICATE", &[1, 2]),
+            pem_encode("CERTIFICATE", &[3])
+        );
+        assert_eq!(
+            pem_decode_all(&bundle),
+            Some(vec![
+                ("CERTIFICATE".to_string(), vec![1, 2]),
+                ("CERTIFICATE".to_string(), vec![3])
+            ])
+        );
+        assert_eq!(
+            pem_decode(&bundle),
+            Some(("CERTIFICATE".into(), vec![1, 2]))
+        );
+        assert_eq!(pem_decode_all("no pem"), None);
+        let damaged = format!("{bundle}-----BEGIN CERTIFICATE-----\n!!\n");
+        assert_eq!(pem_decode_all(&damaged), None);
     }
 
     #[test]

@@ -67,14 +67,21 @@ fn ca_verifier_in(
     kept.get_or_try(ca_pem.to_string(), |ca_pem| build_ca_verifier(ca_pem))
 }
 
+/// Every certificate of the talosconfig's CA is trusted: it may be a bundle of several (a CA
+/// rotation trusts the old and the new CA while nodes move from one to the other).
 fn build_ca_verifier(ca_pem: &str) -> Result<Arc<WebPkiServerVerifier>> {
     let unusable = |e: String| crate::error::plain(format!("the talosconfig CA is unusable: {e}"));
-    let (_, der) =
-        crate::secrets::pki::pem_decode(ca_pem).ok_or_else(|| unusable("not PEM".into()))?;
+    let blocks =
+        crate::secrets::pki::pem_decode_all(ca_pem).ok_or_else(|| unusable("not PEM".into()))?;
     let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(CertificateDer::from(der))
-        .map_err(|e| unusable(e.to_string()))?;
+    for (label, der) in blocks {
+        if label != "CERTIFICATE" {
+            return Err(unusable(format!("it holds a {label:?} PEM block")));
+        }
+        roots
+            .add(CertificateDer::from(der))
+            .map_err(|e| unusable(e.to_string()))?;
+    }
     WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
         .build()
         .map_err(|e| unusable(e.to_string()))
@@ -273,5 +280,51 @@ mod tests {
         ));
         assert!(ca_verifier_in(&kept, "not pem").is_err());
         assert!(ca_verifier(&a.cert_pem).is_ok());
+    }
+
+    /// A talosconfig CA that is a bundle trusts a server of each of its CAs, and no other.
+    #[test]
+    fn every_ca_of_a_bundle_is_trusted() {
+        use base64::Engine;
+        let now = time::OffsetDateTime::now_utc();
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let ca = |org| {
+            crate::secrets::pki::self_signed_ca(
+                crate::secrets::pki::KeyKind::Ed25519,
+                Some(org),
+                now,
+            )
+            .unwrap()
+        };
+        let ip: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+        let leaf_of = |c: &crate::secrets::pki::CertAndKey| {
+            let id = crate::sim::certs::issued(
+                &b64(&c.cert_pem),
+                &b64(&c.key.to_talos_pem().unwrap()),
+                &[ip],
+                "node",
+                &[],
+            )
+            .unwrap();
+            id.chain[0].clone()
+        };
+        let (old, new, other) = (ca("old"), ca("new"), ca("other"));
+        let bundle = format!("{}{}", old.cert_pem, new.cert_pem);
+        let kept = crate::memo::Memo::new(4);
+        let v = ca_verifier_in(&kept, &bundle).unwrap();
+        let name = ServerName::IpAddress(ip.into());
+        let at = UnixTime::now();
+        let verify = |c| v.verify_server_cert(&leaf_of(c), &[], &name, &[], at);
+        assert!(verify(&old).is_ok(), "the first CA of the bundle");
+        assert!(verify(&new).is_ok(), "the second CA of the bundle");
+        assert_eq!(
+            verify(&other).unwrap_err(),
+            rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)
+        );
+        let key_in = format!("{}{}", old.cert_pem, old.key.to_talos_pem().unwrap());
+        assert_eq!(
+            ca_verifier_in(&kept, &key_in).unwrap_err().to_string(),
+            "the talosconfig CA is unusable: it holds a \"ED25519 PRIVATE KEY\" PEM block"
+        );
     }
 }

@@ -41,6 +41,7 @@ mod progress;
 mod readme;
 mod repl;
 mod rotate;
+mod rotate_resume;
 mod secrets_bundle;
 mod sim_fidelity;
 mod sim_lifecycle;

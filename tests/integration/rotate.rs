@@ -61,15 +61,19 @@ fn cert_fingerprint_pins_the_maintenance_certificate() {
     nodes.wait_reboot(&ip, boots);
 }
 
-/// A generic project with one control plane (`nodes/cp1.yaml`, bootstrapped) and, when given,
-/// one worker (`nodes/worker.yaml`).
-fn cluster(nodes: &Nodes, cp: &str, worker: Option<&str>) -> Dir {
+/// A generic project with one control plane (`nodes/cp1.yaml`, bootstrapped) and the given
+/// workers (`nodes/worker.yaml`, `nodes/worker2.yaml`, ...).
+pub(crate) fn cluster(nodes: &Nodes, cp: &str, workers: &[&str]) -> Dir {
     let d = Dir::project("generic");
     d.write("nodes/cp1.yaml", &template_node(&d, cp));
     let boots = nodes.boots(cp);
     d.talm(["apply", "-f", "nodes/cp1.yaml", "-i"]).ok();
     nodes.wait_reboot(cp, boots);
-    if let Some(w) = worker {
+    for (i, w) in workers.iter().copied().enumerate() {
+        let file = match i {
+            0 => "nodes/worker.yaml".to_string(),
+            n => format!("nodes/worker{}.yaml", n + 1),
+        };
         let out = d
             .talm([
                 "template",
@@ -83,9 +87,9 @@ fn cluster(nodes: &Nodes, cp: &str, worker: Option<&str>) -> Dir {
             ])
             .ok()
             .stdout;
-        d.write("nodes/worker.yaml", &out);
+        d.write(&file, &out);
         let boots = nodes.boots(w);
-        d.talm(["apply", "-f", "nodes/worker.yaml", "-i"]).ok();
+        d.talm(["apply", "-f", &file, "-i"]).ok();
         nodes.wait_reboot(w, boots);
     }
     d.talm(["bootstrap", "-f", "nodes/cp1.yaml"]).ok();
@@ -93,13 +97,13 @@ fn cluster(nodes: &Nodes, cp: &str, worker: Option<&str>) -> Dir {
 }
 
 /// (machine.ca.crt, cluster.ca.crt, machine.acceptedCAs) the node runs.
-fn cas(nodes: &Nodes, ip: &str) -> (String, String, Vec<String>) {
+pub(crate) fn cas(nodes: &Nodes, ip: &str) -> (String, String, Vec<String>) {
     let st = nodes.node(ip).state();
     let cfg = st.config.as_ref().expect("configured");
     (cfg.machine_ca().0, cfg.cluster_ca().0, cfg.accepted_cas())
 }
 
-fn yaml(text: &str) -> serde_yaml_ng::Value {
+pub(crate) fn yaml(text: &str) -> serde_yaml_ng::Value {
     serde_yaml_ng::from_str(text).unwrap()
 }
 
@@ -213,7 +217,7 @@ fn whole_dry_run(cp: &str) -> String {
 fn rotate_ca_dry_run_changes_nothing() {
     let cp = net::addr();
     let nodes = Nodes::start(&[&cp], |_| {});
-    let d = cluster(&nodes, &cp, None);
+    let d = cluster(&nodes, &cp, &[]);
     let before = d.snapshot();
     let config_before = nodes
         .node(&cp)
@@ -293,7 +297,7 @@ fn rotate_ca_refuses_several_nodes_or_endpoints() {
 fn rotate_ca_rotates_both_cas_and_the_project_follows() {
     let [cp, w] = net::addrs();
     let nodes = Nodes::start(&[&cp, &w], |_| {});
-    let d = cluster(&nodes, &cp, Some(&w));
+    let d = cluster(&nodes, &cp, &[&w]);
     let (old_os, old_k8s, _) = cas(&nodes, &cp);
     let old_tc = d.read("talosconfig");
     let old_secrets = d.read("secrets.yaml");

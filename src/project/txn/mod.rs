@@ -17,6 +17,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::fsutil::Mode;
+pub use pause::point as pause_point;
 pub use recover::{pending, recover, Recovered};
 
 /// Names of staging folders start with this; the process id and a sequence number follow.
