@@ -1,41 +1,11 @@
-//! Build script: compiles `proto/` into Rust (protox, no system protoc) and writes the index of
-//! embedded files (`presets/`, `stdlib/`, `scripts/`) that the binary carries.
+//! Build script: writes the index of embedded files (`presets/`, `stdlib/`, `scripts/`) that
+//! the binary carries.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    compile_protos()?;
     write_embedded_index()?;
-    Ok(())
-}
-
-fn compile_protos() -> Result<(), Box<dyn std::error::Error>> {
-    let files = [
-        "proto/common/common.proto",
-        "proto/machine/machine.proto",
-        "proto/machine/events.proto",
-        "proto/machine/image.proto",
-        "proto/machine/change.proto",
-        "proto/storage/storage.proto",
-        "proto/time/time.proto",
-        "proto/cluster/cluster.proto",
-        "proto/v1alpha1/resource.proto",
-        "proto/v1alpha1/state.proto",
-        "proto/v1alpha1/meta.proto",
-        "proto/resource/config/config.proto",
-        "proto/resource/definitions/enums/enums.proto",
-        "proto/resource/definitions/block/block.proto",
-        "proto/resource/definitions/block/volumes.proto",
-        "proto/resource/definitions/runtime/runtime.proto",
-        "proto/resource/definitions/network/network.proto",
-    ];
-    let fds = protox::compile(files, ["proto"])?;
-    tonic_prost_build::configure()
-        .build_server(true)
-        .build_client(true)
-        .compile_fds(fds)?;
-    println!("cargo:rerun-if-changed=proto");
     Ok(())
 }
 

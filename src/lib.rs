@@ -2,6 +2,7 @@
 //! git. The library behind the `talm` binary: CLI → runtime/scripts → project/secrets → Talos.
 
 pub use talm_base::{error, heap, input, mask, memo, netip, output, printable, progress, yaml};
+pub use talm_wire::{facts, proto, version, zip};
 
 /// The library's own tests run on the binary's heap.
 #[cfg(test)]
@@ -16,18 +17,14 @@ pub mod dashboard;
 pub mod demo;
 pub mod dispatch;
 pub mod embedded;
-pub mod facts;
 pub mod invocation;
 pub mod project;
-pub mod proto;
 pub mod render;
 pub mod runtime;
 pub mod sandbox;
 pub mod secrets;
 pub mod sim;
 pub mod talos;
-pub mod version;
-pub mod zip;
 
 use std::ffi::OsString;
 

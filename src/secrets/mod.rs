@@ -1,10 +1,9 @@
 //! Secrets: the Talos secrets bundle and its PKI, the talosconfig, and age encryption.
 
+pub use talm_wire::{contract, der, pki};
+
 pub mod bundle;
-pub mod contract;
 pub mod crypt;
-pub mod der;
 pub mod envelope;
-pub mod pki;
 pub mod talosconfig;
 pub mod twins;

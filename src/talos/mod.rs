@@ -2,23 +2,17 @@
 //! kubeconfig archive and the discovery snapshot. Nothing here knows about projects.
 
 pub use talm_base::{address, duration, humanize, jsonpath, tabwriter};
+pub use talm_wire::{archive, bbolt, cgroups, etcd_db, extract, fingerprint, snapshot};
 
-pub mod archive;
-pub mod bbolt;
-pub mod cgroups;
 pub mod client;
 pub mod creds;
 pub mod diagnose;
 pub mod discovery;
 pub mod errors;
-pub mod etcd_db;
 pub mod events;
-pub mod extract;
 pub mod failover;
-pub mod fingerprint;
 pub mod resources;
 pub mod scan;
-pub mod snapshot;
 pub mod stats;
 pub mod streams;
 pub mod tracker;

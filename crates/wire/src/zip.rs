@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use anyhow::{bail, Context, Result};
 use flate2::{read::DeflateDecoder, write::DeflateEncoder, Compression, Crc};
 
-use crate::error::hinted;
+use talm_base::error::hinted;
 
 const LOCAL: u32 = 0x0403_4b50;
 const CENTRAL: u32 = 0x0201_4b50;

@@ -11,7 +11,7 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use crate::error::hinted;
+use talm_base::error::hinted;
 
 /// SHA-256 of a certificate's SubjectPublicKeyInfo.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +63,7 @@ pub fn parse_all(texts: &[String]) -> Result<Vec<Fingerprint>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::secrets::pki::{KeyKind, PrivateKey};
+    use crate::pki::{KeyKind, PrivateKey};
 
     #[test]
     fn hashes_the_public_key_info_not_the_certificate() {

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use crate::error::hinted;
+use talm_base::error::hinted;
 
 /// A Talos version contract (`major.minor`); `None` means the current contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

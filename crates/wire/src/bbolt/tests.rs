@@ -187,16 +187,16 @@ fn the_status_figures_are_etcdutls() {
     summed.extend_from_slice(b"meta");
     summed.extend_from_slice(b"term");
     summed.extend_from_slice(&7u64.to_be_bytes());
-    let want = crate::talos::snapshot::Info {
+    let want = crate::snapshot::Info {
         hash: crc32c(&summed),
         revision: 4,
         total_keys: 4,
         total_size: 6 * PS,
     };
-    assert_eq!(crate::talos::snapshot::info(&file).unwrap(), want);
+    assert_eq!(crate::snapshot::info(&file).unwrap(), want);
     // The same with etcd's SHA-256 trailer behind the pages.
-    file = crate::talos::snapshot::seal(&file);
-    assert_eq!(crate::talos::snapshot::info(&file).unwrap(), want);
+    file = crate::snapshot::seal(&file);
+    assert_eq!(crate::snapshot::info(&file).unwrap(), want);
 }
 
 #[test]

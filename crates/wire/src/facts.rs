@@ -10,7 +10,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_yaml_ng::{Mapping, Value};
 
-use crate::error::hinted;
+use talm_base::error::hinted;
 
 /// A node's resources by lookup kind, each `{metadata: {namespace, type, id, ...}, spec}`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -39,7 +39,7 @@ struct Derived {
     /// kind -> id -> positions in `resources[kind]`, in order.
     ids: HashMap<String, HashMap<String, Vec<usize>>>,
     /// The strings of `resources` that could break out of a scalar (`render::verify`).
-    risky: crate::yaml::risky::Risky,
+    risky: talm_base::yaml::risky::Risky,
     /// The keyed digest kept renders tell facts apart by (`render::kept`).
     digest: (u64, u64),
 }
@@ -64,7 +64,7 @@ impl Facts {
 
     /// Reads a facts file; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<Facts> {
-        let value = crate::yaml::parse(text, file)?;
+        let value = talm_base::yaml::parse(text, file)?;
         if value.get("resources").is_none() {
             return Err(hinted(
                 format!("{file} has no `resources:` key: it is not a talm facts file"),
@@ -81,7 +81,7 @@ impl Facts {
 
     /// The facts file text.
     pub fn to_yaml(&self) -> Result<String> {
-        Ok(crate::yaml::to_string(&serde_yaml_ng::to_value(self)?))
+        Ok(talm_base::yaml::to_string(&serde_yaml_ng::to_value(self)?))
     }
 
     fn derived(&self) -> &Derived {
@@ -96,17 +96,19 @@ impl Facts {
                 }
             }
             let json = serde_json::to_value(&self.resources).unwrap_or_default();
-            let risky = crate::yaml::risky::risky_in("facts", &json);
-            let digest = crate::memo::digest(|h| {
+            let risky = talm_base::yaml::risky::risky_in("facts", &json);
+            let digest = talm_base::memo::digest(|h| {
                 self.node.hash(h);
                 let null = Value::Null;
-                crate::yaml::ordered::hash(self.version.as_ref().unwrap_or(&null), h);
+                talm_base::yaml::ordered::hash(self.version.as_ref().unwrap_or(&null), h);
                 h.write_u8(u8::from(self.version.is_some()));
                 h.write_usize(self.resources.len());
                 for (kind, items) in &self.resources {
                     kind.hash(h);
                     h.write_usize(items.len());
-                    items.iter().for_each(|r| crate::yaml::ordered::hash(r, h));
+                    items
+                        .iter()
+                        .for_each(|r| talm_base::yaml::ordered::hash(r, h));
                 }
             });
             Derived { ids, risky, digest }
@@ -120,7 +122,7 @@ impl Facts {
     }
 
     /// The strings of the resources that could break out of a scalar (found once).
-    pub fn risky(&self) -> &crate::yaml::risky::Risky {
+    pub fn risky(&self) -> &talm_base::yaml::risky::Risky {
         &self.derived().risky
     }
 

@@ -31,7 +31,7 @@ pub fn clean_name(name: &str) -> PathBuf {
 /// The destination folder of `copy`: an existing directory, or one made now.
 pub fn prepare(dest: &Path) -> Result<()> {
     match fs::metadata(dest) {
-        Ok(m) if !m.is_dir() => Err(crate::error::hinted(
+        Ok(m) if !m.is_dir() => Err(talm_base::error::hinted(
             format!(
                 "local path {:?} should be a directory",
                 dest.display().to_string()

@@ -68,7 +68,7 @@ impl Value {
         if !self.set || self.max || self.frac > 0 {
             return self.text();
         }
-        super::humanize::ibytes(self.val.max(0) as u64)
+        talm_base::humanize::ibytes(self.val.max(0) as u64)
     }
 
     /// `self / other` in percent with two decimals.
@@ -105,7 +105,7 @@ impl Value {
             return self.text();
         }
         let nanos = self.val.max(0) as u64 * 1000;
-        crate::talos::duration_text(std::time::Duration::from_nanos(nanos))
+        talm_base::duration::text(std::time::Duration::from_nanos(nanos))
     }
 }
 
