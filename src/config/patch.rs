@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value as Json;
 use serde_yaml_ng::Value;
 
-use super::decode::{self, doc_key, Doc};
+use super::decode::{self, configs, doc_key, Doc};
 use super::encode::{doc_def, doc_id, encode};
 use super::jsonpatch;
 use super::merge::{apply_delete, merge, Deleted};
@@ -230,11 +230,6 @@ pub fn decode_check(text: &str) -> Result<()> {
     decode::decode(text, false).map(|_| ())
 }
 
-/// Strict decode returning the documents (legacy document first).
-pub fn decode_docs(text: &str) -> Result<Vec<Value>> {
-    Ok(configs(decode::decode(text, false)?))
-}
-
 /// Removes `$patch: delete` constructs from raw YAML (no type decoding): returns the selectors
 /// and the remaining non-empty documents.
 pub fn extract_deletes(text: &str) -> Result<(Vec<Selector>, Vec<Value>)> {
@@ -248,15 +243,6 @@ pub fn extract_deletes(text: &str) -> Result<(Vec<Selector>, Vec<Value>)> {
         }
     }
     Ok((sels, docs))
-}
-
-fn configs(docs: Vec<Doc>) -> Vec<Value> {
-    docs.into_iter()
-        .filter_map(|d| match d {
-            Doc::Config(v) => Some(v),
-            Doc::Delete(_) => None,
-        })
-        .collect()
 }
 
 fn json6902(bytes: &str, ops: &[Json]) -> Result<String> {

@@ -7,8 +7,10 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use super::contract::Contract;
+pub use super::pki::unb64;
 use super::pki::{self, CertAndKey, KeyKind, PrivateKey};
 use crate::error::hinted;
+pub use crate::error::multierror;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Bundle {
@@ -71,14 +73,6 @@ pub struct Certs {
 
 fn b64(text: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(text.as_bytes())
-}
-
-/// Decodes a base64-of-PEM field back to PEM text.
-pub fn unb64(field: &str) -> Result<String> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(field.trim())
-        .map_err(|e| anyhow!("not base64: {e}"))?;
-    String::from_utf8(bytes).map_err(|_| anyhow!("not PEM text"))
 }
 
 fn pair(ck: &CertAndKey) -> Result<CertPair> {
@@ -362,24 +356,6 @@ fn misshapen(v: &serde_yaml_ng::Value) -> Option<String> {
             kind(other)
         )),
     }
-}
-
-/// Joins errors the way Talos (hashicorp multierror) prints them.
-pub fn multierror(errs: &[String]) -> String {
-    let head = if errs.len() == 1 {
-        "1 error occurred:".to_string()
-    } else {
-        format!("{} errors occurred:", errs.len())
-    };
-    let mut out = head;
-    out.push('\n');
-    for e in errs {
-        out.push_str("\t* ");
-        out.push_str(e);
-        out.push('\n');
-    }
-    out.push('\n');
-    out
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ impl Node {
         }
         let text = String::from_utf8(req.data.clone())
             .map_err(|_| Status::invalid_argument("the configuration is not UTF-8 text"))?;
-        let docs = crate::config::patch::decode_docs(&text)
+        let docs = talm_wire::config::decode::decode_docs(&text)
             .map_err(|e| Status::invalid_argument(format!("{e:#}")))?;
         let cfg = Config::new(text, docs);
         if !cfg.has_v1alpha1() {
@@ -63,9 +63,9 @@ impl Node {
             errs.push(format!("install disk {disk:?} does not exist on the node"));
         }
         if !errs.is_empty() {
-            return Err(Status::invalid_argument(
-                crate::secrets::bundle::multierror(&errs),
-            ));
+            return Err(Status::invalid_argument(talm_base::error::multierror(
+                &errs,
+            )));
         }
         let requested = Mode::try_from(req.mode).unwrap_or(Mode::Auto);
         let reboot_reason = st
@@ -175,7 +175,7 @@ impl Node {
                     st.try_rollback = Some((generation, previous));
                     details.push_str(&format!(
                         "\nThe config is applied in 'try' mode and will be automatically reverted back in {}",
-                        crate::talos::duration_text(timeout)
+                        talm_base::duration::text(timeout)
                     ));
                     let node = Arc::clone(self);
                     tokio::spawn(async move {

@@ -20,10 +20,10 @@ use rustls::{
 use time::{Duration, OffsetDateTime};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use crate::secrets::bundle::unb64;
-use crate::secrets::pki::{self, KeyKind, PrivateKey};
+use talm_wire::pki::unb64;
+use talm_wire::pki::{self, KeyKind, PrivateKey};
 
-pub use crate::talos::client::MAINTENANCE_CN;
+pub use talm_wire::api::MAINTENANCE_CN;
 /// Server certificates live 24 h.
 const SERVER_VALIDITY: Duration = Duration::hours(24);
 

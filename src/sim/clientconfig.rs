@@ -11,8 +11,8 @@ use tonic::Status;
 
 use super::node::{denied, is_admin, Node};
 use crate::proto::machine;
-use crate::secrets::bundle::unb64;
-use crate::secrets::pki::{self, PrivateKey};
+use talm_wire::pki::unb64;
+use talm_wire::pki::{self, PrivateKey};
 
 const API: &str = "generate client configuration";
 

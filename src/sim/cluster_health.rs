@@ -19,7 +19,7 @@ use super::node::Node;
 use super::service::{error_meta, peer, Route, Stream_, Svc};
 use crate::proto::cluster::{self, cluster_service_server::ClusterService};
 use crate::proto::{common, machine};
-use crate::talos::errors::describe;
+use talm_wire::api::describe;
 
 /// A check's result when it does not fail (Talos also knows SKIP, for checks that do not
 /// apply; none of the simulated ones skips).
@@ -252,8 +252,8 @@ impl Checker {
                 return Err(format!(
                     "ephemeral partition \"/dev/{}{sep}4\" for node {node:?} is too small, expected at least {}, actual {}",
                     disk.name,
-                    crate::talos::humanize::ibytes(need),
-                    crate::talos::humanize::ibytes(size)
+                    talm_base::humanize::ibytes(need),
+                    talm_base::humanize::ibytes(size)
                 ));
             }
         }

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::node::Node;
 use super::service::Registry;
-use crate::talos::snapshot::{self, Db, DbMember};
+use talm_wire::snapshot::{self, Db, DbMember};
 
 /// The etcd a simulated Talos v1.13 runs.
 pub const SERVER_VERSION: &str = "3.6.12";
@@ -97,7 +97,7 @@ impl Membership {
 
 fn random_id(taken: &[Member]) -> u64 {
     loop {
-        let id = u64::from_le_bytes(crate::secrets::pki::random_bytes::<8>());
+        let id = u64::from_le_bytes(talm_wire::pki::random_bytes::<8>());
         if id != 0 && !taken.iter().any(|m| m.id == id) {
             return id;
         }
@@ -128,7 +128,7 @@ impl Cluster {
     pub fn bootstrap(identity: &str, name: &str, addr: &str) -> (Cluster, u64) {
         let mut c = Cluster::new(identity, 1, BTreeMap::new());
         let id = c.first_member(name, addr);
-        let token: String = crate::secrets::pki::random_bytes::<8>()
+        let token: String = talm_wire::pki::random_bytes::<8>()
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();

@@ -171,9 +171,9 @@ pub fn snapshot(n: &Node, roles: &[String]) -> Result<Vec<u8>, Status> {
     let m = local(n).map_err(|e| Status::unknown(format!("failed reading etcd snapshot: {e}")))?;
     let mut bytes = m.lock().snapshot();
     if n.faults().damaged_etcd_snapshot {
-        use crate::talos::snapshot::{seal, TRAILER};
+        use talm_wire::snapshot::{seal, TRAILER};
         bytes.truncate(bytes.len() - TRAILER);
-        let page = crate::talos::etcd_db::PAGE_SIZE;
+        let page = talm_wire::etcd_db::PAGE_SIZE;
         for at in [16, page + 16] {
             bytes[at..at + 4].copy_from_slice(b"\xde\xad\xbe\xef");
         }
@@ -458,8 +458,8 @@ pub fn start(n: &Node, recover: bool, skip_hash_check: bool) {
             None => Err(
                 "etcd recovery snapshot not found: upload one with EtcdRecover first".to_string(),
             ),
-            Some(file) => crate::talos::snapshot::verified(&file, skip_hash_check)
-                .and_then(crate::talos::snapshot::decode)
+            Some(file) => talm_wire::snapshot::verified(&file, skip_hash_check)
+                .and_then(talm_wire::snapshot::decode)
                 .map(|db| Cluster::restore(&identity, &name, &addr, db))
                 .map_err(|e| format!("failed to recover etcd from snapshot: {e:#}")),
         }

@@ -57,7 +57,7 @@ pub(super) fn go_duration<'de, D: serde::Deserializer<'de>>(
             f.write_str("Go duration text such as 3s or 500ms")
         }
         fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
-            crate::talos::duration::flag("the delay", text, crate::talos::duration::Zero::Allowed)
+            talm_base::duration::flag("the delay", text, talm_base::duration::Zero::Allowed)
                 .map(Some)
                 .map_err(|e| E::custom(format!("{e} (give Go duration text such as 3s or 500ms)")))
         }

@@ -160,7 +160,7 @@ impl Hardware {
     }
 }
 
-pub use crate::talos::resources::pretty_size;
+pub use talm_base::humanize::pretty_size;
 
 #[cfg(test)]
 mod tests {

@@ -119,7 +119,7 @@ mod tests {
     use super::*;
 
     fn config(text: &str) -> Config {
-        let docs = crate::config::patch::decode_docs(text).unwrap();
+        let docs = talm_wire::config::decode::decode_docs(text).unwrap();
         Config::new(text.to_string(), docs)
     }
 

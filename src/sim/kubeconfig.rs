@@ -14,8 +14,8 @@ use super::facts::map;
 use time::{Duration, OffsetDateTime};
 
 use super::state::Config;
-use crate::secrets::bundle::unb64;
-use crate::secrets::pki::{pem_encode, KeyKind, PrivateKey};
+use talm_wire::pki::unb64;
+use talm_wire::pki::{pem_encode, KeyKind, PrivateKey};
 
 fn b64(text: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(text.as_bytes())
@@ -108,5 +108,5 @@ pub fn archive(cfg: &Config, exec: bool) -> Result<Vec<u8>> {
         );
     }
     let mtime = OffsetDateTime::now_utc().unix_timestamp().max(0) as u64;
-    crate::talos::archive::pack("kubeconfig", 0o600, mtime, text.as_bytes())
+    talm_wire::archive::pack("kubeconfig", 0o600, mtime, text.as_bytes())
 }

@@ -220,10 +220,10 @@ pub fn parse_file(
     let delay = if f.reboot_delay.is_empty() {
         reboot_delay
     } else {
-        crate::talos::duration::flag(
+        talm_base::duration::flag(
             &format!("{file}: reboot_delay"),
             &f.reboot_delay,
-            crate::talos::duration::Zero::Allowed,
+            talm_base::duration::Zero::Allowed,
         )?
     };
     let mut out = Vec::new();

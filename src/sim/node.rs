@@ -64,7 +64,7 @@ fn machine_id(spec: &NodeSpec) -> [u8; 3] {
 
 /// A random UUID v4 (actor IDs).
 pub(super) fn uuid() -> String {
-    let mut b = crate::secrets::pki::random_bytes::<16>();
+    let mut b = talm_wire::pki::random_bytes::<16>();
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
@@ -316,7 +316,7 @@ impl Node {
         let old = {
             let st = self.state();
             st.in_maintenance()
-                && crate::secrets::contract::Contract::parse(&st.version)
+                && talm_wire::contract::Contract::parse(&st.version)
                     .is_ok_and(|c| !c.newer_than(1, 12))
         };
         if old {

@@ -30,7 +30,7 @@ pub fn specs(args: &Options) -> Result<Vec<NodeSpec>> {
     let mut out = Vec::new();
     let mut given = Vec::new();
     if let Some(file) = &args.config {
-        let text = crate::project::fsutil::read_text(Path::new(file))?;
+        let text = talm_base::input::read_text(Path::new(file), talm_base::input::Kind::Text)?;
         out = parse_file(&text, file, args.port, delay)?;
         for (i, spec) in out.iter().enumerate() {
             given.push((spec.addr, format!("{file}: nodes[{i}].address")));
@@ -102,7 +102,7 @@ fn started(sim: &Sim) {
 pub fn run(args: &Options) -> Result<i32> {
     let specs = specs(args)?;
     super::fdlimit::raise_for(specs.len())?;
-    crate::talos::block_on(async move {
+    talm_base::rt::block_on(async move {
         let sim = Sim::start(specs).await?;
         started(&sim);
         eprintln!("serving until interrupted (Ctrl-C)");

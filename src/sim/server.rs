@@ -183,7 +183,7 @@ async fn serve_boot(
         node: Arc::clone(node),
         registry: Arc::clone(registry),
     };
-    let max = crate::talos::client::MAX_MESSAGE;
+    let max = talm_wire::api::MAX_MESSAGE;
     node.up.send_replace(node.state().boots);
     // Incoming sizes are checked by the layer, with grpc-go's code and text.
     Server::builder()

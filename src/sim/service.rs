@@ -75,7 +75,7 @@ mod inspect;
 pub(super) fn error_meta(host: &str, st: &Status) -> common::Metadata {
     common::Metadata {
         hostname: host.to_string(),
-        error: crate::talos::errors::describe(st),
+        error: talm_wire::api::describe(st),
         status: Some(rpc::Status {
             code: st.code() as i32,
             message: st.message().to_string(),

@@ -129,7 +129,7 @@ impl Kind {
 /// The random cookie that tells this process's bookmarks from another's.
 fn cookie() -> &'static [u8; 8] {
     static COOKIE: OnceLock<[u8; 8]> = OnceLock::new();
-    COOKIE.get_or_init(crate::secrets::pki::random_bytes::<8>)
+    COOKIE.get_or_init(talm_wire::pki::random_bytes::<8>)
 }
 
 /// A bookmark for a history position: the cookie and the position, big-endian.

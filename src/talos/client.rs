@@ -19,10 +19,7 @@ use crate::proto::common;
 use crate::proto::cosi::resource as cosi;
 use crate::proto::machine;
 
-/// The Talos API port.
-pub const DEFAULT_PORT: u16 = 50000;
-/// Largest message Talos sends or accepts (32 MiB).
-pub const MAX_MESSAGE: usize = 32 << 20;
+pub use talm_wire::api::{DEFAULT_PORT, MAX_MESSAGE};
 
 /// The most one read-to-the-end call holds (a whole log, a listing): twice the largest message.
 /// Talos keeps a service's log in a small ring buffer and a container's in rotated files, so an
@@ -61,7 +58,7 @@ pub fn host(endpoint: &str) -> String {
     h.trim_start_matches('[').trim_end_matches(']').to_string()
 }
 
-pub use super::verify::MAINTENANCE_CN;
+pub use talm_wire::api::MAINTENANCE_CN;
 
 mod change;
 mod etcd;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tonic::{Code, Status};
 
 pub use crate::error::node::{kind, named_node, Kind, NodeError, NotTalos};
+pub use talm_wire::api::{code_name, describe};
 
 /// `error` reported about `node`: `NODE: error`, or the error alone when it names the node
 /// itself (a node failure's `node X: ...`), so the node is said once.
@@ -183,38 +184,6 @@ pub fn answered(site: Site, st: &Status) -> anyhow::Error {
             SLOW_HINT,
         ),
         code => site.plain(Kind::Status(code as i32), describe(st)),
-    }
-}
-
-/// `rpc error: code = X desc = msg`, the way Talos and talosctl print statuses.
-pub fn describe(st: &Status) -> String {
-    format!(
-        "rpc error: code = {} desc = {}",
-        code_name(st.code()),
-        st.message()
-    )
-}
-
-/// Go's names of gRPC codes.
-pub fn code_name(code: Code) -> &'static str {
-    match code {
-        Code::Ok => "OK",
-        Code::Cancelled => "Canceled",
-        Code::Unknown => "Unknown",
-        Code::InvalidArgument => "InvalidArgument",
-        Code::DeadlineExceeded => "DeadlineExceeded",
-        Code::NotFound => "NotFound",
-        Code::AlreadyExists => "AlreadyExists",
-        Code::PermissionDenied => "PermissionDenied",
-        Code::ResourceExhausted => "ResourceExhausted",
-        Code::FailedPrecondition => "FailedPrecondition",
-        Code::Aborted => "Aborted",
-        Code::OutOfRange => "OutOfRange",
-        Code::Unimplemented => "Unimplemented",
-        Code::Internal => "Internal",
-        Code::Unavailable => "Unavailable",
-        Code::DataLoss => "DataLoss",
-        Code::Unauthenticated => "Unauthenticated",
     }
 }
 

@@ -16,8 +16,7 @@ use rustls::{CertificateError, DigitallySignedStruct, SignatureScheme};
 use super::fingerprint::Fingerprint;
 use super::wire::{Presented, Record};
 
-/// The common name of the certificate a node in maintenance mode presents.
-pub const MAINTENANCE_CN: &str = "maintenance-service.talos.dev";
+pub use talm_wire::api::MAINTENANCE_CN;
 
 fn is_maintenance_cert(end_entity: &CertificateDer<'_>) -> bool {
     use x509_parser::prelude::{FromDer, X509Certificate};

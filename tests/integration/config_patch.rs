@@ -3,10 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use serde_yaml_ng::Value;
+use talm::config::decode::decode_docs;
 use talm::config::encode::encode;
-use talm::config::patch::{
-    apply, decode_check, decode_docs, extract_deletes, load_patch, load_patches, Patch,
-};
+use talm::config::patch::{apply, decode_check, extract_deletes, load_patch, load_patches, Patch};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/talos")

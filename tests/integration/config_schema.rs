@@ -13,7 +13,7 @@ struct Schema {
 
 fn schema(version: &str) -> Schema {
     let text = std::fs::read_to_string(format!(
-        "{}/schemas/config.schema.{version}.json",
+        "{}/crates/wire/schemas/config.schema.{version}.json",
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap();

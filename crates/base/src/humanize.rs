@@ -207,6 +207,25 @@ pub fn file_mode(mode: u32) -> String {
     out
 }
 
+/// SI size text as Talos prints it (`34 GB`, `1.0 TB`, `512 MB`).
+pub fn pretty_size(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "kB", "MB", "GB", "TB", "PB"];
+    let mut v = bytes as f64;
+    let mut i = 0;
+    while v >= 1000.0 && i < UNITS.len() - 1 {
+        v /= 1000.0;
+        i += 1;
+    }
+    if i == 0 {
+        return format!("{bytes} B");
+    }
+    if v < 10.0 {
+        format!("{v:.1} {}", UNITS[i])
+    } else {
+        format!("{v:.0} {}", UNITS[i])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,5 +16,6 @@ pub mod netip;
 pub mod output;
 pub mod printable;
 pub mod progress;
+pub mod rt;
 pub mod tabwriter;
 pub mod yaml;

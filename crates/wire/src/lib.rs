@@ -3,9 +3,11 @@
 //! archives nodes stream (kubeconfig, Copy, support zips), cgroups, version contracts, and the
 //! keys and certificates in the forms Talos writes them.
 
+pub mod api;
 pub mod archive;
 pub mod bbolt;
 pub mod cgroups;
+pub mod config;
 pub mod contract;
 pub mod der;
 pub mod etcd_db;

@@ -283,6 +283,14 @@ pub fn check_certificate(pem: &str) -> Result<()> {
     Ok(())
 }
 
+/// Decodes a base64-of-PEM field back to PEM text.
+pub fn unb64(field: &str) -> Result<String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(field.trim())
+        .map_err(|e| anyhow!("not base64: {e}"))?;
+    String::from_utf8(bytes).map_err(|_| anyhow!("not PEM text"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

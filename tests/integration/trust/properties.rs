@@ -12,8 +12,9 @@ use proptest::test_runner::Config;
 use serde_json::Value as Json;
 use serde_yaml_ng::{Mapping, Value};
 
+use talm::config::decode::decode_docs;
 use talm::config::encode::encode;
-use talm::config::patch::{apply, decode_docs, load_patch, Patch};
+use talm::config::patch::{apply, load_patch, Patch};
 use talm::facts::Facts;
 use talm::project::modeline::{find, Modeline};
 use talm::project::strvals::{parse_into, typed, Typing};

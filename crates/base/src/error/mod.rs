@@ -96,6 +96,24 @@ pub fn rewrite(err: anyhow::Error, f: impl Fn(&str) -> String) -> anyhow::Error 
     .into()
 }
 
+/// Joins errors the way Talos (hashicorp multierror) prints them.
+pub fn multierror(errs: &[String]) -> String {
+    let head = if errs.len() == 1 {
+        "1 error occurred:".to_string()
+    } else {
+        format!("{} errors occurred:", errs.len())
+    };
+    let mut out = head;
+    out.push('\n');
+    for e in errs {
+        out.push_str("\t* ");
+        out.push_str(e);
+        out.push('\n');
+    }
+    out.push('\n');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -93,7 +93,7 @@ pub fn split(text: &str) -> Result<Vec<RawDoc>> {
             .lines()
             .position(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
         let Some(offset) = offset else { continue };
-        let value: Value = crate::yaml::from_str(&chunk).map_err(|e| {
+        let value: Value = talm_base::yaml::from_str(&chunk).map_err(|e| {
             let msg = e.to_string();
             let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
             match e.location() {
@@ -227,7 +227,7 @@ fn check_doc(doc: &Value) -> Result<()> {
     if let Some(unknown) = unknown_keys(doc, &Ty::Obj(def.to_string()))? {
         bail!(
             "unknown keys found during decoding:\n{}",
-            crate::yaml::to_string(&unknown)
+            talm_base::yaml::to_string(&unknown)
         );
     }
     Ok(())
@@ -504,6 +504,21 @@ pub fn scalar_text(v: &Value) -> String {
     }
 }
 
+/// Strict decode returning the documents (legacy document first).
+pub fn decode_docs(text: &str) -> Result<Vec<Value>> {
+    Ok(configs(decode(text, false)?))
+}
+
+/// The config documents of a decoded stream (`$patch: delete` ones left out).
+pub fn configs(docs: Vec<Doc>) -> Vec<Value> {
+    docs.into_iter()
+        .filter_map(|d| match d {
+            Doc::Config(v) => Some(v),
+            Doc::Delete(_) => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -519,7 +534,7 @@ mod tests {
             "- a\n",
         ];
         for text in streams {
-            let docs = crate::yaml::stream(text).unwrap();
+            let docs = talm_base::yaml::stream(text).unwrap();
             let decoded = decode_values(docs.clone(), false).map(|_| ());
             let checked = check_values(&docs);
             assert_eq!(
@@ -528,7 +543,7 @@ mod tests {
                 "{text}"
             );
         }
-        let dup = crate::yaml::stream(streams[3]).unwrap();
+        let dup = talm_base::yaml::stream(streams[3]).unwrap();
         assert!(check_values(&dup)
             .unwrap_err()
             .to_string()

@@ -9,7 +9,7 @@ use super::schema::{schema, Def, Field, Ty, Zero, LEGACY};
 /// Encodes config documents the way Talos does.
 pub fn encode(docs: &[Value]) -> String {
     docs.iter()
-        .map(|d| crate::yaml::to_string(&shape_doc(d)))
+        .map(|d| talm_base::yaml::to_string(&shape_doc(d)))
         .collect::<Vec<_>>()
         .join("---\n")
 }
