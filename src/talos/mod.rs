@@ -6,6 +6,7 @@ pub mod archive;
 pub mod bbolt;
 pub mod cgroups;
 pub mod client;
+pub mod clock;
 pub mod creds;
 pub mod diagnose;
 pub mod discovery;
