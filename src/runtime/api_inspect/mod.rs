@@ -18,9 +18,10 @@ use self::convert::*;
 use self::opts::{CgroupsOpts, ImagesOpts, KubeOpts, ListOpts, NetstatOpts, StatsOpts, UsageOpts};
 use super::api_talos::Node;
 use super::native;
-use crate::error::hinted;
+use crate::error::{hinted, local_write, Left};
 use crate::proto::{common, machine};
 use crate::talos::block_on;
+use crate::talos::extract::Unwritten;
 
 /// Writes to stdout; a closed pipe (the reader went away) ends the output quietly.
 struct Stdout {
@@ -87,11 +88,22 @@ impl std::fmt::Display for UnpackerDone {
 
 impl std::error::Error for UnpackerDone {}
 
+/// `e`, when it is a local write that failed while copying `path` (`extract::Unwritten`), named
+/// with the node, the path, the OS error and what was `left`.
+fn written_locally(n: &Node, path: &str, e: anyhow::Error, left: Left<'_>) -> anyhow::Error {
+    match e.chain().find_map(|c| c.downcast_ref::<Unwritten>()) {
+        Some(u) => local_write(&n.name, &format!("copy {path}"), &u.path, &u.error, left),
+        None => e,
+    }
+}
+
 /// Unpacks the node's tree at `path` into the local folder `dest`, as `talosctl copy` does. An
-/// archive that does not unpack ends the call at once, named as a damaged archive from the node.
+/// archive that does not unpack ends the call at once, named as a damaged archive from the node;
+/// a file that cannot be written here is named as such and removed.
 fn copy_to(n: &Node, path: &str, dest: &std::path::Path) -> Result<()> {
     let dest = dest.to_path_buf();
-    crate::talos::extract::prepare(&dest)?;
+    crate::talos::extract::prepare(&dest)
+        .map_err(|e| written_locally(n, path, e, Left::NothingSaved { dest: &dest }))?;
     let (tx, reader) = crate::talos::extract::chunks();
     // Set when the archive does not unpack: the call ends then, not at the stream's end.
     let failed = std::sync::Arc::new(tokio::sync::Notify::new());
@@ -127,6 +139,9 @@ fn copy_to(n: &Node, path: &str, dest: &std::path::Path) -> Result<()> {
         .join()
         .map_err(|_| anyhow!("the unpacking thread failed"))?;
     match (unpacked, streamed) {
+        (Err(e), _) if e.chain().any(|c| c.is::<Unwritten>()) => {
+            Err(written_locally(n, path, e, Left::FileRemoved { into: &dest }))
+        }
         (Err(e), _) => Err(hinted(
             format!(
                 "node {}: error copying: the archive the node sent does not unpack: {e:#}",
