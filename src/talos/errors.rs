@@ -92,6 +92,9 @@ pub struct NodeError {
     /// so what reports the error does not name the node again.
     pub node: String,
     pub message: String,
+    /// What went wrong (the node's status, or what talm saw) without the node and the call
+    /// the message starts with, for a message that names them its own way.
+    pub said: String,
     pub hints: Vec<String>,
 }
 
@@ -160,6 +163,7 @@ impl Site<'_> {
             kind,
             node: self.named.to_string(),
             message: format!("node {}: {}: {what}", self.node, self.call),
+            said: what.to_string(),
             hints: vec![hint.into()],
         }
         .into()
@@ -170,6 +174,7 @@ impl Site<'_> {
             kind,
             node: self.named.to_string(),
             message: format!("node {}: {}: {what}", self.node, self.call),
+            said: what.to_string(),
             hints: Vec::new(),
         }
         .into()
@@ -180,6 +185,7 @@ impl Site<'_> {
             kind: Kind::NotTalos(why),
             node: self.endpoint.to_string(),
             message: format!("node {} is not a Talos API: {what}", self.endpoint),
+            said: format!("it is not a Talos API: {what}"),
             hints: vec![NOT_TALOS_HINT.into()],
         }
         .into()

@@ -290,3 +290,65 @@ fn a_node_refusing_a_valid_client_certificate_as_expired_names_the_clocks() {
     );
     assert_eq!(o.code, 1);
 }
+
+/// A Copy call the node refuses (maintenance mode, a path that is not there, a role without the
+/// right) is said as the node's refusal, with the path and the node's words: not as a damaged
+/// archive.
+#[test]
+fn cp_names_a_copy_call_the_node_refused() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = project_for(&ip);
+    let refused = |path: &str, why: &str, hint: &str| {
+        format!("Error: node {ip}: the node refused to copy {path}: {why}; nothing was copied into out\nhint: {hint}\n")
+    };
+    let o = d.talm(["cp", "/etc/ssl", "out", "-n", &ip, "-i"]).run();
+    assert_eq!(
+        o.stderr,
+        refused(
+            "/etc/ssl",
+            "not authorized",
+            "the node is in maintenance mode, where only reads and applying a config are allowed: apply one first (`talm apply -i`), then talk to it with the talosconfig (without -i)"
+        )
+    );
+    assert_eq!(o.code, 1);
+
+    nodes.configure(&d, &ip);
+    let o = d
+        .talm(["cp", "/nope/x", "out", "-f", "nodes/node1.yaml"])
+        .run();
+    assert_eq!(
+        o.stderr,
+        refused(
+            "/nope/x",
+            "rpc error: code = Unknown desc = lstat /nope/x: no such file or directory",
+            "check the path on the node: `talm list /nope` shows what is there"
+        )
+    );
+    let o = d.talm(["cp", "etc", "out", "-f", "nodes/node1.yaml"]).run();
+    assert_eq!(
+        o.stderr,
+        refused(
+            "etc",
+            "rpc error: code = Unknown desc = path is not absolute etc",
+            "paths on the node start at its root: give /etc"
+        )
+    );
+
+    d.write(
+        "talosconfig",
+        &talosconfig(&d, &["os:reader"], OffsetDateTime::now_utc()),
+    );
+    let o = d
+        .talm(["cp", "/etc/ssl", "out", "-f", "nodes/node1.yaml"])
+        .run();
+    assert_eq!(
+        o.stderr,
+        refused(
+            "/etc/ssl",
+            "not authorized",
+            "the talosconfig's client certificate lacks the role this call needs (os:admin for changes and secrets): regenerate it with `talm talosconfig`"
+        )
+    );
+    assert_eq!(o.code, 1);
+}
