@@ -6,7 +6,7 @@
 //! `cluster_health(#{...})`): one map per check with its last state.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
@@ -17,7 +17,7 @@ use super::native;
 use super::node_opts::TargetsOpts;
 use super::opts::options;
 use super::session::Session;
-use crate::error::hinted;
+use crate::error::{hinted, local_write, Left};
 use crate::proto::machine;
 use crate::talos::client::EtcdDowngrade;
 use crate::talos::{block_on, snapshot};
@@ -143,10 +143,20 @@ fn info_map(i: &snapshot::Info) -> Map {
     r
 }
 
-/// Streams the snapshot into `<path>.part` (0600), syncs, checks the length rule, renames.
+/// Streams the snapshot into `<path>.part` (0600), syncs, checks the length rule, renames. A
+/// local write that fails names the node, the path and the OS error, and says the partial file
+/// is removed.
 fn snapshot_to(session: &Session, n: &Node, path: &str) -> Result<Map> {
     let dest = allowed(session, path, "n.etcd_snapshot")?;
     let part = PathBuf::from(format!("{}.part", dest.display()));
+    // Paths as the user gave them, for messages.
+    let (said, said_part) = (Path::new(path), PathBuf::from(format!("{path}.part")));
+    let removed = Left::PartRemoved {
+        part: &said_part,
+        dest: said,
+    };
+    let unwritten =
+        |at: &Path, e: &std::io::Error, left| local_write(&n.name, "etcd snapshot", at, e, left);
     // Removed on every way out: an error, a panic, or SIGINT/SIGTERM/SIGHUP mid-stream.
     let guard = super::scratch::Guard::new(part.clone());
     let written = (|| -> Result<u64> {
@@ -158,12 +168,14 @@ fn snapshot_to(session: &Session, n: &Node, path: &str) -> Result<Map> {
                 .truncate(true)
                 .mode(0o600)
                 .open(&part)
-                .map_err(|e| anyhow!("error creating temporary file: {e}"))?
+                .map_err(|e| unwritten(&said_part, &e, Left::NothingSaved { dest: said }))?
         };
         // No etcd database is larger than etcd's largest quota: an endless stream is cut there.
         let quota = crate::input::Kind::Snapshot.limit();
         let mut received = 0u64;
-        n.with(|c| {
+        // The first local write that failed: it, not the call it ended, is what to report.
+        let mut failed: Option<std::io::Error> = None;
+        let streamed = n.with(|c| {
             block_on(c.etcd_snapshot(|b| {
                 received += b.len() as u64;
                 if received > quota {
@@ -172,12 +184,19 @@ fn snapshot_to(session: &Session, n: &Node, path: &str) -> Result<Map> {
                         "check the node: a real etcd snapshot is at most the size of its database",
                     ));
                 }
-                f.write_all(b)
-                    .map_err(|e| anyhow!("error writing snapshot: {e}"))
+                f.write_all(b).map_err(|e| {
+                    let stop = anyhow!("error writing snapshot: {e}");
+                    failed = Some(e);
+                    stop
+                })
             }))
-        })
-        .map_err(|e| anyhow!("error reading: {e:#}"))?;
-        f.sync_all()?;
+        });
+        if let Some(e) = failed {
+            return Err(unwritten(&said_part, &e, removed));
+        }
+        streamed.map_err(|e| anyhow!("error reading: {e:#}"))?;
+        f.sync_all()
+            .map_err(|e| unwritten(&said_part, &e, removed))?;
         let size = f.metadata()?.len();
         drop(f);
         let bytes = std::fs::read(&part)?;
@@ -190,7 +209,7 @@ fn snapshot_to(session: &Session, n: &Node, path: &str) -> Result<Map> {
                 "check etcd on the node (`talm etcd status`, `talm service etcd`), then take the snapshot again",
             )
         })?;
-        std::fs::rename(&part, &dest)?;
+        std::fs::rename(&part, &dest).map_err(|e| unwritten(said, &e, removed))?;
         Ok(size)
     })();
     drop(guard);

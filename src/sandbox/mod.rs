@@ -330,6 +330,7 @@ fn convert(err: EvalAltResult, script: &str, limits: Option<&Limits>) -> anyhow:
                 Some(NodeFailure { kind, node }) => crate::talos::errors::NodeError {
                     kind,
                     node,
+                    said: h.message.clone(),
                     message: h.message,
                     hints: h.hints,
                 }

@@ -1,6 +1,7 @@
 //! A simulated node's TLS: the maintenance certificate (fresh self-signed Ed25519 chain, no
 //! client auth), the normal-mode server certificate issued by the applied `machine.ca`, and the
-//! client verifier that requires a certificate from that CA with client-auth-only usage.
+//! client verifier that requires a certificate from that CA with client-auth-only usage. Both
+//! certificates and client certificates are dated by the node's clock (`super::skew`).
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use rustls::{
 use time::{Duration, OffsetDateTime};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
+use super::skew::Skew;
 use talm_wire::pki::unb64;
 use talm_wire::pki::{self, KeyKind, PrivateKey};
 
@@ -80,9 +82,13 @@ fn der_of(pem: &str) -> Result<CertificateDer<'static>> {
 }
 
 /// Maintenance mode: a fresh self-signed Ed25519 root (empty subject) and a leaf
-/// `CN=maintenance-service.talos.dev` for the node IPs, 127.0.0.1 and ::1.
-pub fn maintenance(ips: &[IpAddr], hostname: Option<&str>) -> Result<ServerIdentity> {
-    let now = OffsetDateTime::now_utc();
+/// `CN=maintenance-service.talos.dev` for the node IPs, 127.0.0.1 and ::1, issued at `now`
+/// (the node's clock).
+pub fn maintenance(
+    ips: &[IpAddr],
+    hostname: Option<&str>,
+    now: OffsetDateTime,
+) -> Result<ServerIdentity> {
     let ca_key = PrivateKey::generate(KeyKind::Ed25519)?;
     let mut ca = CertificateParams::default();
     ca.distinguished_name = DistinguishedName::new();
@@ -115,15 +121,15 @@ pub fn maintenance(ips: &[IpAddr], hostname: Option<&str>) -> Result<ServerIdent
 }
 
 /// Normal mode: a leaf issued by the config's OS CA, CN = hostname, SANs = node IPs,
-/// certSANs and 127.0.0.1, server-auth only.
+/// certSANs and 127.0.0.1, server-auth only, issued at `now` (the node's clock).
 pub fn issued(
     ca_crt_b64: &str,
     ca_key_b64: &str,
     ips: &[IpAddr],
     hostname: &str,
     cert_sans: &[String],
+    now: OffsetDateTime,
 ) -> Result<ServerIdentity> {
-    let now = OffsetDateTime::now_utc();
     let ca_pem = unb64(ca_crt_b64).context("machine.ca.crt")?;
     let ca_key = PrivateKey::from_pem(&unb64(ca_key_b64).context("machine.ca.key")?)
         .context("machine.ca.key")?;
@@ -163,9 +169,14 @@ pub fn maintenance_config(id: &ServerIdentity) -> Result<ServerConfig> {
     Ok(cfg)
 }
 
-/// TLS for normal mode: a client certificate from one of `client_cas_b64` is required, and its
-/// extended key usage must be exactly client auth (as apid checks).
-pub fn mutual_config(id: &ServerIdentity, client_cas_b64: &[String]) -> Result<ServerConfig> {
+/// TLS for normal mode: a client certificate from one of `client_cas_b64` is required, valid
+/// at the node's time (`skew` off this machine's), and its extended key usage must be exactly
+/// client auth (as apid checks).
+pub fn mutual_config(
+    id: &ServerIdentity,
+    client_cas_b64: &[String],
+    skew: Skew,
+) -> Result<ServerConfig> {
     let mut roots = RootCertStore::empty();
     for ca in client_cas_b64 {
         roots.add(der_of(&unb64(ca)?)?).context("accepted CA")?;
@@ -175,20 +186,25 @@ pub fn mutual_config(id: &ServerIdentity, client_cas_b64: &[String]) -> Result<S
         .context("client verifier")?;
     let mut cfg = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()?
-        .with_client_cert_verifier(Arc::new(ClientAuthOnly(inner)))
+        .with_client_cert_verifier(Arc::new(ClientAuthOnly { inner, skew }))
         .with_single_cert(id.chain.clone(), key_der(&id.key))?;
     cfg.alpn_protocols = vec![b"h2".to_vec()];
     resumption(&mut cfg)?;
     Ok(cfg)
 }
 
-/// Wraps the WebPKI verifier with apid's check that leaf EKU is exactly `[ClientAuth]`.
+/// Wraps the WebPKI verifier with apid's check that leaf EKU is exactly `[ClientAuth]`, and
+/// judges validity by the node's clock. A certificate outside its window is refused with the
+/// alert `certificate_expired`, as Go's TLS server does.
 #[derive(Debug)]
-struct ClientAuthOnly(Arc<dyn ClientCertVerifier>);
+struct ClientAuthOnly {
+    inner: Arc<dyn ClientCertVerifier>,
+    skew: Skew,
+}
 
 impl ClientCertVerifier for ClientAuthOnly {
     fn root_hint_subjects(&self) -> &[RDn] {
-        self.0.root_hint_subjects()
+        self.inner.root_hint_subjects()
     }
 
     fn verify_client_cert(
@@ -197,7 +213,9 @@ impl ClientCertVerifier for ClientAuthOnly {
         intermediates: &[CertificateDer<'_>],
         now: UnixTime,
     ) -> Result<ClientCertVerified, rustls::Error> {
-        let ok = self.0.verify_client_cert(end_entity, intermediates, now)?;
+        let ok = self
+            .inner
+            .verify_client_cert(end_entity, intermediates, self.skew.shift(now))?;
         let (_, cert) = X509Certificate::from_der(end_entity)
             .map_err(|_| rustls::Error::General("unparseable client certificate".into()))?;
         let client_only = matches!(cert.extended_key_usage(), Ok(Some(eku)) if eku.value.client_auth && !eku.value.server_auth && !eku.value.any && eku.value.other.is_empty() && !eku.value.code_signing && !eku.value.email_protection && !eku.value.time_stamping && !eku.value.ocsp_signing);
@@ -216,7 +234,7 @@ impl ClientCertVerifier for ClientAuthOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        self.inner.verify_tls12_signature(message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -225,11 +243,11 @@ impl ClientCertVerifier for ClientAuthOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        self.inner.verify_tls13_signature(message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.inner.supported_verify_schemes()
     }
 }
 

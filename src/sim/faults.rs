@@ -44,6 +44,11 @@ pub struct Faults {
     /// A data stream replaced by a made-up one: endless, slow, or silent (`super::flood`).
     #[serde(default)]
     pub flood: Option<super::flood::Flood>,
+    /// The node's clock is off by this much (`-48h`, `+10y`): its server certificate is issued
+    /// for its time, and it refuses client certificates outside it (`super::skew`). Takes
+    /// effect at the node's next boot.
+    #[serde(default)]
+    pub clock_skew: Option<super::skew::Skew>,
 }
 
 /// A Go duration read from its text; bad text is an error serde places at its key and line.
@@ -101,6 +106,11 @@ impl Faults {
             }
         }
         Ok(())
+    }
+
+    /// How far the node's clock is off (zero without the fault).
+    pub fn skew(&self) -> super::skew::Skew {
+        self.clock_skew.unwrap_or_default()
     }
 
     pub fn delay(&self) -> Duration {

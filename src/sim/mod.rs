@@ -34,6 +34,7 @@ pub mod reload;
 pub mod serve;
 pub mod server;
 pub mod service;
+pub mod skew;
 pub mod state;
 pub mod store;
 pub mod unhealthy;

@@ -290,8 +290,13 @@ impl Node {
             (st.config.clone(), st.hostname(&self.spec.hardware))
         };
         let ips = [self.spec.addr];
+        let skew = self.faults().skew();
         let Some(cfg) = config else {
-            return certs::maintenance_config(&certs::maintenance(&ips, host.as_deref())?);
+            return certs::maintenance_config(&certs::maintenance(
+                &ips,
+                host.as_deref(),
+                skew.now(),
+            )?);
         };
         let (crt, mut key) = cfg.machine_ca();
         if key.is_empty() {
@@ -304,10 +309,10 @@ impl Node {
                 .ok_or_else(|| anyhow::anyhow!("no control plane of this cluster is up to sign the server certificate (trustd)"))?;
         }
         let host = host.unwrap_or_else(|| self.name());
-        let id = certs::issued(&crt, &key, &ips, &host, &cfg.cert_sans())?;
+        let id = certs::issued(&crt, &key, &ips, &host, &cfg.cert_sans(), skew.now())?;
         let mut cas = vec![crt];
         cas.extend(cfg.accepted_cas());
-        certs::mutual_config(&id, &cas)
+        certs::mutual_config(&id, &cas, skew)
     }
 
     /// Version as the API answers it: Talos before 1.13 does not implement it in maintenance

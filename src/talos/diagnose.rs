@@ -102,6 +102,7 @@ fn dial_failure(site: Site, f: &Facts, d: &Dial) -> anyhow::Error {
                 "the node may not be the machine you mean (or it rebooted: a maintenance node makes a new certificate every boot); check its console for the fingerprint and pass that one with --cert-fingerprint",
             )
         }
+        Some(Presented::OutOfTime(w)) => return super::clock::server_cert(site, w),
         Some(Presented::Invalid(e)) => {
             return site.error(
                 Kind::BadServerCert,
@@ -124,11 +125,7 @@ fn dial_failure(site: Site, f: &Facts, d: &Dial) -> anyhow::Error {
             not_maintenance(site)
         }
         Dial::Closed if !mtls && f.asked_for_client_cert => not_maintenance(site),
-        Dial::Alert(a) if cert_alert(*a) => site.error(
-            Kind::ClientCertRejected,
-            format!("the node rejected the client certificate (TLS alert {a:?})"),
-            REGEN_HINT,
-        ),
+        Dial::Alert(a) if cert_alert(*a) => rejected(site, *a, format!("TLS alert {a:?}")),
         Dial::Closed => site.error(
             Kind::Handshake,
             "the node closed the connection during the TLS handshake",
@@ -148,6 +145,19 @@ fn dial_failure(site: Site, f: &Facts, d: &Dial) -> anyhow::Error {
             site.error(Kind::Unreachable, "cannot connect", UNREACHABLE_HINT)
         }
     }
+}
+
+/// The node refused the client certificate with alert `a` (`how` says how it was seen): by
+/// its clock when the alert is `certificate_expired`, else as a certificate of another cluster.
+fn rejected(site: Site, a: AlertDescription, how: String) -> anyhow::Error {
+    if a == AlertDescription::CertificateExpired {
+        return super::clock::client_cert_expired(site);
+    }
+    site.error(
+        Kind::ClientCertRejected,
+        format!("the node rejected the client certificate ({how})"),
+        REGEN_HINT,
+    )
 }
 
 fn handshake_hint(site: Site) -> &'static str {
@@ -209,20 +219,16 @@ fn explain(site: Site, f: &Facts) -> Option<anyhow::Error> {
     }
     let end = f.ended.as_ref()?;
     Some(match (end, f.second_look) {
-        (End::Alert(a), _) if !site.insecure && cert_alert(*a) => site.error(
-            Kind::ClientCertRejected,
-            format!("the node rejected the client certificate (TLS alert {a:?})"),
-            REGEN_HINT,
-        ),
+        (End::Alert(a), _) if !site.insecure && cert_alert(*a) => {
+            rejected(site, *a, format!("TLS alert {a:?}"))
+        }
         (End::Alert(AlertDescription::CertificateRequired), _) if site.insecure => {
             not_maintenance(site)
         }
-        (_, Some(SecondLook::Alert(a))) if !site.insecure && cert_alert(a) => site.error(
-            Kind::ClientCertRejected,
-            format!(
-                "the node rejected the client certificate (it closed the connection, and answered a second one with TLS alert {a:?})"
-            ),
-            REGEN_HINT,
+        (_, Some(SecondLook::Alert(a))) if !site.insecure && cert_alert(a) => rejected(
+            site,
+            a,
+            format!("it closed the connection, and answered a second one with TLS alert {a:?}"),
         ),
         (end, _) => cut(site, f, &end_text(end)),
     })

@@ -53,6 +53,7 @@ impl Site<'_> {
             kind,
             node: self.named.to_string(),
             message: format!("node {}: {}: {what}", self.node, self.call),
+            said: what.to_string(),
             hints: vec![hint.into()],
         }
         .into()
@@ -63,6 +64,7 @@ impl Site<'_> {
             kind,
             node: self.named.to_string(),
             message: format!("node {}: {}: {what}", self.node, self.call),
+            said: what.to_string(),
             hints: Vec::new(),
         }
         .into()
@@ -73,6 +75,7 @@ impl Site<'_> {
             kind: Kind::NotTalos(why),
             node: self.endpoint.to_string(),
             message: format!("node {} is not a Talos API: {what}", self.endpoint),
+            said: format!("it is not a Talos API: {what}"),
             hints: vec![NOT_TALOS_HINT.into()],
         }
         .into()

@@ -65,14 +65,12 @@ fn all_failed(target: Option<&str>, failures: &[(&String, anyhow::Error)]) -> an
         _ => Kind::Unreachable,
     };
     hints.push("each endpoint was tried in order; remove the ones that are gone with -e or in the talosconfig context".into());
+    let said = format!("no endpoint answered: {}", parts.join("; "));
     NodeError {
         kind,
         node: node.to_string(),
-        message: format!(
-            "node {node}: {}: no endpoint answered: {}",
-            errors::CONNECT,
-            parts.join("; ")
-        ),
+        message: format!("node {node}: {}: {said}", errors::CONNECT),
+        said,
         hints,
     }
     .into()

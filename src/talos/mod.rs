@@ -5,6 +5,7 @@ pub use talm_base::{address, duration, humanize, jsonpath, tabwriter};
 pub use talm_wire::{archive, bbolt, cgroups, etcd_db, extract, fingerprint, snapshot};
 
 pub mod client;
+pub mod clock;
 pub mod creds;
 pub mod diagnose;
 pub mod discovery;

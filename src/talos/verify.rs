@@ -86,9 +86,18 @@ fn build_ca_verifier(ca_pem: &str) -> Result<Arc<WebPkiServerVerifier>> {
         .map_err(|e| unusable(e.to_string()))
 }
 
-/// What a failed CA check says about the certificate.
-fn presented(err: &rustls::Error) -> Presented {
+/// What a failed CA check of `cert` at `now` says about the certificate.
+fn presented(err: &rustls::Error, cert: &CertificateDer<'_>, now: UnixTime) -> Presented {
     match err {
+        rustls::Error::InvalidCertificate(
+            CertificateError::Expired
+            | CertificateError::ExpiredContext { .. }
+            | CertificateError::NotValidYet
+            | CertificateError::NotValidYetContext { .. },
+        ) => match super::clock::Window::outside(cert, now) {
+            Some(w) => Presented::OutOfTime(w),
+            None => Presented::Invalid(err.to_string()),
+        },
         rustls::Error::InvalidCertificate(
             CertificateError::UnknownIssuer | CertificateError::BadSignature,
         ) => Presented::ForeignIssuer,
@@ -187,7 +196,7 @@ impl ServerCertVerifier for NodeVerifier {
                         Ok(v)
                     }
                     Err(e) => {
-                        self.note(presented(&e));
+                        self.note(presented(&e, end_entity, now));
                         Err(e)
                     }
                 }
@@ -303,6 +312,7 @@ mod tests {
                 &[ip],
                 "node",
                 &[],
+                now,
             )
             .unwrap();
             id.chain[0].clone()

@@ -40,7 +40,9 @@ pub enum Presented {
     ForeignIssuer,
     /// A certificate of the CA that does not list the address.
     WrongName,
-    /// A certificate of the CA with another problem (expired, wrong usage...).
+    /// A certificate of the CA outside its validity window by this machine's clock.
+    OutOfTime(super::clock::Window),
+    /// A certificate of the CA with another problem (wrong usage...).
     Invalid(String),
     /// In maintenance mode: a certificate that is not a maintenance node's (judged once the
     /// handshake has shown the rest).

@@ -30,6 +30,7 @@ mod init_create;
 mod init_crypt;
 mod init_update;
 mod inspect;
+mod local_writes;
 mod migrate;
 mod node_commands;
 mod node_faults;

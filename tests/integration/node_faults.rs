@@ -3,11 +3,13 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::sim::{template_node, Nodes};
+use crate::common::sim::{server_cert, template_node, Nodes};
 use crate::common::{net, Dir};
 use talm::secrets::bundle::Bundle;
 use talm::sim::faults::Faults;
+use talm::sim::skew::Skew;
 use time::OffsetDateTime;
+use x509_parser::prelude::{FromDer, X509Certificate};
 
 /// A project with nodes/node1.yaml rendered from the maintenance node at `ip`.
 fn project_for(ip: &str) -> Dir {
@@ -207,4 +209,146 @@ out(kind_of(|| fail("plain")) + "|\n");
     );
     let o = d.talm(["run", "kinds.rhai"]).ok();
     assert_eq!(o.stdout, "refused\nin-maintenance\n|\n");
+}
+
+/// What talm says of clocks that are off.
+const CLOCK_HINT: &str = "hint: the node's clock or this machine's clock is off: check the time on this machine (`date -u`) and on the node (its console), and that both keep time by NTP (the node's machine.time.servers)";
+
+/// Unix seconds as the messages print them.
+fn stamp(secs: i64) -> String {
+    let t = OffsetDateTime::from_unix_timestamp(secs).unwrap();
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
+}
+
+/// A configured node at a fresh address whose clock is off by `skew`, and its project.
+fn skewed_node(skew: &str) -> (String, Nodes, Dir) {
+    let ip = net::addr();
+    let skew = Skew::parse(skew).unwrap();
+    let nodes = Nodes::start(&[&ip], |s| s.faults.clock_skew = Some(skew));
+    let d = project_for(&ip);
+    nodes.configure(&d, &ip);
+    (ip, nodes, d)
+}
+
+/// A node whose clock is off presents a certificate outside its window by this machine's
+/// clock: talm names the window and the time here, and points at the clocks, not at the
+/// talosconfig.
+#[test]
+fn a_node_certificate_outside_its_window_names_it_and_the_clocks() {
+    for (skew, state, was) in [
+        ("+10y", "is not valid yet", "is"),
+        ("-48h", "has expired", "was"),
+    ] {
+        let (ip, _nodes, d) = skewed_node(skew);
+        let der = server_cert(&ip);
+        let (_, cert) = X509Certificate::from_der(&der).unwrap();
+        let window = cert.validity();
+        let before = OffsetDateTime::now_utc().unix_timestamp();
+        let o = d.talm(["version", "-f", "nodes/node1.yaml"]).run();
+        let after = OffsetDateTime::now_utc().unix_timestamp();
+        assert_eq!(o.code, 1, "{}", o.stderr);
+        // The time here is when talm checked, between the two readings around its run.
+        let here = (before..=after)
+            .map(stamp)
+            .find(|t| o.stderr.contains(&format!("the time here is {t}\n")))
+            .unwrap_or_else(|| panic!("no time between the readings in:\n{}", o.stderr));
+        assert_eq!(
+            o.stderr,
+            format!(
+                "Error: node {ip}: connect: the node's certificate {state}: it {was} valid from {} to {}, and the time here is {here}\n{CLOCK_HINT}; a node dates its certificate by its own clock, so a new talosconfig does not help\n",
+                stamp(window.not_before.timestamp()),
+                stamp(window.not_after.timestamp()),
+            ),
+            "{skew}"
+        );
+    }
+}
+
+/// A node whose clock is behind refuses a client certificate issued since by its time, with
+/// the alert Go's TLS server sends (certificate_expired): talm says the certificate is valid
+/// here, so a clock is off.
+#[test]
+fn a_node_refusing_a_valid_client_certificate_as_expired_names_the_clocks() {
+    let (ip, _nodes, d) = skewed_node("-2h");
+    // The node's own certificate is valid here (issued two hours ago for a day).
+    let issued = OffsetDateTime::now_utc() - time::Duration::minutes(1);
+    d.write("talosconfig", &talosconfig(&d, &["os:admin"], issued));
+    let o = d.talm(["version", "-f", "nodes/node1.yaml"]).run();
+    assert_eq!(
+        o.stderr,
+        format!(
+            "Error: node {ip}: Version: the node rejected the client certificate as expired or not valid yet (TLS alert CertificateExpired), though it is valid by this machine's clock\n{CLOCK_HINT}\n"
+        )
+    );
+    assert_eq!(o.code, 1);
+}
+
+/// A Copy call the node refuses (maintenance mode, a path that is not there, a role without the
+/// right) is said as the node's refusal, with the path and the node's words: not as a damaged
+/// archive.
+#[test]
+fn cp_names_a_copy_call_the_node_refused() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = project_for(&ip);
+    let refused = |path: &str, why: &str, hint: &str| {
+        format!("Error: node {ip}: the node refused to copy {path}: {why}; nothing was copied into out\nhint: {hint}\n")
+    };
+    let o = d.talm(["cp", "/etc/ssl", "out", "-n", &ip, "-i"]).run();
+    assert_eq!(
+        o.stderr,
+        refused(
+            "/etc/ssl",
+            "not authorized",
+            "the node is in maintenance mode, where only reads and applying a config are allowed: apply one first (`talm apply -i`), then talk to it with the talosconfig (without -i)"
+        )
+    );
+    assert_eq!(o.code, 1);
+
+    nodes.configure(&d, &ip);
+    let o = d
+        .talm(["cp", "/nope/x", "out", "-f", "nodes/node1.yaml"])
+        .run();
+    assert_eq!(
+        o.stderr,
+        refused(
+            "/nope/x",
+            "rpc error: code = Unknown desc = lstat /nope/x: no such file or directory",
+            "check the path on the node: `talm list /nope` shows what is there"
+        )
+    );
+    let o = d.talm(["cp", "etc", "out", "-f", "nodes/node1.yaml"]).run();
+    assert_eq!(
+        o.stderr,
+        refused(
+            "etc",
+            "rpc error: code = Unknown desc = path is not absolute etc",
+            "paths on the node start at its root: give /etc"
+        )
+    );
+
+    d.write(
+        "talosconfig",
+        &talosconfig(&d, &["os:reader"], OffsetDateTime::now_utc()),
+    );
+    let o = d
+        .talm(["cp", "/etc/ssl", "out", "-f", "nodes/node1.yaml"])
+        .run();
+    assert_eq!(
+        o.stderr,
+        refused(
+            "/etc/ssl",
+            "not authorized",
+            "the talosconfig's client certificate lacks the role this call needs (os:admin for changes and secrets): regenerate it with `talm talosconfig`"
+        )
+    );
+    assert_eq!(o.code, 1);
 }

@@ -39,10 +39,81 @@ pub fn prepare(dest: &Path) -> Result<()> {
             "give a folder to unpack into, or `-` to write the .tar.gz to stdout",
         )),
         Ok(_) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => fs::create_dir_all(dest)
-            .with_context(|| format!("error creating local path {:?}", dest.display().to_string())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::create_dir_all(dest).map_err(not_made(dest, || {
+                format!("error creating local path {:?}", dest.display().to_string())
+            }))
+        }
         Err(e) => Err(anyhow!("failed to stat local path: {e}")),
     }
+}
+
+/// A local write that failed while unpacking: the path and the OS error. A file whose data
+/// could not be written is removed again.
+#[derive(Debug)]
+pub struct Unwritten {
+    pub path: PathBuf,
+    pub error: io::Error,
+}
+
+impl std::fmt::Display for Unwritten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot write {:?}: {}",
+            self.path.display().to_string(),
+            self.error
+        )
+    }
+}
+
+impl std::error::Error for Unwritten {}
+
+/// Making `path` failed: a full disk, no permission, a read-only file system or the size
+/// limit is `Unwritten`; anything else (an entry that exists already) is said by `what`.
+fn not_made<'a>(
+    path: &'a Path,
+    what: impl FnOnce() -> String + 'a,
+) -> impl FnOnce(io::Error) -> anyhow::Error + 'a {
+    move |e| match e.kind() {
+        io::ErrorKind::StorageFull
+        | io::ErrorKind::QuotaExceeded
+        | io::ErrorKind::PermissionDenied
+        | io::ErrorKind::ReadOnlyFilesystem
+        | io::ErrorKind::FileTooLarge => unwritten(path)(e),
+        _ => anyhow!(e).context(what()),
+    }
+}
+
+fn unwritten(path: &Path) -> impl FnOnce(io::Error) -> anyhow::Error + '_ {
+    move |error| {
+        Unwritten {
+            path: path.to_path_buf(),
+            error,
+        }
+        .into()
+    }
+}
+
+/// Copies an entry's data into `f`: a read that fails is the archive's fault, a write that
+/// fails is this machine's (`Unwritten`).
+fn fill(entry: &mut impl Read, f: &mut fs::File, path: &Path) -> Result<()> {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match entry.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(anyhow!(
+                    "error copying data to {:?}: {e}",
+                    path.display().to_string()
+                ))
+            }
+        };
+        f.write_all(&buf[..n]).map_err(unwritten(path))?;
+    }
+    f.flush().map_err(unwritten(path))
 }
 
 /// Whether `rel` under `dest` passes through a symbolic link.
@@ -84,9 +155,9 @@ pub fn unpack(dest: &Path, r: impl Read) -> Result<()> {
         match entry.header().entry_type() {
             tar::EntryType::Directory => {
                 let mode = mode | 0o700;
-                fs::create_dir(&path).with_context(|| {
+                fs::create_dir(&path).map_err(not_made(&path, || {
                     format!("error creating directory {:?}", path.display().to_string())
-                })?;
+                }))?;
                 fs::set_permissions(&path, fs::Permissions::from_mode(mode)).with_context(
                     || format!("error updating mode for {:?}", path.display().to_string()),
                 )?;
@@ -96,12 +167,12 @@ pub fn unpack(dest: &Path, r: impl Read) -> Result<()> {
                     .link_name_bytes()
                     .map(|b| String::from_utf8_lossy(&b).into_owned())
                     .unwrap_or_default();
-                std::os::unix::fs::symlink(&target, &path).with_context(|| {
+                std::os::unix::fs::symlink(&target, &path).map_err(not_made(&path, || {
                     format!(
                         "error creating symlink {:?} -> {target:?}",
                         path.display().to_string()
                     )
-                })?;
+                }))?;
             }
             _ => {
                 let mut f = fs::OpenOptions::new()
@@ -109,13 +180,14 @@ pub fn unpack(dest: &Path, r: impl Read) -> Result<()> {
                     .create_new(true)
                     .mode(mode)
                     .open(&path)
-                    .with_context(|| {
+                    .map_err(not_made(&path, || {
                         format!("error creating file {:?}", path.display().to_string())
-                    })?;
-                io::copy(&mut entry, &mut f).with_context(|| {
-                    format!("error copying data to {:?}", path.display().to_string())
-                })?;
-                f.flush()?;
+                    }))?;
+                if let Err(e) = fill(&mut entry, &mut f, &path) {
+                    drop(f);
+                    let _ = fs::remove_file(&path);
+                    return Err(e);
+                }
                 fs::set_permissions(&path, fs::Permissions::from_mode(mode)).with_context(
                     || format!("error updating mode for {:?}", path.display().to_string()),
                 )?;

@@ -6,6 +6,7 @@
 //! talosctl's tables do.
 
 mod convert;
+mod copy;
 mod opts;
 mod text;
 
@@ -73,73 +74,6 @@ fn copy_blob(n: &Node, path: &str) -> Result<Blob> {
 fn copy_out(n: &Node, path: &str) -> Result<()> {
     let mut out = Stdout { closed: false };
     n.with(|c| block_on(c.copy(path, |b| out.write(b))))
-}
-
-/// The unpacker ended, so the stream feeding it is stopped.
-#[derive(Debug)]
-struct UnpackerDone;
-
-impl std::fmt::Display for UnpackerDone {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the unpacker stopped reading")
-    }
-}
-
-impl std::error::Error for UnpackerDone {}
-
-/// Unpacks the node's tree at `path` into the local folder `dest`, as `talosctl copy` does. An
-/// archive that does not unpack ends the call at once, named as a damaged archive from the node.
-fn copy_to(n: &Node, path: &str, dest: &std::path::Path) -> Result<()> {
-    let dest = dest.to_path_buf();
-    crate::talos::extract::prepare(&dest)?;
-    let (tx, reader) = crate::talos::extract::chunks();
-    // Set when the archive does not unpack: the call ends then, not at the stream's end.
-    let failed = std::sync::Arc::new(tokio::sync::Notify::new());
-    let unpacking = {
-        let dest = dest.clone();
-        let failed = failed.clone();
-        std::thread::spawn(move || {
-            let r = crate::talos::extract::unpack(&dest, reader);
-            if r.is_err() {
-                failed.notify_one();
-            }
-            r
-        })
-    };
-    let streamed = n.with(|c| {
-        let failed = failed.clone();
-        let tx = tx.clone();
-        block_on(async move {
-            let copying = c.copy(path, |b| {
-                // After the archive's end the rest is read (the node may report problems
-                // after its data) and dropped.
-                let _ = tx.send(b.to_vec());
-                Ok(())
-            });
-            tokio::select! {
-                r = copying => r,
-                () = failed.notified() => Err(anyhow::Error::new(UnpackerDone)),
-            }
-        })
-    });
-    drop(tx);
-    let unpacked = unpacking
-        .join()
-        .map_err(|_| anyhow!("the unpacking thread failed"))?;
-    match (unpacked, streamed) {
-        (Err(e), _) => Err(hinted(
-            format!(
-                "node {}: error copying: the archive the node sent does not unpack: {e:#}",
-                n.name
-            ),
-            format!(
-                "what was unpacked before it stays in {}; retry, or look at the node's files with `talm list {path}`",
-                dest.display()
-            ),
-        )),
-        (Ok(()), Err(e)) if e.chain().any(|c| c.is::<UnpackerDone>()) => Ok(()),
-        (Ok(()), streamed) => streamed,
-    }
 }
 
 fn netstat_request(o: &NetstatOpts) -> Result<machine::NetstatRequest> {
@@ -389,7 +323,7 @@ pub fn register(engine: &mut Engine, session: &super::Session) {
         .register_into_engine(engine, {
             let s = session.clone();
             move |n: &mut Node, path: &str, dest: &str| {
-                native(|| copy_to(n, path, &s.local_path("copy_to", dest)?))
+                native(|| copy::copy_to(n, path, &s.local_path("copy_to", dest)?))
             }
         });
     FuncRegistration::new("time")

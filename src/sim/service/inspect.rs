@@ -518,7 +518,8 @@ impl Svc {
         Ok(timeapi::Time {
             metadata: None,
             server,
-            localtime: Some(stamp(w.now)),
+            // A node whose clock is off (the `clock_skew` fault) shows it next to its server's.
+            localtime: Some(stamp(w.now + n.faults().skew().seconds())),
             remotetime: Some(stamp(w.now + 0.0004 + skew)),
         })
     }

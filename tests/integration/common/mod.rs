@@ -158,6 +158,41 @@ impl Dir {
         Run { cmd }
     }
 
+    /// `talm` whose files may grow to `bytes` at most (RLIMIT_FSIZE), with SIGXFSZ ignored so a
+    /// write past the limit fails with EFBIG (File too large) instead of killing it: a disk
+    /// that takes no more, without filling one.
+    pub fn talm_file_size_limit<I, S>(&self, bytes: u64, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_talm"));
+        cmd.current_dir(self.path())
+            .args(args)
+            .env_remove("TALM_PRESETS_DIR");
+        // SAFETY: between fork and exec the child calls only setrlimit and signal, which are
+        // async-signal-safe, and touches no memory but the copied `bytes`.
+        unsafe {
+            cmd.pre_exec(move || {
+                let limit = libc::rlimit {
+                    rlim_cur: bytes,
+                    rlim_max: bytes,
+                };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::signal(libc::SIGXFSZ, libc::SIG_IGN) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Run {
+            cmd: assert_cmd::Command::from_std(cmd),
+        }
+    }
+
     /// Runs `talm` under a pseudo-terminal (util-linux `script`), answering prompts from
     /// `input`; returns whether it succeeded and what the terminal showed.
     pub fn talm_in_tty(&self, args: &str, input: &str) -> (bool, String) {

@@ -16,6 +16,7 @@ use talm::secrets::bundle::Bundle;
 use talm::secrets::pki::{KeyKind, PrivateKey};
 use talm::sim::certs;
 use talm::sim::faults::Faults;
+use talm::sim::skew::Skew;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::body::Body;
 use tonic::codegen::http;
@@ -193,7 +194,10 @@ fn ip(addr: &str) -> IpAddr {
 
 /// TLS as a node in maintenance mode presents it (its certificate, h2, no client auth).
 fn maintenance_tls(addr: &str) -> rustls::ServerConfig {
-    certs::maintenance_config(&certs::maintenance(&[ip(addr)], None).unwrap()).unwrap()
+    certs::maintenance_config(
+        &certs::maintenance(&[ip(addr)], None, time::OffsetDateTime::now_utc()).unwrap(),
+    )
+    .unwrap()
 }
 
 /// TLS as a configured node of `d`'s cluster presents it: a certificate from the project's OS
@@ -207,9 +211,10 @@ fn cluster_tls(d: &Dir, addr: &str) -> rustls::ServerConfig {
         &[ip(addr)],
         "fake",
         &[],
+        time::OffsetDateTime::now_utc(),
     )
     .unwrap();
-    certs::mutual_config(&id, &[b64(&ca)]).unwrap()
+    certs::mutual_config(&id, &[b64(&ca)], Skew::default()).unwrap()
 }
 
 /// A web server's TLS: a self-signed certificate for `addr`, no ALPN, no client auth.
@@ -319,9 +324,10 @@ fn a_node_refusing_the_client_certificate_is_named_so() {
         &[ip(&addr)],
         "fake",
         &[],
+        time::OffsetDateTime::now_utc(),
     )
     .unwrap();
-    let cfg = certs::mutual_config(&id, &[b64(&other_ca)]).unwrap();
+    let cfg = certs::mutual_config(&id, &[b64(&other_ca)], Skew::default()).unwrap();
     let _fake = tls_fake(&addr, cfg, Then::CloseAfterRead);
     for _ in 0..3 {
         let o = d

@@ -4,6 +4,10 @@ use std::fmt;
 
 pub mod node;
 
+mod local_write;
+
+pub use local_write::{local_write, Left};
+
 /// An error the user can act on: what went wrong plus hints on what to do.
 #[derive(Debug, Clone)]
 pub struct Hinted {

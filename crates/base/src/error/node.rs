@@ -88,6 +88,9 @@ pub struct NodeError {
     /// so what reports the error does not name the node again.
     pub node: String,
     pub message: String,
+    /// What went wrong (the node's status, or what talm saw) without the node and the call
+    /// the message starts with, for a message that names them its own way.
+    pub said: String,
     pub hints: Vec<String>,
 }
 
