@@ -2,6 +2,7 @@
 //! git. The library behind the `talm` binary: CLI → runtime/scripts → project/secrets → Talos.
 
 pub use talm_base::{error, heap, input, mask, memo, netip, output, printable, progress, yaml};
+pub use talm_sim as sim;
 pub use talm_wire::{facts, proto, version, zip};
 
 /// The library's own tests run on the binary's heap.
@@ -23,7 +24,6 @@ pub mod render;
 pub mod runtime;
 pub mod sandbox;
 pub mod secrets;
-pub mod sim;
 pub mod talos;
 
 use std::ffi::OsString;

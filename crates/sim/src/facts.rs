@@ -1,0 +1,556 @@
+//! The COSI resources a simulated node serves: discovery resources built from its hardware and
+//! state (disks, links, addresses, routes, hostname, node addresses, resolvers, machine type and
+//! config, system disk), resource definitions with talosctl's aliases, and namespaces.
+
+use serde_yaml_ng::{Mapping, Value};
+
+use super::hardware::{pretty_size, Hardware};
+use super::state::State;
+
+/// One resource: namespace, type, ID, owning controller, spec and its version.
+#[derive(Debug, Clone)]
+pub struct Res {
+    pub namespace: &'static str,
+    pub ty: &'static str,
+    pub id: String,
+    pub owner: &'static str,
+    pub spec: Value,
+    pub version: u64,
+    /// `talos.dev/yaml-spec` style annotations.
+    pub annotations: Vec<(String, String)>,
+}
+
+/// A resource type the node knows: type, display name, default namespace, explicit aliases,
+/// sensitivity.
+pub struct Def {
+    pub ty: &'static str,
+    pub display: &'static str,
+    pub namespace: &'static str,
+    pub aliases: &'static [&'static str],
+    pub sensitive: bool,
+}
+
+const fn def(
+    ty: &'static str,
+    display: &'static str,
+    namespace: &'static str,
+    aliases: &'static [&'static str],
+    sensitive: bool,
+) -> Def {
+    Def {
+        ty,
+        display,
+        namespace,
+        aliases,
+        sensitive,
+    }
+}
+
+/// The types a simulated node serves.
+pub const DEFS: &[Def] = &[
+    def("Disks.block.talos.dev", "Disk", "runtime", &[], false),
+    def(
+        "SystemDisks.block.talos.dev",
+        "SystemDisk",
+        "runtime",
+        &[],
+        false,
+    ),
+    def(
+        "LinkStatuses.net.talos.dev",
+        "LinkStatus",
+        "network",
+        &["link", "links"],
+        false,
+    ),
+    def(
+        "AddressStatuses.net.talos.dev",
+        "AddressStatus",
+        "network",
+        &["address", "addresses"],
+        false,
+    ),
+    def(
+        "RouteStatuses.net.talos.dev",
+        "RouteStatus",
+        "network",
+        &["route", "routes"],
+        false,
+    ),
+    def(
+        "HostnameStatuses.net.talos.dev",
+        "HostnameStatus",
+        "network",
+        &["hostname"],
+        false,
+    ),
+    def(
+        "NodeAddresses.net.talos.dev",
+        "NodeAddress",
+        "network",
+        &[],
+        false,
+    ),
+    def(
+        "ResolverStatuses.net.talos.dev",
+        "ResolverStatus",
+        "network",
+        &["resolvers"],
+        false,
+    ),
+    def(
+        "MachineTypes.config.talos.dev",
+        "MachineType",
+        "config",
+        &[],
+        false,
+    ),
+    def(
+        "MachineConfigs.config.talos.dev",
+        "MachineConfig",
+        "config",
+        &[],
+        true,
+    ),
+    def(
+        super::changes::disks::TYPE,
+        "DiscoveredVolume",
+        "runtime",
+        &[],
+        false,
+    ),
+    def(
+        super::changes::meta::TYPE,
+        "MetaKey",
+        "runtime",
+        &["meta"],
+        false,
+    ),
+    def(
+        "ResourceDefinitions.meta.cosi.dev",
+        "ResourceDefinition",
+        "meta",
+        &["api-resources"],
+        false,
+    ),
+    def(
+        "Namespaces.meta.cosi.dev",
+        "Namespace",
+        "meta",
+        &["ns"],
+        false,
+    ),
+];
+
+pub fn find_def(ty: &str) -> Option<&'static Def> {
+    DEFS.iter().find(|d| d.ty == ty)
+}
+
+/// A YAML mapping from pairs, in their order.
+pub fn map(pairs: Vec<(&str, Value)>) -> Value {
+    Value::Mapping(
+        pairs
+            .into_iter()
+            .map(|(k, v)| (Value::from(k), v))
+            .collect::<Mapping>(),
+    )
+}
+
+fn s(v: impl Into<String>) -> Value {
+    Value::String(v.into())
+}
+
+/// talosctl's aliases of a definition: the singular name, its capital initials, the plural
+/// type with its suffixes.
+fn all_aliases(d: &Def) -> (Vec<String>, Vec<String>) {
+    let (plural, suffix) = d.ty.split_once('.').unwrap_or((d.ty, ""));
+    let mut aliases = vec![d.display.to_ascii_lowercase()];
+    let initials: String = d
+        .display
+        .chars()
+        .filter(char::is_ascii_uppercase)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if initials.len() > 1 {
+        aliases.push(initials.clone());
+        if !initials.ends_with('s') {
+            aliases.push(format!("{initials}s"));
+        }
+    }
+    aliases.extend(d.aliases.iter().map(|a| a.to_string()));
+    let mut all = vec![plural.to_ascii_lowercase()];
+    let mut acc = plural.to_ascii_lowercase();
+    for part in suffix.split('.').take(2).filter(|p| !p.is_empty()) {
+        acc = format!("{acc}.{part}");
+        all.push(acc.clone());
+    }
+    all.extend(aliases.iter().cloned());
+    (aliases, all)
+}
+
+fn definition(d: &Def) -> Res {
+    let (aliases, all) = all_aliases(d);
+    let seq = |v: Vec<String>| Value::Sequence(v.into_iter().map(Value::String).collect());
+    Res {
+        namespace: "meta",
+        ty: "ResourceDefinitions.meta.cosi.dev",
+        id: d.ty.to_ascii_lowercase(),
+        owner: "",
+        spec: map(vec![
+            ("type", s(d.ty)),
+            ("displayType", s(d.display)),
+            ("defaultNamespace", s(d.namespace)),
+            ("aliases", seq(aliases)),
+            ("allAliases", seq(all)),
+            (
+                "printColumns",
+                Value::Sequence(
+                    super::columns::of(d.ty)
+                        .iter()
+                        .map(|(name, path)| map(vec![("name", s(*name)), ("jsonPath", s(*path))]))
+                        .collect(),
+                ),
+            ),
+            ("sensitivity", s(if d.sensitive { "sensitive" } else { "" })),
+        ]),
+        version: 1,
+        annotations: vec![],
+    }
+}
+
+fn res(
+    namespace: &'static str,
+    ty: &'static str,
+    id: impl Into<String>,
+    owner: &'static str,
+    spec: Value,
+) -> Res {
+    Res {
+        namespace,
+        ty,
+        id: id.into(),
+        owner,
+        spec,
+        version: 1,
+        annotations: vec![],
+    }
+}
+
+fn family(cidr: &str) -> &'static str {
+    if cidr.contains(':') {
+        "inet6"
+    } else {
+        "inet4"
+    }
+}
+
+/// Every resource of the node in its current state.
+pub fn all(hw: &Hardware, st: &State) -> Vec<Res> {
+    let mut out: Vec<Res> = DEFS.iter().map(definition).collect();
+    for ns in ["config", "meta", "network", "runtime"] {
+        out.push(res(
+            "meta",
+            "Namespaces.meta.cosi.dev",
+            ns,
+            "",
+            map(vec![("description", s(format!("{ns} resources")))]),
+        ));
+    }
+    disks(hw, &mut out);
+    out.extend(super::changes::disks::resources(hw, st));
+    out.extend(super::changes::meta::resources(st));
+    network(hw, st, &mut out);
+    if let Some(disk) = st.system_disk() {
+        out.push(res(
+            "runtime",
+            "SystemDisks.block.talos.dev",
+            "system-disk",
+            "block.SystemDiskController",
+            map(vec![
+                ("diskID", s(disk.clone())),
+                ("devPath", s(format!("/dev/{disk}"))),
+            ]),
+        ));
+    }
+    if let Some(cfg) = &st.config {
+        out.push(res(
+            "config",
+            "MachineTypes.config.talos.dev",
+            "machine-type",
+            "config.MachineTypeController",
+            s(cfg.machine_type()),
+        ));
+        out.push(Res {
+            version: st.config_version,
+            annotations: vec![("talos.dev/yaml-spec".into(), "1".into())],
+            ..res(
+                "config",
+                "MachineConfigs.config.talos.dev",
+                "v1alpha1",
+                "",
+                s(cfg.text.clone()),
+            )
+        });
+    }
+    out
+}
+
+fn disks(hw: &Hardware, out: &mut Vec<Res>) {
+    for (i, d) in hw.disks.iter().enumerate() {
+        let mut spec = vec![
+            ("dev_path", s(format!("/dev/{}", d.name))),
+            ("size", Value::from(d.size)),
+            ("pretty_size", s(pretty_size(d.size))),
+            ("io_size", Value::from(512u64)),
+            ("sector_size", Value::from(512u64)),
+            ("readonly", Value::from(d.readonly)),
+            ("cdrom", Value::from(d.cdrom)),
+        ];
+        for (k, v) in [
+            ("model", &d.model),
+            ("serial", &d.serial),
+            ("wwid", &d.wwid),
+        ] {
+            if !v.is_empty() {
+                spec.push((k, s(v.clone())));
+            }
+        }
+        let mut links = Vec::new();
+        if !d.transport.is_empty() {
+            spec.push((
+                "bus_path",
+                s(format!("/pci0000:00/0000:00:{:02x}.0/{}", 5 + i, d.name)),
+            ));
+            spec.push(("transport", s(d.transport.clone())));
+            links.push(s(format!("/dev/disk/by-path/pci-0000:00:{:02x}.0", 5 + i)));
+        }
+        if !d.wwid.is_empty() {
+            let prefix = if d.transport == "nvme" { "nvme" } else { "wwn" };
+            links.push(s(format!("/dev/disk/by-id/{prefix}-{}", d.wwid)));
+        }
+        spec.push(("rotational", Value::from(d.rotational)));
+        if !links.is_empty() {
+            spec.push(("symlinks", Value::Sequence(links)));
+        }
+        out.push(res(
+            "runtime",
+            "Disks.block.talos.dev",
+            d.name.clone(),
+            "block.DisksController",
+            map(spec),
+        ));
+    }
+}
+
+fn network(hw: &Hardware, st: &State, out: &mut Vec<Res>) {
+    out.push(res(
+        "network",
+        "LinkStatuses.net.talos.dev",
+        "lo",
+        "network.LinkStatusController",
+        map(vec![
+            ("index", Value::from(1u64)),
+            ("type", s("loopback")),
+            ("linkIndex", Value::from(0u64)),
+            ("flags", s("UP,LOOPBACK,RUNNING,LOWER_UP")),
+            ("hardwareAddr", s("00:00:00:00:00:00")),
+            ("mtu", Value::from(65536u64)),
+            ("operationalState", s("unknown")),
+            ("kind", s("")),
+        ]),
+    ));
+    let mut global: Vec<String> = Vec::new();
+    for (i, l) in hw.links.iter().enumerate() {
+        let index = (i + 2) as u64;
+        let physical = !l.bus_path.is_empty();
+        let mut spec = vec![
+            ("index", Value::from(index)),
+            ("type", s("ether")),
+            ("linkIndex", Value::from(0u64)),
+            (
+                "flags",
+                s(if l.up {
+                    "UP,BROADCAST,RUNNING,MULTICAST,LOWER_UP"
+                } else {
+                    "BROADCAST,MULTICAST"
+                }),
+            ),
+            ("hardwareAddr", s(l.mac.clone())),
+            ("permanentAddr", s(l.mac.clone())),
+            ("broadcastAddr", s("ff:ff:ff:ff:ff:ff")),
+            ("mtu", Value::from(u64::from(l.mtu))),
+            ("queueDisc", s("pfifo_fast")),
+            ("operationalState", s(if l.up { "up" } else { "down" })),
+            ("kind", s("")),
+            ("slaveKind", s("")),
+        ];
+        if physical {
+            spec.extend([
+                ("busPath", s(l.bus_path.clone())),
+                ("driver", s(l.driver.clone())),
+                ("pciID", s("1AF4:1000")),
+                ("vendor", s("Red Hat, Inc.")),
+                ("product", s("Virtio network device")),
+            ]);
+        }
+        spec.extend([
+            ("linkState", Value::from(l.up)),
+            ("port", s("Other")),
+            ("duplex", s("Unknown")),
+        ]);
+        out.push(res(
+            "network",
+            "LinkStatuses.net.talos.dev",
+            l.name.clone(),
+            "network.LinkStatusController",
+            map(spec),
+        ));
+        for cidr in &l.addresses {
+            let local = cidr.split('/').next().unwrap_or(cidr).to_string();
+            global.push(cidr.clone());
+            out.push(res(
+                "network",
+                "AddressStatuses.net.talos.dev",
+                format!("{}/{cidr}", l.name),
+                "network.AddressStatusController",
+                map(vec![
+                    ("address", s(cidr.clone())),
+                    ("local", s(local)),
+                    ("linkIndex", Value::from(index)),
+                    ("linkName", s(l.name.clone())),
+                    ("family", s(family(cidr))),
+                    ("scope", s("global")),
+                    ("flags", s("permanent")),
+                ]),
+            ));
+        }
+    }
+    for (id, cidr, fam) in [
+        ("lo/127.0.0.1/8", "127.0.0.1/8", "inet4"),
+        ("lo/::1/128", "::1/128", "inet6"),
+    ] {
+        out.push(res(
+            "network",
+            "AddressStatuses.net.talos.dev",
+            id,
+            "network.AddressStatusController",
+            map(vec![
+                ("address", s(cidr)),
+                ("local", s(cidr.split('/').next().unwrap_or(cidr))),
+                ("linkIndex", Value::from(1u64)),
+                ("linkName", s("lo")),
+                ("family", s(fam)),
+                ("scope", s("host")),
+                ("flags", s("permanent")),
+            ]),
+        ));
+    }
+    routes(hw, out);
+    let seq = |v: &[String]| Value::Sequence(v.iter().cloned().map(Value::String).collect());
+    let first: Vec<String> = global.iter().take(1).cloned().collect();
+    for (id, addrs) in [
+        ("default", &first),
+        ("current", &global),
+        ("routed", &global),
+        ("accumulative", &global),
+    ] {
+        out.push(res(
+            "network",
+            "NodeAddresses.net.talos.dev",
+            id,
+            "network.NodeAddressController",
+            map(vec![("addresses", seq(addrs)), ("sortAlgorithm", s("v1"))]),
+        ));
+    }
+    out.push(res(
+        "network",
+        "ResolverStatuses.net.talos.dev",
+        "resolvers",
+        "network.ResolverSpecController",
+        map(vec![
+            ("dnsServers", seq(&hw.resolvers)),
+            ("searchDomains", Value::Sequence(vec![])),
+        ]),
+    ));
+    if let Some(h) = st.hostname(hw) {
+        out.push(res(
+            "network",
+            "HostnameStatuses.net.talos.dev",
+            "hostname",
+            "network.HostnameStatusController",
+            map(vec![("hostname", s(h)), ("domainname", s(""))]),
+        ));
+    }
+}
+
+fn routes(hw: &Hardware, out: &mut Vec<Res>) {
+    let owner = "network.RouteStatusController";
+    for (i, l) in hw.links.iter().enumerate() {
+        let index = Value::from((i + 2) as u64);
+        for cidr in l.addresses.iter().filter(|c| family(c) == "inet4") {
+            let src = cidr.split('/').next().unwrap_or(cidr).to_string();
+            if let Some(net) = talm_base::netip::cidr_network(cidr) {
+                out.push(res(
+                    "network",
+                    "RouteStatuses.net.talos.dev",
+                    format!("inet4//{net}/1024"),
+                    owner,
+                    map(vec![
+                        ("family", s("inet4")),
+                        ("dst", s(net)),
+                        ("src", s(src.clone())),
+                        ("gateway", s("")),
+                        ("outLinkIndex", index.clone()),
+                        ("outLinkName", s(l.name.clone())),
+                        ("table", s("main")),
+                        ("priority", Value::from(1024u64)),
+                        ("scope", s("link")),
+                        ("type", s("unicast")),
+                        ("flags", s("")),
+                        ("protocol", s("kernel")),
+                    ]),
+                ));
+            }
+            if i == 0 && !hw.gateway.is_empty() {
+                out.push(res(
+                    "network",
+                    "RouteStatuses.net.talos.dev",
+                    format!("inet4/{}//1024", hw.gateway),
+                    owner,
+                    map(vec![
+                        ("family", s("inet4")),
+                        ("dst", s("")),
+                        ("src", s(src)),
+                        ("gateway", s(hw.gateway.clone())),
+                        ("outLinkIndex", index.clone()),
+                        ("outLinkName", s(l.name.clone())),
+                        ("table", s("main")),
+                        ("priority", Value::from(1024u64)),
+                        ("scope", s("global")),
+                        ("type", s("unicast")),
+                        ("flags", s("")),
+                        ("protocol", s("dhcp")),
+                    ]),
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aliases_follow_talosctl() {
+        let d = find_def("LinkStatuses.net.talos.dev").unwrap();
+        let (aliases, all) = all_aliases(d);
+        assert_eq!(aliases, ["linkstatus", "ls", "link", "links"]);
+        let (aliases, _) = all_aliases(find_def("MachineConfigs.config.talos.dev").unwrap());
+        assert_eq!(aliases, ["machineconfig", "mc", "mcs"]);
+        assert_eq!(
+            &all[..3],
+            ["linkstatuses", "linkstatuses.net", "linkstatuses.net.talos"]
+        );
+    }
+}
