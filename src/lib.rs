@@ -1,7 +1,10 @@
 //! talm: takes bare Talos Linux machines to a running Kubernetes cluster, declaratively and from
 //! git. The library behind the `talm` binary: CLI → runtime/scripts → project/secrets → Talos.
 
-pub use talm_base::{error, heap, input, mask, memo, netip, output, printable, progress, yaml};
+pub use talm_base::{
+    ahead, error, heap, input, mask, memo, netip, output, printable, progress, yaml,
+};
+pub use talm_core::{config, embedded, project, render, sandbox, secrets};
 pub use talm_sim as sim;
 pub use talm_wire::{facts, proto, version, zip};
 
@@ -10,20 +13,13 @@ pub use talm_wire::{facts, proto, version, zip};
 #[global_allocator]
 static HEAP: heap::Split = heap::Split;
 
-pub mod ahead;
 pub mod cli;
 pub mod completion;
-pub mod config;
 pub mod dashboard;
 pub mod demo;
 pub mod dispatch;
-pub mod embedded;
 pub mod invocation;
-pub mod project;
-pub mod render;
 pub mod runtime;
-pub mod sandbox;
-pub mod secrets;
 pub mod talos;
 
 use std::ffi::OsString;

@@ -34,31 +34,7 @@ pub struct Options {
     pub timeout: Duration,
 }
 
-/// `host` → `host:50000`; a bare IPv6 address gets brackets.
-pub fn with_port(endpoint: &str) -> String {
-    let e = endpoint.trim();
-    if e.starts_with('[') {
-        return if e.contains("]:") {
-            e.to_string()
-        } else {
-            format!("{e}:{DEFAULT_PORT}")
-        };
-    }
-    match e.matches(':').count() {
-        0 => format!("{e}:{DEFAULT_PORT}"),
-        1 => e.to_string(),
-        _ => format!("[{e}]:{DEFAULT_PORT}"),
-    }
-}
-
-/// The host part of an endpoint, without port or brackets.
-pub fn host(endpoint: &str) -> String {
-    let e = with_port(endpoint);
-    let h = e.rsplit_once(':').map(|(h, _)| h).unwrap_or(&e);
-    h.trim_start_matches('[').trim_end_matches(']').to_string()
-}
-
-pub use talm_wire::api::MAINTENANCE_CN;
+pub use talm_wire::api::{host, with_port, MAINTENANCE_CN};
 
 mod change;
 mod etcd;

@@ -4,6 +4,7 @@
 //! addresses, and the process heap.
 
 pub mod address;
+pub mod ahead;
 pub mod duration;
 pub mod error;
 pub mod heap;

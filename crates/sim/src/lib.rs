@@ -2,6 +2,11 @@
 //! address, from maintenance mode through configuration, bootstrap, kubeconfig, upgrade,
 //! reboot and reset, following the semantics in `talos-api.md`. Usable from tests in-process.
 
+/// This crate's tests run on the binary's heap.
+#[cfg(test)]
+#[global_allocator]
+static HEAP: talm_base::heap::Split = talm_base::heap::Split;
+
 pub mod apply;
 pub mod certs;
 pub mod changes;
