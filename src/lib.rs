@@ -4,6 +4,7 @@
 pub use talm_base::{
     ahead, error, heap, input, mask, memo, netip, output, printable, progress, yaml,
 };
+pub use talm_client as talos;
 pub use talm_core::{config, embedded, project, render, sandbox, secrets};
 pub use talm_sim as sim;
 pub use talm_wire::{facts, proto, version, zip};
@@ -20,14 +21,13 @@ pub mod demo;
 pub mod dispatch;
 pub mod invocation;
 pub mod runtime;
-pub mod talos;
 
 use std::ffi::OsString;
 
 /// Runs the CLI with the given process arguments and returns the process exit code (130 when
 /// Ctrl-C stopped a script).
 pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
-    talos::humanize::mark_start();
+    talm_base::humanize::mark_start();
     let args: Vec<OsString> = args.into_iter().collect();
     if let Some(code) = completion::respond(&args) {
         return code;

@@ -21,7 +21,7 @@ pub struct Connection {
         long,
         value_delimiter = ',',
         value_name = "IP",
-        value_parser = crate::talos::address::parse_flag,
+        value_parser = talm_base::address::parse_flag,
         add = ArgValueCandidates::new(crate::completion::nodes)
     )]
     pub nodes: Vec<String>,
@@ -48,7 +48,7 @@ pub struct ProjectFlags {
 #[derive(Debug, Args, Clone, Default, Serialize)]
 pub struct Endpoints {
     /// Override the talosconfig endpoints (comma-separated or repeated)
-    #[arg(short = 'e', long, value_delimiter = ',', value_name = "IP", value_parser = crate::talos::address::parse_flag, add = ArgValueCandidates::new(crate::completion::endpoints))]
+    #[arg(short = 'e', long, value_delimiter = ',', value_name = "IP", value_parser = talm_base::address::parse_flag, add = ArgValueCandidates::new(crate::completion::endpoints))]
     pub endpoints: Vec<String>,
 }
 

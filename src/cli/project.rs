@@ -19,7 +19,7 @@ pub struct InitArgs {
     #[arg(short = 'N', long, value_name = "NAME")]
     pub name: Option<String>,
     /// Endpoints of the talosconfig context; exactly one also sets values.yaml endpoint to https://E:6443
-    #[arg(long, value_delimiter = ',', value_name = "IP", value_parser = crate::talos::address::parse_flag)]
+    #[arg(long, value_delimiter = ',', value_name = "IP", value_parser = talm_base::address::parse_flag)]
     pub endpoints: Vec<String>,
     /// Cluster control-plane URL written to values.yaml endpoint (scheme, host and port)
     #[arg(long, value_name = "URL")]

@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::ValueEnum;
 use serde::{Serialize, Serializer};
 
-use crate::talos::duration::{self, DurationError};
+use talm_base::duration::{self, DurationError};
 
 /// A Go duration flag (`30s`, `1m30s`): kept as given for messages, parsed for use.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,7 +13,7 @@ pub const NOT_AVAILABLE: &str = "n/a";
 pub fn uptime(now: u64, boot: u64) -> String {
     let secs = now.saturating_sub(boot);
     let (days, rest) = (secs / 86_400, secs % 86_400);
-    let text = crate::talos::duration_text(Duration::from_secs(rest));
+    let text = talm_base::duration::text(Duration::from_secs(rest));
     if days > 0 {
         format!("{days}d{text}")
     } else {

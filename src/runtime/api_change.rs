@@ -400,11 +400,11 @@ pub fn register(engine: &mut Engine, session: &super::session::Session) {
             .with_comments([doc])
             .register_into_engine(engine, move |n: &mut Node, seconds: i64| {
                 let limit = native(|| {
-                    crate::talos::duration::checked(
+                    talm_base::duration::checked(
                         "seconds",
                         &seconds.to_string(),
-                        crate::talos::duration::from_seconds(seconds as f64),
-                        crate::talos::duration::Zero::Allowed,
+                        talm_base::duration::from_seconds(seconds as f64),
+                        talm_base::duration::Zero::Allowed,
                     )
                 })?;
                 wait_answer(n, want, limit)

@@ -19,8 +19,9 @@ use super::opts::options;
 use super::session::Session;
 use crate::error::{hinted, local_write, Left};
 use crate::proto::machine;
+use crate::talos::block_on;
 use crate::talos::client::EtcdDowngrade;
-use crate::talos::{block_on, snapshot};
+use talm_wire::snapshot;
 
 options! {
     /// `n.health(#{...})`.

@@ -18,7 +18,7 @@ use rhai::{
 
 use crate::error::hinted;
 use crate::progress::{Group, Label};
-use crate::talos::duration::{self, Zero};
+use talm_base::duration::{self, Zero};
 
 /// Items one `parallel` call runs at once, at most (and without a `limit`).
 pub const MAX_AT_ONCE: usize = 32;

@@ -17,9 +17,9 @@ use crate::proto::cosi::resource as cosi;
 use crate::proto::machine;
 use crate::sandbox::interrupt;
 use crate::talos::client::Client;
-use crate::talos::jsonpath::Template;
 use crate::talos::resources::{self, Definition, Output};
 use crate::talos::streams::DataStream;
+use talm_base::jsonpath::Template;
 
 options! {
     /// `n.follow(service, #{...}, f)` and `talos::follow_logs(nodes, service, #{...})`.

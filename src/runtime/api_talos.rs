@@ -18,8 +18,8 @@ use crate::error::hinted;
 use crate::proto::machine;
 use crate::talos::client::{self, Client};
 use crate::talos::creds::{self, Auth};
-use crate::talos::duration::{self, Zero};
 use crate::talos::{block_on, discovery, errors, resources};
+use talm_base::duration::{self, Zero};
 
 /// A node as scripts hold it: where to connect (its endpoints, tried in order), as whom, and
 /// the connection once made.
@@ -127,7 +127,7 @@ fn auth(
     pins: &[String],
 ) -> Result<(Auth, Option<creds::Context>)> {
     if insecure {
-        let pins = crate::talos::fingerprint::parse_all(pins)?;
+        let pins = talm_wire::fingerprint::parse_all(pins)?;
         return Ok((
             if pins.is_empty() {
                 Auth::Insecure

@@ -96,7 +96,7 @@ pub fn register(engine: &mut Engine, session: &Session) {
         });
     FuncRegistration::new("go_now")
         .with_comments(["/// The client's clock as Go's `time.Now().String()` prints it (UTC, with the monotonic `m=+…` reading since talm started), e.g. for talosctl's `STARTED` column."])
-        .register_into_engine(engine, crate::talos::humanize::go_now);
+        .register_into_engine(engine, talm_base::humanize::go_now);
     let mut m = Module::new();
     FuncRegistration::new("sync_install_image")
         .with_comments(["/// Sets machine.install.image in a node file to `image`, changing only that value's text (comments, layout, other documents kept). Returns \"updated\", \"same\" or \"no-key\" (no document has the key)."])

@@ -105,7 +105,7 @@ impl FromOpt for Duration {
 }
 
 fn deadline(v: &Dynamic, key: &str) -> Result<Duration> {
-    use crate::talos::duration::{self, Zero};
+    use talm_base::duration::{self, Zero};
     let zero = Zero::Refused(
         "a deadline of zero leaves no time at all; give seconds, or text such as 30s or 2m",
     );

@@ -372,7 +372,7 @@ fn snapshot_recovery_tables_and_refusals() {
     };
     let o = d.talm(["etcd", "status", "-f", "nodes/cp1.yaml"]).ok();
     let pct = format!("{:.2}", in_use as f64 / size as f64 * 100.0);
-    let h = talm::talos::humanize::bytes;
+    let h = talm_base::humanize::bytes;
     let want = go_table(&[
         row(&[
             "NODE",
@@ -437,7 +437,7 @@ fn snapshot_recovery_tables_and_refusals() {
         .ok();
     let bytes = std::fs::read(d.join("db.snap")).unwrap();
     assert_eq!(bytes.len() % 512, 32);
-    let info = talm::talos::snapshot::info(&bytes).unwrap();
+    let info = talm_wire::snapshot::info(&bytes).unwrap();
     let figures = format!(
         "hash {:08x}, revision {}, total keys {}, total size {}",
         info.hash, info.revision, info.total_keys, info.total_size
@@ -499,7 +499,7 @@ fn snapshot_recovery_tables_and_refusals() {
     // A file with a good trailer that is no bbolt database is refused, hash check or not.
     std::fs::write(
         d.join("junk.snap"),
-        talm::talos::snapshot::seal(&[0x42u8; 8192]),
+        talm_wire::snapshot::seal(&[0x42u8; 8192]),
     )
     .unwrap();
     for skip in [false, true] {
@@ -546,7 +546,7 @@ fn snapshot_recovery_tables_and_refusals() {
     );
     assert!(o.stdout.contains(&same), "{}", o.stdout);
     let keyspace = |b: &[u8]| {
-        let db = talm::talos::snapshot::decode(&b[..b.len() - 32]).unwrap();
+        let db = talm_wire::snapshot::decode(&b[..b.len() - 32]).unwrap();
         (db.revision, db.kvs, db.members.len())
     };
     assert_eq!(keyspace(&again), keyspace(&bytes));

@@ -17,5 +17,6 @@ pub mod fingerprint;
 pub mod pki;
 pub mod proto;
 pub mod snapshot;
+pub mod talosconfig;
 pub mod version;
 pub mod zip;

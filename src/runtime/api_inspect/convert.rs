@@ -4,7 +4,7 @@
 use rhai::{Array, Dynamic, Map};
 
 use crate::proto::{machine, time as timeapi};
-use crate::talos::humanize;
+use talm_base::humanize;
 
 fn map(node: &str, pairs: Vec<(&str, Dynamic)>) -> Map {
     let mut m = Map::new();

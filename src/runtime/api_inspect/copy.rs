@@ -11,7 +11,7 @@ use super::super::api_talos::Node;
 use crate::error::{hinted, local_write, Hinted, Left};
 use crate::talos::block_on;
 use crate::talos::errors::{Kind, NodeError};
-use crate::talos::extract::Unwritten;
+use talm_wire::extract::Unwritten;
 
 /// The unpacker ended, so the stream feeding it is stopped.
 #[derive(Debug)]
@@ -80,16 +80,16 @@ fn refused(n: &Node, path: &str, dest: &Path, why: &NodeError) -> anyhow::Error 
 /// named with the node's words.
 pub(super) fn copy_to(n: &Node, path: &str, dest: &Path) -> Result<()> {
     let dest = dest.to_path_buf();
-    crate::talos::extract::prepare(&dest)
+    talm_wire::extract::prepare(&dest)
         .map_err(|e| written_locally(n, path, e, Left::NothingSaved { dest: &dest }))?;
-    let (tx, reader) = crate::talos::extract::chunks();
+    let (tx, reader) = talm_wire::extract::chunks();
     // Set when the archive does not unpack: the call ends then, not at the stream's end.
     let failed = std::sync::Arc::new(tokio::sync::Notify::new());
     let unpacking = {
         let dest = dest.clone();
         let failed = failed.clone();
         std::thread::spawn(move || {
-            let r = crate::talos::extract::unpack(&dest, reader);
+            let r = talm_wire::extract::unpack(&dest, reader);
             if r.is_err() {
                 failed.notify_one();
             }

@@ -376,7 +376,7 @@ fn stats(n: &Node, kubernetes: bool) -> Result<Array> {
 }
 
 fn cgroups(n: &Node, o: &CgroupsOpts) -> Result<Map> {
-    use crate::talos::cgroups;
+    use talm_wire::cgroups;
     let presets = format!("[{}]", cgroups::PRESETS.join(" "));
     let columns = match o.preset.as_str() {
         "" => {

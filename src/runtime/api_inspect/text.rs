@@ -6,7 +6,7 @@ use rhai::{Array, Dynamic, Engine, FuncRegistration};
 
 use super::super::native;
 use crate::sandbox::ScriptError;
-use crate::talos::{humanize, tabwriter};
+use talm_base::{humanize, tabwriter};
 
 fn cell(d: &Dynamic) -> String {
     if d.is_string() {

@@ -19,7 +19,7 @@ use talm::facts::Facts;
 use talm::project::modeline::{find, Modeline};
 use talm::project::strvals::{parse_into, typed, Typing};
 use talm::secrets::crypt::{decrypt_yaml, encrypt_yaml, new_key_file, parse_key};
-use talm::talos::{duration_text, parse_duration};
+use talm_base::duration::{parse as parse_duration, text as duration_text};
 
 const CASES: u32 = 10_000;
 
@@ -66,7 +66,7 @@ proptest! {
     fn modeline_addresses_are_checked(nodes in strings(3)) {
         let m = Modeline { nodes: nodes.clone(), endpoints: vec![], templates: vec![] };
         let found = find(&format!("{}\n", m.render()), "n.yaml");
-        let all_ok = nodes.iter().all(|n| talm::talos::address::check(n).is_ok());
+        let all_ok = nodes.iter().all(|n| talm_base::address::check(n).is_ok());
         prop_assert_eq!(found.is_ok(), all_ok, "{:?}", nodes);
     }
 

@@ -10,11 +10,11 @@ use tokio_stream::StreamExt;
 use tonic::{Code, Request};
 
 use super::Client;
-use crate::proto::cluster;
-use crate::proto::common;
-use crate::proto::machine;
-use crate::talos::errors::{self, MACHINE};
-use crate::talos::wire::Checked;
+use crate::errors::{self, MACHINE};
+use crate::transport::Checked;
+use talm_wire::proto::cluster;
+use talm_wire::proto::common;
+use talm_wire::proto::machine;
 
 /// The Talos cluster service.
 const CLUSTER: &str = "cluster.ClusterService";
@@ -249,7 +249,8 @@ impl Client {
                 force_endpoint: String::new(),
             }),
         };
-        let healthcheck = |text: String| crate::error::plain(format!("healthcheck error: {text}"));
+        let healthcheck =
+            |text: String| talm_base::error::plain(format!("healthcheck error: {text}"));
         let mut stream = self
             .call(call, CLUSTER, c.health_check(self.proxied(req, false)))
             .await?

@@ -11,10 +11,11 @@ use serde_yaml_ng::Value;
 use time::OffsetDateTime;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use super::fingerprint::Fingerprint;
-use crate::error::hinted;
-use crate::memo::Memo;
-use crate::secrets::{bundle::unb64, pki, talosconfig};
+use talm_base::error::hinted;
+use talm_base::memo::Memo;
+use talm_wire::fingerprint::Fingerprint;
+use talm_wire::pki::{self, unb64};
+use talm_wire::talosconfig;
 
 /// A client certificate with its key as PKCS#8 PEM (`PRIVATE KEY`), the form TLS stacks load;
 /// Talos writes Ed25519 keys under `ED25519 PRIVATE KEY`, which is relabelled here.
@@ -125,7 +126,7 @@ fn strings(v: Option<&Value>) -> Vec<String> {
 /// Reads `path` and picks `context` (empty: the current one).
 pub fn load_context(path: &Path, context: &str) -> Result<Context> {
     let file = path.display().to_string();
-    let text = crate::input::try_read_text(path, crate::input::Kind::Secret).map_err(|e| {
+    let text = talm_base::input::try_read_text(path, talm_base::input::Kind::Secret).map_err(|e| {
         hinted(
             format!("failed to read talosconfig {file}: {}", e.problem),
             "run `talm talosconfig` to regenerate it from secrets.yaml, `talm init -d` to open talosconfig.encrypted, or pass --talosconfig; use -i/--insecure for nodes in maintenance mode",
@@ -308,8 +309,8 @@ fn check_pair(cert_pem: &str, key: &pki::PrivateKey) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::secrets::bundle::Bundle;
-    use crate::secrets::contract::Contract;
+    use talm_core::secrets::bundle::Bundle;
+    use talm_wire::contract::Contract;
 
     /// An identity's client certificate is made once and shared by its connections; another
     /// identity gets its own, and a bad key is reported every time, never kept.
@@ -345,8 +346,10 @@ mod tests {
 
     fn talosconfig_text(now: OffsetDateTime) -> String {
         let bundle = Bundle::generate(Contract::parse("v1.6").unwrap(), now).unwrap();
-        let v = talosconfig::generate(&bundle, "demo", &["10.0.0.1".into()], now).unwrap();
-        crate::yaml::to_string(&v)
+        let v =
+            talm_core::secrets::talosconfig::generate(&bundle, "demo", &["10.0.0.1".into()], now)
+                .unwrap();
+        talm_base::yaml::to_string(&v)
     }
 
     #[test]
@@ -372,10 +375,10 @@ mod tests {
         let other = pki::PrivateKey::generate(pki::KeyKind::Ed25519).unwrap();
         let mut v: Value = serde_yaml_ng::from_str(&text).unwrap();
         v["contexts"]["demo"]["key"] =
-            crate::sandbox::text::base64_encode(&other.to_talos_pem().unwrap()).into();
-        let err = parse_context(&crate::yaml::to_string(&v), "tc", "", now).unwrap_err();
+            talm_core::sandbox::text::base64_encode(&other.to_talos_pem().unwrap()).into();
+        let err = parse_context(&talm_base::yaml::to_string(&v), "tc", "", now).unwrap_err();
         assert!(
-            crate::error::render(&err).contains(
+            talm_base::error::render(&err).contains(
                 "tc: contexts.demo: the client key does not match the client certificate"
             ),
             "{err}"

@@ -95,13 +95,9 @@ mod tests {
     #[test]
     fn a_window_is_told_only_when_the_time_is_outside_it() {
         let now = time::OffsetDateTime::now_utc();
-        let ca = crate::secrets::pki::self_signed_ca(
-            crate::secrets::pki::KeyKind::Ed25519,
-            Some("a"),
-            now,
-        )
-        .unwrap();
-        let (_, der) = crate::secrets::pki::pem_decode(&ca.cert_pem).unwrap();
+        let ca = talm_wire::pki::self_signed_ca(talm_wire::pki::KeyKind::Ed25519, Some("a"), now)
+            .unwrap();
+        let (_, der) = talm_wire::pki::pem_decode(&ca.cert_pem).unwrap();
         let der = CertificateDer::from(der);
         let at =
             |secs: i64| UnixTime::since_unix_epoch(std::time::Duration::from_secs(secs as u64));

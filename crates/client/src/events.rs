@@ -9,7 +9,7 @@ use tonic::Streaming;
 
 use super::client::Client;
 use super::errors::MACHINE;
-use crate::proto::machine;
+use talm_wire::proto::machine;
 
 /// An open event stream (past the hello event).
 pub struct EventStream {

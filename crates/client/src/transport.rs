@@ -23,8 +23,8 @@ use tonic::body::Body;
 use tonic::codegen::{http, Service};
 use tonic::transport::Channel;
 
-use super::fingerprint::Fingerprint;
 use super::verify::NodeVerifier;
+use talm_wire::fingerprint::Fingerprint;
 
 /// The ALPN protocol of HTTP/2, which gRPC requires.
 pub const H2: &[u8] = b"h2";

@@ -11,7 +11,7 @@ use tonic::Status;
 use super::errors::{
     answered, chain, Kind, NotTalos, Site, CONNECT, REGEN_HINT, RETRY_HINT, UNREACHABLE_HINT,
 };
-use super::wire::{Dial, End, Facts, Presented, SecondLook, H2};
+use super::transport::{Dial, End, Facts, Presented, SecondLook, H2};
 
 /// TLS alerts with which a server refuses a client certificate.
 fn cert_alert(a: AlertDescription) -> bool {
@@ -302,7 +302,7 @@ pub fn status(site: Site, f: &Facts, st: &Status) -> anyhow::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::talos::errors::{kind, test_site as site};
+    use crate::errors::{kind, test_site as site};
 
     fn up() -> Facts {
         Facts {
@@ -358,7 +358,7 @@ mod tests {
                 };
                 let e = explain(site(insecure), &f).unwrap();
                 assert_eq!(kind(&e), Some(Kind::Cut));
-                let text = crate::error::render(&e);
+                let text = talm_base::error::render(&e);
                 assert!(
                     text.contains("the connection was cut during the call"),
                     "{text}"
@@ -387,7 +387,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(kind(&refused), Some(Kind::ClientCertRejected));
-        assert!(crate::error::render(&refused).contains("talm talosconfig"));
+        assert!(talm_base::error::render(&refused).contains("talm talosconfig"));
         for (look, doubt) in [
             (SecondLook::Spoke, false),
             (SecondLook::Closed, false),
@@ -395,7 +395,7 @@ mod tests {
         ] {
             let e = explain(site(false), &with(look)).unwrap();
             assert_eq!(kind(&e), Some(Kind::Cut));
-            let text = crate::error::render(&e);
+            let text = talm_base::error::render(&e);
             assert_eq!(
                 text.contains("client certificate"),
                 doubt,

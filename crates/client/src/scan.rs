@@ -10,7 +10,7 @@ use anyhow::Result;
 use super::client::{Client, Options};
 use super::creds::Auth;
 use super::errors::{self, Kind};
-use crate::error::hinted;
+use talm_base::error::hinted;
 
 /// Largest range scanned in one go (a /16).
 pub const MAX_HOSTS: u32 = 65_536;
@@ -102,7 +102,7 @@ pub async fn scan(
     concurrency: usize,
 ) -> Result<Vec<Found>> {
     if concurrency == 0 {
-        return Err(crate::error::hinted(
+        return Err(talm_base::error::hinted(
             "scan concurrency 0 would probe nothing",
             "give --concurrency 1 or more (default 256)",
         ));

@@ -6,10 +6,10 @@ use anyhow::Result;
 use tokio_stream::StreamExt;
 
 use super::Client;
-use crate::proto::machine;
-use crate::proto::storage;
-use crate::talos::errors::MACHINE;
-use crate::talos::wire::Checked;
+use crate::errors::MACHINE;
+use crate::transport::Checked;
+use talm_wire::proto::machine;
+use talm_wire::proto::storage;
 
 /// The Talos storage service.
 const STORAGE: &str = "storage.StorageService";
@@ -89,9 +89,12 @@ impl Client {
     /// Restart: kills a container (`system` namespace, or `k8s.io` through the CRI).
     pub async fn restart(&self, id: &str, kubernetes: bool) -> Result<()> {
         let (namespace, driver) = if kubernetes {
-            ("k8s.io", crate::proto::common::ContainerDriver::Cri)
+            ("k8s.io", talm_wire::proto::common::ContainerDriver::Cri)
         } else {
-            ("system", crate::proto::common::ContainerDriver::Containerd)
+            (
+                "system",
+                talm_wire::proto::common::ContainerDriver::Containerd,
+            )
         };
         let req = machine::RestartRequest {
             namespace: namespace.into(),
@@ -179,7 +182,7 @@ impl Client {
     /// ImageService.Pull (`node` routing): every progress message, then the pulled name.
     pub async fn image_pull(
         &self,
-        containerd: crate::proto::common::ContainerdInstance,
+        containerd: talm_wire::proto::common::ContainerdInstance,
         image_ref: &str,
     ) -> Result<Vec<PullUpdate>> {
         use machine::image_service_pull_response::Response as R;

@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use super::client::Client;
 use super::errors::MACHINE;
-use crate::proto::machine;
+use talm_wire::proto::machine;
 
 impl Client {
     /// CPU time counters since boot, the boot time and process counts (`/proc/stat`).
@@ -45,7 +45,7 @@ impl Client {
 mod tests {
     use prost::Message;
 
-    use crate::proto::machine;
+    use talm_wire::proto::machine;
 
     /// Field numbers and types as Talos puts them on the wire.
     #[test]

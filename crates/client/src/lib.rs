@@ -1,8 +1,11 @@
 //! Talking to Talos nodes: credentials and TLS, node targeting, machine and COSI calls, the
-//! kubeconfig archive and the discovery snapshot. Nothing here knows about projects.
+//! kubeconfig archive and the discovery snapshot. Reads only base and wire: nothing here knows
+//! about projects.
 
-pub use talm_base::{address, duration, humanize, jsonpath, tabwriter};
-pub use talm_wire::{archive, bbolt, cgroups, etcd_db, extract, fingerprint, snapshot};
+/// This crate's tests run on the binary's heap.
+#[cfg(test)]
+#[global_allocator]
+static HEAP: talm_base::heap::Split = talm_base::heap::Split;
 
 pub mod client;
 pub mod clock;
@@ -17,10 +20,8 @@ pub mod scan;
 pub mod stats;
 pub mod streams;
 pub mod tracker;
+pub mod transport;
 pub mod verify;
-pub mod wire;
-
-pub use duration::{parse as parse_duration, text as duration_text};
 
 use std::time::Duration;
 

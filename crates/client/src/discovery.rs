@@ -5,9 +5,9 @@
 use super::client::Client;
 use super::errors::{self, Kind};
 use super::resources;
-use crate::facts::Facts;
 use anyhow::Result;
 use serde_yaml_ng::{Mapping, Value};
+use talm_wire::facts::Facts;
 
 /// A fact a render may look up: its lookup kind, COSI type, namespace and, for singletons, ID.
 pub struct Fact {
@@ -108,7 +108,7 @@ fn denied(e: &anyhow::Error) -> bool {
 }
 
 /// The version map of a Version reply: tag, sha, built, go_version, os, arch, platform, mode.
-pub fn version_value(v: &crate::proto::machine::Version) -> Value {
+pub fn version_value(v: &talm_wire::proto::machine::Version) -> Value {
     let mut m = Mapping::new();
     if let Some(i) = &v.version {
         m.insert("tag".into(), i.tag.clone().into());

@@ -13,8 +13,8 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, SignatureScheme};
 
-use super::fingerprint::Fingerprint;
-use super::wire::{Presented, Record};
+use super::transport::{Presented, Record};
+use talm_wire::fingerprint::Fingerprint;
 
 pub use talm_wire::api::MAINTENANCE_CN;
 
@@ -51,8 +51,8 @@ pub(super) fn provider() -> Arc<CryptoProvider> {
 
 /// The verifiers of the talosconfig CAs in use, each built once and shared by every
 /// connection of its context.
-static CA_VERIFIERS: crate::memo::Memo<String, Arc<WebPkiServerVerifier>> =
-    crate::memo::Memo::new(4);
+static CA_VERIFIERS: talm_base::memo::Memo<String, Arc<WebPkiServerVerifier>> =
+    talm_base::memo::Memo::new(4);
 
 /// The verifier of servers signed by `ca_pem` (the talosconfig's CA).
 pub fn ca_verifier(ca_pem: &str) -> Result<Arc<WebPkiServerVerifier>> {
@@ -60,7 +60,7 @@ pub fn ca_verifier(ca_pem: &str) -> Result<Arc<WebPkiServerVerifier>> {
 }
 
 fn ca_verifier_in(
-    kept: &crate::memo::Memo<String, Arc<WebPkiServerVerifier>>,
+    kept: &talm_base::memo::Memo<String, Arc<WebPkiServerVerifier>>,
     ca_pem: &str,
 ) -> Result<Arc<WebPkiServerVerifier>> {
     kept.get_or_try(ca_pem.to_string(), |ca_pem| build_ca_verifier(ca_pem))
@@ -69,9 +69,10 @@ fn ca_verifier_in(
 /// Every certificate of the talosconfig's CA is trusted: it may be a bundle of several (a CA
 /// rotation trusts the old and the new CA while nodes move from one to the other).
 fn build_ca_verifier(ca_pem: &str) -> Result<Arc<WebPkiServerVerifier>> {
-    let unusable = |e: String| crate::error::plain(format!("the talosconfig CA is unusable: {e}"));
+    let unusable =
+        |e: String| talm_base::error::plain(format!("the talosconfig CA is unusable: {e}"));
     let blocks =
-        crate::secrets::pki::pem_decode_all(ca_pem).ok_or_else(|| unusable("not PEM".into()))?;
+        talm_wire::pki::pem_decode_all(ca_pem).ok_or_else(|| unusable("not PEM".into()))?;
     let mut roots = rustls::RootCertStore::empty();
     for (label, der) in blocks {
         if label != "CERTIFICATE" {
@@ -268,15 +269,11 @@ mod tests {
     fn ca_verifiers_are_built_once_per_ca() {
         let now = time::OffsetDateTime::now_utc();
         let ca = |org| {
-            crate::secrets::pki::self_signed_ca(
-                crate::secrets::pki::KeyKind::Ed25519,
-                Some(org),
-                now,
-            )
-            .unwrap()
+            talm_wire::pki::self_signed_ca(talm_wire::pki::KeyKind::Ed25519, Some(org), now)
+                .unwrap()
         };
         let (a, b) = (ca("a"), ca("b"));
-        let kept = crate::memo::Memo::new(4);
+        let kept = talm_base::memo::Memo::new(4);
         let first = ca_verifier_in(&kept, &a.cert_pem).unwrap();
         assert!(Arc::ptr_eq(
             &first,
@@ -297,16 +294,12 @@ mod tests {
         let now = time::OffsetDateTime::now_utc();
         let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
         let ca = |org| {
-            crate::secrets::pki::self_signed_ca(
-                crate::secrets::pki::KeyKind::Ed25519,
-                Some(org),
-                now,
-            )
-            .unwrap()
+            talm_wire::pki::self_signed_ca(talm_wire::pki::KeyKind::Ed25519, Some(org), now)
+                .unwrap()
         };
         let ip: std::net::IpAddr = "127.0.0.1".parse().unwrap();
-        let leaf_of = |c: &crate::secrets::pki::CertAndKey| {
-            let id = crate::sim::certs::issued(
+        let leaf_of = |c: &talm_wire::pki::CertAndKey| {
+            let id = talm_sim::certs::issued(
                 &b64(&c.cert_pem),
                 &b64(&c.key.to_talos_pem().unwrap()),
                 &[ip],
@@ -319,7 +312,7 @@ mod tests {
         };
         let (old, new, other) = (ca("old"), ca("new"), ca("other"));
         let bundle = format!("{}{}", old.cert_pem, new.cert_pem);
-        let kept = crate::memo::Memo::new(4);
+        let kept = talm_base::memo::Memo::new(4);
         let v = ca_verifier_in(&kept, &bundle).unwrap();
         let name = ServerName::IpAddress(ip.into());
         let at = UnixTime::now();

@@ -11,9 +11,9 @@ use tonic::Streaming;
 
 use super::client::Client;
 use super::errors::{MACHINE, STATE};
-use crate::proto::common;
-use crate::proto::cosi::resource as cosi;
-use crate::proto::machine;
+use talm_wire::proto::common;
+use talm_wire::proto::cosi::resource as cosi;
+use talm_wire::proto::machine;
 
 /// An open COSI watch.
 pub struct Watch {

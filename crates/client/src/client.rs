@@ -14,10 +14,10 @@ use tonic::{Code, Request, Status, Streaming};
 use super::creds::Auth;
 use super::diagnose;
 use super::errors::{self, Site, MACHINE, STATE};
-use super::wire::{Checked, Dialer, Facts, Wire};
-use crate::proto::common;
-use crate::proto::cosi::resource as cosi;
-use crate::proto::machine;
+use super::transport::{Checked, Dialer, Facts, Wire};
+use talm_wire::proto::common;
+use talm_wire::proto::cosi::resource as cosi;
+use talm_wire::proto::machine;
 
 pub use talm_wire::api::{DEFAULT_PORT, MAX_MESSAGE};
 
@@ -93,7 +93,7 @@ impl Client {
         };
         let uri = format!("http://{addr}");
         let ep = Endpoint::from_shared(uri.clone()).map_err(|e| {
-            crate::error::hinted(
+            talm_base::error::hinted(
                 format!("node {node}: {addr:?} is not a valid endpoint: {e}"),
                 "give endpoints and nodes as IP, host or host:port",
             )
@@ -258,7 +258,7 @@ impl Client {
             self.in_band(call, md(m))?;
         }
         msgs.into_iter().next().ok_or_else(|| {
-            crate::error::plain(format!(
+            talm_base::error::plain(format!(
                 "node {}: {call}: the node sent an empty reply",
                 self.node
             ))
@@ -455,14 +455,14 @@ impl Client {
             self.in_band("Kubeconfig", d.metadata.as_ref())?;
             archive.extend_from_slice(&d.bytes);
         }
-        let (name, data) = super::archive::first_entry(&archive).map_err(|e| {
-            crate::error::hinted(
+        let (name, data) = talm_wire::archive::first_entry(&archive).map_err(|e| {
+            talm_base::error::hinted(
                 format!("node {}: Kubeconfig: unreadable archive: {e:#}", self.node),
                 "the stream may have been cut; retry",
             )
         })?;
         if name != "kubeconfig" {
-            return Err(crate::error::plain(format!(
+            return Err(talm_base::error::plain(format!(
                 "node {}: Kubeconfig: the archive holds {name:?}, not \"kubeconfig\"",
                 self.node
             )));

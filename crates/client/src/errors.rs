@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tonic::{Code, Status};
 
-pub use crate::error::node::{kind, named_node, Kind, NodeError, NotTalos};
+pub use talm_base::error::node::{kind, named_node, Kind, NodeError, NotTalos};
 pub use talm_wire::api::{code_name, describe};
 
 /// `error` reported about `node`: `NODE: error`, or the error alone when it names the node
@@ -115,7 +115,7 @@ const TOO_SHORT: Duration = Duration::from_millis(100);
 
 /// A call that ran past its deadline.
 pub fn timeout(site: Site, after: Duration) -> anyhow::Error {
-    let text = crate::talos::duration_text(after);
+    let text = talm_base::duration::text(after);
     if after < TOO_SHORT {
         return site.error(
             Kind::Timeout,
@@ -215,7 +215,7 @@ mod tests {
     fn statuses_name_node_call_and_cause() {
         let e = answered(site(false), &Status::permission_denied("not authorized"));
         assert_eq!(kind(&e), Some(Kind::Denied));
-        let text = crate::error::render(&e);
+        let text = talm_base::error::render(&e);
         assert!(
             text.contains("node 10.0.0.1: Version: not authorized"),
             "{text}"

@@ -3,9 +3,9 @@
 
 use serde_yaml_ng::{Mapping, Value};
 
-use crate::proto::cosi::resource as cosi;
+use talm_wire::proto::cosi::resource as cosi;
 
-pub use crate::talos::humanize::pretty_size;
+pub use talm_base::humanize::pretty_size;
 
 /// RFC 3339 text of a protobuf timestamp (UTC, whole seconds as Talos prints them).
 pub fn timestamp(ts: &prost_types::Timestamp) -> String {
@@ -52,7 +52,7 @@ pub fn to_value(res: &cosi::Resource) -> Value {
         .as_ref()
         .map(|s| s.yaml_spec.as_str())
         .filter(|s| !s.trim().is_empty())
-        .map(|s| crate::yaml::from_str(s).unwrap_or_else(|_| Value::String(s.to_string())))
+        .map(|s| talm_base::yaml::from_str(s).unwrap_or_else(|_| Value::String(s.to_string())))
         .unwrap_or(Value::Null);
     let mut out = Mapping::new();
     out.insert("metadata".into(), Value::Mapping(meta));
@@ -155,11 +155,11 @@ pub async fn resolve(client: &super::client::Client, kind: &str) -> anyhow::Resu
         .collect();
     match hits.len() {
         1 => Ok(hits.remove(0)),
-        0 => Err(crate::error::hinted(
+        0 => Err(talm_base::error::hinted(
             format!("node {}: resource {kind:?} is not registered", client.node),
             "list the node's resource types with `talm get rd`",
         )),
-        _ => Err(crate::error::plain(format!(
+        _ => Err(talm_base::error::plain(format!(
             "node {}: resource type {kind:?} is ambiguous: {:?}",
             client.node,
             hits.iter().map(|h| h.ty.clone()).collect::<Vec<_>>()
@@ -214,10 +214,10 @@ fn meta_text(r: &Value, key: &str) -> String {
 /// A scalar as Go's yaml.v3 writes an untagged node: plain unless YAML syntax forbids it
 /// (numbers and dates stay plain), nothing at all when empty.
 fn untagged(s: &str) -> String {
-    if s.is_empty() || crate::yaml::plain_syntax_ok(s) && !s.contains('\n') {
+    if s.is_empty() || talm_base::yaml::plain_syntax_ok(s) && !s.contains('\n') {
         s.to_string()
     } else {
-        crate::yaml::double_quoted(s)
+        talm_base::yaml::double_quoted(s)
     }
 }
 
@@ -262,7 +262,7 @@ pub fn bundle_documents(items: &[cosi::Resource], redact: bool) -> String {
         };
         let mut m = Mapping::new();
         m.insert("spec".into(), spec);
-        out.push_str(&crate::yaml::to_string(&Value::Mapping(m)));
+        out.push_str(&talm_base::yaml::to_string(&Value::Mapping(m)));
         docs.push(out);
     }
     docs.join("---\n")
@@ -274,7 +274,7 @@ pub enum Output {
     Table,
     Yaml,
     Json,
-    JsonPath(super::jsonpath::Template),
+    JsonPath(talm_base::jsonpath::Template),
 }
 
 impl Output {
@@ -285,9 +285,9 @@ impl Output {
             "yaml" => Output::Yaml,
             "json" => Output::Json,
             t => match t.strip_prefix("jsonpath=") {
-                Some(expr) => Output::JsonPath(super::jsonpath::Template::parse(expr)?),
+                Some(expr) => Output::JsonPath(talm_base::jsonpath::Template::parse(expr)?),
                 None => {
-                    return Err(crate::error::hinted(
+                    return Err(talm_base::error::hinted(
                         format!("output format {t:?} is not supported"),
                         "use -o table, -o yaml, -o json or -o jsonpath='{.spec}'",
                     ))
@@ -318,7 +318,7 @@ pub fn format(
     match output {
         Output::Yaml => Ok(items
             .iter()
-            .map(|r| crate::yaml::to_string(&with_node(r)))
+            .map(|r| talm_base::yaml::to_string(&with_node(r)))
             .collect::<Vec<_>>()
             .join("---\n")),
         Output::Json => {
@@ -347,7 +347,7 @@ pub fn format(
             let templates = def
                 .columns
                 .iter()
-                .map(|c| super::jsonpath::Template::parse(&c.json_path))
+                .map(|c| talm_base::jsonpath::Template::parse(&c.json_path))
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let mut rows = vec![head];
             for r in items {
@@ -380,7 +380,7 @@ pub fn json_4(v: &serde_json::Value) -> anyhow::Result<String> {
 
 /// Rows as talosctl's tables print them (Go's tabwriter, padding 3).
 pub fn table(rows: &[Vec<String>]) -> String {
-    super::tabwriter::table(rows)
+    talm_base::tabwriter::table(rows)
 }
 
 #[cfg(test)]

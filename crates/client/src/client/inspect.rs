@@ -7,11 +7,11 @@ use anyhow::Result;
 use tonic::Streaming;
 
 use super::Client;
-use crate::proto::common;
-use crate::proto::machine;
-use crate::proto::time as timeapi;
-use crate::talos::errors::MACHINE;
-use crate::talos::wire::Checked;
+use crate::errors::MACHINE;
+use crate::transport::Checked;
+use talm_wire::proto::common;
+use talm_wire::proto::machine;
+use talm_wire::proto::time as timeapi;
 
 /// The Talos time service.
 const TIME: &str = "time.TimeService";

@@ -20,7 +20,7 @@ pub async fn connect(endpoints: &[String], target: Option<&str>, opts: &Options)
         }
     }
     Err(match failures.len() {
-        0 => crate::error::hinted(
+        0 => talm_base::error::hinted(
             format!(
                 "node {}: no endpoint to connect through",
                 target.unwrap_or("?")

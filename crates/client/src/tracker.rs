@@ -12,8 +12,8 @@ use prost::Message;
 
 use super::client::Client;
 use super::errors::{self, Kind};
-use crate::error::hinted;
-use crate::proto::machine;
+use talm_base::error::hinted;
+use talm_wire::proto::machine;
 
 /// Where the tracker's progress goes: one line per update.
 pub trait Report {
@@ -25,7 +25,7 @@ pub struct Plain;
 
 impl Report for Plain {
     fn update(&mut self, node: &str, message: &str) {
-        crate::output::err(&format!("{}: {message}", quoted(node)));
+        talm_base::output::err(&format!("{}: {message}", quoted(node)));
     }
 }
 
@@ -175,7 +175,7 @@ where
         hinted(
             format!(
                 "node {node}: {what} within {}",
-                super::duration::text(limit)
+                talm_base::duration::text(limit)
             ),
             "look at the node's console or `talm events`; raise --timeout for slow machines",
         )
@@ -215,7 +215,7 @@ where
             }
         }
         report.update(node, "unavailable, retrying...");
-        crate::progress::stage(crate::progress::Stage::Reboot);
+        talm_base::progress::stage(talm_base::progress::Stage::Reboot);
         events = loop {
             if left().is_some_and(|l| l.is_zero()) {
                 return Err(gave_up("the node did not come back"));
@@ -227,7 +227,7 @@ where
             }
         };
         replayed = true;
-        crate::progress::stage(crate::progress::Stage::Ready);
+        talm_base::progress::stage(talm_base::progress::Stage::Ready);
     }
     let Some(before) = before else {
         return Ok(actor);
