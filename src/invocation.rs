@@ -174,29 +174,6 @@ fn node_command(
     })
 }
 
-/// This client's side of a version report, with the platform named as Go names it; talm is no
-/// Go program, so it has no Go version, and no build SHA is stamped.
-fn client() -> Value {
-    let os = match std::env::consts::OS {
-        "macos" => "darwin",
-        other => other,
-    };
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        "x86" => "386",
-        other => other,
-    };
-    json!({
-        "tag": crate::version::current(),
-        "sha": "undefined",
-        "built": "",
-        "go_version": "",
-        "os": os,
-        "arch": arch,
-    })
-}
-
 /// `inv` allowed to write the file `output` the command line names.
 fn writing(mut inv: Invocation, output: &str) -> Invocation {
     if let Some(s) = &mut inv.session {
@@ -431,7 +408,11 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
             node_command("dashboard", args_of(&a)?, &a.node)?
         }
         Command::Support(s) => writing(
-            node_command("support", with(&s, json!({ "client": client() }))?, &s.node)?,
+            node_command(
+                "support",
+                with(&s, json!({ "client": crate::version::client_block() }))?,
+                &s.node,
+            )?,
             &s.output,
         ),
         Command::Bootstrap(b) => match &b.recover_from {

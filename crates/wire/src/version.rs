@@ -9,13 +9,19 @@ pub fn current() -> &'static str {
 /// simulator runs by default).
 pub const TALOS_MACHINERY: &str = "v1.13.7";
 
-/// `talm version`'s client block, as talosctl fills it from the Talos machinery module it was
-/// built with (the SHA is the module's embedded `undefined`; talm's own version is
-/// `talm --version`).
+/// The client's side of a version report (`talm version`, `talm support`'s summary), as
+/// talosctl fills it from the Talos machinery module it was built with: the SHA is the module's
+/// embedded `undefined`, the platform is named as Go names it; talm's own version is
+/// `talm --version`.
 pub fn client_block() -> serde_json::Value {
+    let os = match std::env::consts::OS {
+        "macos" => "darwin",
+        other => other,
+    };
     let arch = match std::env::consts::ARCH {
         "x86_64" => "amd64",
         "aarch64" => "arm64",
+        "x86" => "386",
         other => other,
     };
     serde_json::json!({
@@ -23,7 +29,7 @@ pub fn client_block() -> serde_json::Value {
         "sha": "undefined",
         "built": "",
         "go_version": format!("none (talm {} is Rust)", current()),
-        "os": std::env::consts::OS,
+        "os": os,
         "arch": arch,
     })
 }
