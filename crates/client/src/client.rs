@@ -34,6 +34,17 @@ pub struct Options {
     pub timeout: Duration,
 }
 
+/// `fut` under a deadline as a Go context holds one: an answer that comes after the deadline
+/// has passed counts as none, even when it was ready at the first poll (tokio's `timeout` looks
+/// at the future before the clock, so a 1ns deadline could otherwise succeed on a fast loopback).
+async fn within<T>(limit: Duration, fut: impl Future<Output = T>) -> Option<T> {
+    let start = std::time::Instant::now();
+    match tokio::time::timeout(limit, fut).await {
+        Ok(v) if start.elapsed() <= limit => Some(v),
+        _ => None,
+    }
+}
+
 pub use talm_wire::api::{host, with_port, MAINTENANCE_CN};
 
 mod change;
@@ -124,13 +135,13 @@ impl Client {
             wire: Wire::default(),
         };
         let connecting = ep.connect_with_connector(dialer.clone());
-        let channel = match tokio::time::timeout(opts.timeout, connecting).await {
-            Err(_) => return Err(errors::timeout(site, opts.timeout)),
-            Ok(Err(e)) => {
+        let channel = match within(opts.timeout, connecting).await {
+            None => return Err(errors::timeout(site, opts.timeout)),
+            Some(Err(e)) => {
                 let facts = facts_of(&dialer, insecure, opts.timeout).await;
                 return Err(diagnose::connect(site, &facts, &e));
             }
-            Ok(Ok(c)) => c,
+            Some(Ok(c)) => c,
         };
         Ok(Client {
             target: target.map(str::to_string),
@@ -227,10 +238,10 @@ impl Client {
         fut: impl Future<Output = Result<T, Status>>,
     ) -> Result<T> {
         let started = std::time::Instant::now();
-        match tokio::time::timeout(self.timeout, fut).await {
-            Err(_) => Err(errors::timeout(self.site(call, service), self.timeout)),
-            Ok(Err(st)) => Err(self.failed(call, service, &st, started).await),
-            Ok(Ok(v)) => Ok(v),
+        match within(self.timeout, fut).await {
+            None => Err(errors::timeout(self.site(call, service), self.timeout)),
+            Some(Err(st)) => Err(self.failed(call, service, &st, started).await),
+            Some(Ok(v)) => Ok(v),
         }
     }
 
