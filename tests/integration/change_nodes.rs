@@ -243,7 +243,7 @@ fn wipe_disk_refuses_volumes_and_changes_the_disk() {
     let ip = net::addr();
     let nodes = Nodes::start(&[&ip], |s| {
         let base = s.hardware.disks[0].clone();
-        let mut data = talm::sim::hardware::Disk {
+        let mut data = talm::sim::node::hardware::Disk {
             name: "vdb".into(),
             size: 10_000_000_000,
             transport: "virtio".into(),
@@ -252,7 +252,7 @@ fn wipe_disk_refuses_volumes_and_changes_the_disk() {
         };
         data.wwid = String::new();
         data.serial = String::new();
-        let ro = talm::sim::hardware::Disk {
+        let ro = talm::sim::node::hardware::Disk {
             name: "vdc".into(),
             readonly: true,
             partitions: vec![],

@@ -65,7 +65,7 @@ fn kubeconfig_paths_merge_and_refusals() {
     assert_eq!(d.mode("other.yaml"), 0o600);
     // A node whose kubeconfig names a credential plugin (a program for kubectl to run): the
     // plugin is dropped with a warning, the certificate kept.
-    nodes.node(&cp).set_faults(talm::sim::faults::Faults {
+    nodes.node(&cp).set_faults(talm::sim::net::faults::Faults {
         exec_kubeconfig: true,
         ..Default::default()
     });

@@ -5,8 +5,8 @@
 //! `apply -f nodes/ --parallel N` and `template -f nodes/ -I --parallel N` (every node file
 //! applied or rendered, the report of a failing one).
 
-use talm::sim::faults::Faults;
-use talm::sim::unhealthy::Unhealthy;
+use talm::sim::net::faults::Faults;
+use talm::sim::net::unhealthy::Unhealthy;
 
 use crate::common::cluster::cluster;
 use crate::common::sim::Nodes;

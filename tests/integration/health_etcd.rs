@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use talm::secrets::bundle::Bundle;
-use talm::sim::faults::Faults;
+use talm::sim::net::faults::Faults;
 use time::OffsetDateTime;
 
 use crate::common::sim::{template_node, Nodes};

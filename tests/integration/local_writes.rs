@@ -6,8 +6,8 @@
 use crate::common::net;
 use crate::common::sim::{template_node, Nodes};
 use crate::common::Dir;
-use talm::sim::faults::Faults;
-use talm::sim::flood::Flood;
+use talm::sim::net::faults::Faults;
+use talm::sim::net::flood::Flood;
 
 /// The limit talm's files may grow to.
 const LIMIT: u64 = 64 << 10;

@@ -501,7 +501,7 @@ fn a_nodes_words_cannot_drive_the_terminal() {
             "\tTag:         v1.13.5\\x1b]0;pwned\\x07\\x1b[2J".to_string(),
         ]
     );
-    nodes.node(&ip).set_faults(talm::sim::faults::Faults {
+    nodes.node(&ip).set_faults(talm::sim::net::faults::Faults {
         fail: [(
             "Version".to_string(),
             "Unavailable: down\u{1b}[2J\rfine".to_string(),

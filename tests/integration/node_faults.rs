@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use crate::common::sim::{server_cert, template_node, Nodes};
 use crate::common::{net, Dir};
 use talm::secrets::bundle::Bundle;
-use talm::sim::faults::Faults;
-use talm::sim::skew::Skew;
+use talm::sim::net::faults::Faults;
+use talm::sim::net::skew::Skew;
 use time::OffsetDateTime;
 use x509_parser::prelude::{FromDer, X509Certificate};
 

@@ -305,10 +305,12 @@ fn a_terminal_shows_how_each_node_ended_and_counts_the_nodes_done() {
         );
     }
     // The third node answers nothing: one at a time, the fourth is never started.
-    nodes.node(&ips[2]).set_faults(talm::sim::faults::Faults {
-        fail: [("*".to_string(), "Unavailable: network is down".to_string())].into(),
-        ..Default::default()
-    });
+    nodes
+        .node(&ips[2])
+        .set_faults(talm::sim::net::faults::Faults {
+            fail: [("*".to_string(), "Unavailable: network is down".to_string())].into(),
+            ..Default::default()
+        });
     let (ok, rows) = rows_in_tty(&d, "apply -f nodes/ -i --dry-run --parallel 1");
     assert!(!ok, "{}", rows.join("\n"));
     // A node's line, cut to the terminal's width.

@@ -7,7 +7,7 @@ use crate::common::net;
 use crate::common::sim::*;
 use talm::config::generate::MachineType;
 use talm::proto::machine;
-use talm::sim::faults::Faults;
+use talm::sim::net::faults::Faults;
 use talm::talos::client::{Client, Options as ClientOptions};
 use talm::talos::creds::Auth;
 

@@ -9,8 +9,8 @@ use crate::common::net;
 use crate::common::sim::Nodes;
 use crate::common::streaming::Streaming;
 use crate::common::Dir;
-use talm::sim::faults::Faults;
-use talm::sim::flood::Flood;
+use talm::sim::net::faults::Faults;
+use talm::sim::net::flood::Flood;
 
 /// The lines of a flooded talm's output a test keeps (the rest is read and dropped).
 const KEPT: usize = 16;

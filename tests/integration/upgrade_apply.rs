@@ -331,7 +331,7 @@ fn post_apply_verification_is_off_by_default_and_names_what_diverged() {
     let o = d.talm(verify).ok();
     assert!(!o.stderr.contains("post-apply"), "{}", o.stderr);
     // A node that keeps its previous config (a controller reverting it)...
-    nodes.node(&ip).set_faults(talm::sim::faults::Faults {
+    nodes.node(&ip).set_faults(talm::sim::net::faults::Faults {
         keep_config: true,
         ..Default::default()
     });

@@ -299,7 +299,7 @@ mod tests {
         };
         let ip: std::net::IpAddr = "127.0.0.1".parse().unwrap();
         let leaf_of = |c: &talm_wire::pki::CertAndKey| {
-            let id = talm_sim::certs::issued(
+            let id = talm_sim::net::certs::issued(
                 &b64(&c.cert_pem),
                 &b64(&c.key.to_talos_pem().unwrap()),
                 &[ip],

@@ -7,44 +7,14 @@
 #[global_allocator]
 static HEAP: talm_base::heap::Split = talm_base::heap::Split;
 
-pub mod apply;
-pub mod certs;
-pub mod changes;
-pub mod clientconfig;
-pub mod cluster_health;
-pub mod columns;
+pub mod api;
 pub mod cosi;
 pub mod etcd;
-pub mod etcd_calls;
-pub mod etcd_upgrade;
-pub mod event_stream;
-pub mod events;
-pub mod facts;
-pub mod faults;
-pub mod fdlimit;
-pub mod flood;
-pub mod follow;
-pub mod hardware;
-pub mod immediate;
-pub mod inspect;
-pub mod journal;
-pub mod kubeconfig;
-pub mod limit;
-pub mod load;
+pub mod machined;
+pub mod net;
 pub mod node;
-pub mod protospec;
-pub mod query;
-pub mod range;
-pub mod reload;
 pub mod serve;
-pub mod server;
-pub mod service;
-pub mod skew;
-pub mod state;
-pub mod store;
-pub mod unhealthy;
-pub mod upgrade;
-pub mod watch;
+pub mod world;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -77,7 +47,7 @@ impl Sim {
             .collect();
         check_unique(&given)?;
         let stop = CancellationToken::new();
-        let registry: Arc<service::Registry> = Arc::new(RwLock::new(HashMap::new()));
+        let registry: Arc<api::Registry> = Arc::new(RwLock::new(HashMap::new()));
         let mut nodes = Vec::new();
         for spec in specs {
             let node = Arc::new(Node::new(spec, stop.clone()));
@@ -89,7 +59,7 @@ impl Sim {
         }
         let tasks = nodes
             .iter()
-            .map(|n| tokio::spawn(server::run(Arc::clone(n), Arc::clone(&registry))))
+            .map(|n| tokio::spawn(net::server::run(Arc::clone(n), Arc::clone(&registry))))
             .collect();
         let mut tasks: Vec<_> = tasks;
         tasks.push(tokio::spawn(etcd::keep_joining(registry, stop.clone())));
@@ -179,9 +149,9 @@ pub struct NodeEntry {
     #[serde(default)]
     pub talos_version: Option<String>,
     #[serde(default)]
-    pub hardware: Option<hardware::Hardware>,
+    pub hardware: Option<node::hardware::Hardware>,
     #[serde(default)]
-    pub faults: faults::Faults,
+    pub faults: net::faults::Faults,
 }
 
 /// Checks that no address is given twice (a node is known by its address); `given` pairs each

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::range::NodeRange;
-use super::{check_loopback, check_unique, parse_file, NodeSpec, Sim};
+use crate::net::range::NodeRange;
+use crate::{check_loopback, check_unique, parse_file, NodeSpec, Sim};
 use talm_base::error::hinted;
 
 /// What to serve: `--node` addresses, `--node-range` ranges and/or a config file, the port, the
@@ -101,7 +101,7 @@ fn started(sim: &Sim) {
 /// Returns the exit code.
 pub fn run(args: &Options) -> Result<i32> {
     let specs = specs(args)?;
-    super::fdlimit::raise_for(specs.len())?;
+    crate::net::fdlimit::raise_for(specs.len())?;
     talm_base::rt::block_on(async move {
         let sim = Sim::start(specs).await?;
         started(&sim);

@@ -22,8 +22,8 @@ fn tables_are_printed_as_talosctl_prints_them() {
         .ok()
         .stdout;
     let pid = |n: &str, id: &str| {
-        let w = talm::sim::inspect::World::of(nodes.node(n));
-        talm::sim::inspect::workload::Workload::of(&w)
+        let w = talm::sim::world::World::of(nodes.node(n));
+        talm::sim::world::workload::Workload::of(&w)
             .system
             .iter()
             .find(|c| c.id == id)
@@ -136,8 +136,8 @@ fn tables_are_printed_as_talosctl_prints_them() {
         .stdout;
     let first = out.lines().next().unwrap();
     // The PID column is as wide as the node's highest process ID.
-    let w = talm::sim::inspect::World::of(nodes.node(cp));
-    let highest = talm::sim::inspect::workload::Workload::of(&w)
+    let w = talm::sim::world::World::of(nodes.node(cp));
+    let highest = talm::sim::world::workload::Workload::of(&w)
         .procs
         .iter()
         .map(|p| p.pid)

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use talm::sim::faults::Faults;
+use talm::sim::net::faults::Faults;
 
 use crate::common::sim::Nodes;
 use crate::common::{net, Dir, Out};

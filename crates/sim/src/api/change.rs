@@ -1,6 +1,6 @@
 //! The calls that change a simulated node: service start/stop/restart, container restart,
 //! rollback, shutdown, META, StorageService (BlockDeviceWipe) and ImageService.Pull, each
-//! routed as apid routes it; the behaviour lives in `crate::changes`.
+//! routed as apid routes it; the behaviour lives in `crate::machined::changes`.
 
 use std::sync::Arc;
 
@@ -8,8 +8,8 @@ use tonic::{Request, Response, Status};
 
 use super::inspect::{allow, containers, cri_down, OPERATORS};
 use super::{peer, Route, Stream_, Svc};
-use crate::changes::ops::ServiceOp;
-use crate::inspect::{images, World};
+use crate::machined::changes::ops::ServiceOp;
+use crate::world::{images, World};
 use talm_wire::proto::machine;
 use talm_wire::proto::storage;
 

@@ -13,10 +13,10 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tonic::{Request, Response, Status};
 
-use super::etcd_calls;
-use super::inspect::{services, workload::Workload, World, MEM_TOTAL_KB};
-use super::node::Node;
-use super::service::{error_meta, peer, Route, Stream_, Svc};
+use crate::api::{error_meta, peer, Route, Stream_, Svc};
+use crate::etcd::calls;
+use crate::node::Node;
+use crate::world::{services, workload::Workload, World, MEM_TOTAL_KB};
 use talm_wire::api::describe;
 use talm_wire::proto::cluster::{self, cluster_service_server::ClusterService};
 use talm_wire::proto::{common, machine};
@@ -154,7 +154,7 @@ impl Checker {
     }
 
     fn members(&self, n: &Arc<Node>) -> Result<machine::EtcdMembers, Status> {
-        etcd_calls::member_list(n, &self.roles, &self.svc.registry, false)
+        calls::member_list(n, &self.roles, &self.svc.registry, false)
     }
 
     fn etcd_consistent(&self) -> Result<Pass, String> {
@@ -287,7 +287,7 @@ impl Checker {
             .unwrap_or_default();
         let up = self.info.control_planes.iter().any(|n| {
             self.svc.target(n).ok().is_some_and(|node| {
-                etcd_calls::member_list(&node, &self.roles, &self.svc.registry, true).is_ok()
+                calls::member_list(&node, &self.roles, &self.svc.registry, true).is_ok()
             })
         });
         if up {
@@ -311,7 +311,9 @@ impl Checker {
             .all()
             .into_iter()
             .filter(|n| match self.svc.target(n) {
-                Ok(node) => kubelet && super::unhealthy::failing(&node).contains(&"kubelet".into()),
+                Ok(node) => {
+                    kubelet && crate::net::unhealthy::failing(&node).contains(&"kubelet".into())
+                }
                 Err(_) => true,
             })
             .collect();
@@ -447,8 +449,8 @@ impl ClusterService for Svc {
             .unwrap_or_default();
         let roles = peer.roles.to_vec();
         let ready = target.and_then(|node| {
-            etcd_calls::allow(&roles, &["os:admin", "os:operator", "os:reader"])?;
-            etcd_calls::control_plane(&node, "cluster health check")?;
+            calls::allow(&roles, &["os:admin", "os:operator", "os:reader"])?;
+            calls::control_plane(&node, "cluster health check")?;
             Ok(node)
         });
         let meta = |h: &Option<String>| {

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
-use super::facts;
-use super::node::{denied, is_admin, Node};
-use super::query;
-use super::service::{peer, Route, Stream_, Svc};
-use super::watch;
+use crate::api::{peer, Route, Stream_, Svc};
+use crate::cosi::facts;
+use crate::cosi::query;
+use crate::cosi::watch;
+use crate::node::{denied, is_admin, Node};
 use talm_wire::proto::cosi::resource as cosi;
 
 impl Svc {

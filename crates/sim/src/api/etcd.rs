@@ -1,13 +1,13 @@
 //! The etcd calls of a simulated node's MachineService, routed as apid does (`nodes`
 //! one-to-many with hostnames and in-band errors): unary calls through `Svc::unary`, the
 //! snapshot as a stream of 1024-byte chunks, the recovery upload read whole and then handed to
-//! its target. What each call does lives in `crate::etcd_calls`.
+//! its target. What each call does lives in `crate::etcd::calls`.
 
 use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::{error_meta, peer, Route, Routed, Stream_, Svc};
-use crate::etcd_calls::{self as calls, Downgrade};
+use crate::etcd::calls::{self as calls, Downgrade};
 use talm_wire::proto::common;
 use talm_wire::proto::machine;
 

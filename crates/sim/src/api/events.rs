@@ -8,9 +8,9 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tonic::{Request, Response, Status};
 
-use super::events::{Events, Published};
-use super::node::Node;
-use super::service::{error_meta, peer, Route, Stream_, Svc};
+use crate::api::{error_meta, peer, Route, Stream_, Svc};
+use crate::node::events::{Events, Published};
+use crate::node::Node;
 use talm_wire::proto::machine;
 
 type Tx = mpsc::Sender<Result<machine::Event, Status>>;
@@ -74,7 +74,7 @@ pub async fn events(
 ) -> Result<Response<Stream_<machine::Event>>, Status> {
     let peer = peer(&req);
     svc.faults("Events", &peer).await?;
-    super::follow::may_read(&peer.roles)?;
+    crate::api::logs::may_read(&peer.roles)?;
     let body = req.get_ref().clone();
     let route = svc.route(&req, "/machine.MachineService/Events", true)?;
     let targets: Vec<Target> = match route {

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
 use super::{error_meta, peer, Route, Routed, Stream_, Svc};
-use crate::inspect::workload::{Pod, Workload};
-use crate::inspect::{images, meminfo, mounts, netstat, rootfs, services, walk, World};
 use crate::node::{denied, Node};
+use crate::world::workload::{Pod, Workload};
+use crate::world::{images, meminfo, mounts, netstat, rootfs, services, walk, World};
 use talm_wire::proto::common;
 use talm_wire::proto::machine;
 use talm_wire::proto::time as timeapi;
@@ -104,7 +104,7 @@ fn pod_entries(pod: &Pod, load: &Workload) -> Vec<Listed> {
         machine::ContainerInfo {
             namespace: "k8s.io".into(),
             id: id.clone(),
-            image: crate::inspect::workload::PAUSE_IMAGE.into(),
+            image: crate::world::workload::PAUSE_IMAGE.into(),
             pid: pod.pid as u32,
             status: "SANDBOX_READY".into(),
             pod_id: id.clone(),
@@ -384,12 +384,12 @@ impl Svc {
                         let mut list = services::list(&w, &Workload::of(&w));
                         let st = n.state();
                         if st.config.is_some() {
-                            list.extend(crate::changes::extension_services(
+                            list.extend(crate::machined::changes::extension_services(
                                 &n.spec.hardware.extensions,
                                 w.boot,
                             ));
                         }
-                        crate::changes::overlay(list, &st.changes)
+                        crate::machined::changes::overlay(list, &st.changes)
                     },
                 })
             })
@@ -445,7 +445,7 @@ impl Svc {
         self.streamed(&req, "Copy", true, move |n, roles| {
             allow(roles, &["os:admin"])?;
             let clean = if root.starts_with('/') {
-                crate::inspect::fs::clean(&root)
+                crate::world::fs::clean(&root)
             } else {
                 root.trim_end_matches('/').to_string()
             };
@@ -582,19 +582,20 @@ impl machine::image_service_server::ImageService for Svc {
             return Err(cri_down("error connecting to containerd: "));
         }
         let listed = images::list(&w, store);
-        let items = crate::changes::images::with_pulled(listed, store, &node.state().changes)
-            .into_iter()
-            .map(|i| machine::ImageServiceListResponse {
-                name: i.name,
-                digest: i.digest,
-                size: i.size,
-                created_at: Some(prost_types::Timestamp {
-                    seconds: i.created,
-                    nanos: 0,
-                }),
-                labels: i.labels.into_iter().collect(),
-            })
-            .collect();
+        let items =
+            crate::machined::changes::images::with_pulled(listed, store, &node.state().changes)
+                .into_iter()
+                .map(|i| machine::ImageServiceListResponse {
+                    name: i.name,
+                    digest: i.digest,
+                    size: i.size,
+                    created_at: Some(prost_types::Timestamp {
+                        seconds: i.created,
+                        nanos: 0,
+                    }),
+                    labels: i.labels.into_iter().collect(),
+                })
+                .collect();
         Ok(Response::new(Self::stream(items, drops, peer)))
     }
 }

@@ -10,9 +10,9 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tonic::{Request, Response, Status};
 
-use super::node::Node;
-use super::server::Peer;
-use super::service::{error_meta, peer, Route, Stream_, Svc};
+use crate::api::{error_meta, peer, Route, Stream_, Svc};
+use crate::net::server::Peer;
+use crate::node::Node;
 use talm_wire::proto::common;
 use talm_wire::proto::machine;
 
@@ -34,14 +34,14 @@ enum Source {
     Kernel { from_end: bool },
 }
 
-pub(super) fn may_read(roles: &[String]) -> Result<(), Status> {
+pub(crate) fn may_read(roles: &[String]) -> Result<(), Status> {
     if roles
         .iter()
         .any(|r| r == "os:admin" || r == "os:operator" || r == "os:reader")
     {
         Ok(())
     } else {
-        Err(super::node::denied())
+        Err(crate::node::denied())
     }
 }
 
@@ -50,7 +50,7 @@ fn log_source(node: &Node, req: &machine::LogsRequest) -> Result<Source, Status>
     if req.namespace == "system" || req.id == "kubelet" {
         let known = req.id == "kernel"
             || MACHINED_LOGS.contains(&req.id.as_str())
-            || super::node::services(&node.state())
+            || crate::node::services(&node.state())
                 .iter()
                 .any(|(id, _)| *id == req.id);
         if !known {

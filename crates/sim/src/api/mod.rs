@@ -2,6 +2,11 @@
 //! one-to-one, `nodes` one-to-many with metadata and in-band errors; ignored in maintenance) and
 //! the node's injected faults. COSI lives in `cosi.rs`, log streams in `follow.rs`.
 
+pub mod cluster;
+pub mod cosi;
+pub mod events;
+pub mod logs;
+
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, RwLock};
@@ -10,8 +15,8 @@ use std::time::Duration;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use super::node::Node;
-use super::server::Peer;
+use crate::net::server::Peer;
+use crate::node::Node;
 use talm_wire::proto::common;
 use talm_wire::proto::google::rpc;
 use talm_wire::proto::machine;
@@ -402,7 +407,7 @@ impl machine::machine_service_server::MachineService for Svc {
         if let Some(f) = self.node.faults().flood("Dmesg") {
             return Ok(Response::new(f.stream()));
         }
-        super::follow::dmesg(self, req).await
+        crate::api::logs::dmesg(self, req).await
     }
 
     type EventsStream = Stream_<machine::Event>;
@@ -411,7 +416,7 @@ impl machine::machine_service_server::MachineService for Svc {
         &self,
         req: Request<machine::EventsRequest>,
     ) -> Result<Response<Self::EventsStream>, Status> {
-        super::event_stream::events(self, req).await
+        crate::api::events::events(self, req).await
     }
 
     async fn hostname(
@@ -439,7 +444,7 @@ impl machine::machine_service_server::MachineService for Svc {
         if let Some(f) = self.node.faults().flood("Logs") {
             return Ok(Response::new(f.stream()));
         }
-        super::follow::logs(self, req).await
+        crate::api::logs::logs(self, req).await
     }
 
     async fn reboot(
@@ -460,7 +465,7 @@ impl machine::machine_service_server::MachineService for Svc {
         let messages = self
             .unary(&req, "Reset", |n, roles| {
                 let r = n.reset(&body, roles)?;
-                super::etcd_calls::leave_on_reset(n, body.graceful, &self.registry);
+                crate::etcd::calls::leave_on_reset(n, body.graceful, &self.registry);
                 Ok(r)
             })
             .await?;
@@ -482,7 +487,7 @@ impl machine::machine_service_server::MachineService for Svc {
         let messages = self
             .unary(&req, "Upgrade", |n, roles| {
                 n.upgrade(&body, roles, |n| {
-                    super::etcd_upgrade::validate(n, body.force, body.preserve, &self.registry)
+                    crate::etcd::upgrade::validate(n, body.force, body.preserve, &self.registry)
                 })
             })
             .await?;
@@ -506,7 +511,7 @@ impl machine::machine_service_server::MachineService for Svc {
         let body = req.get_ref().clone();
         let messages = self
             .unary(&req, "GenerateClientConfiguration", |n, roles| {
-                super::clientconfig::generate(n, &body, roles)
+                crate::machined::clientconfig::generate(n, &body, roles)
             })
             .await?;
         Ok(Response::new(
@@ -520,7 +525,9 @@ impl machine::machine_service_server::MachineService for Svc {
         req: Request<()>,
     ) -> Result<Response<machine::SystemStatResponse>, Status> {
         let messages = self
-            .unary(&req, "SystemStat", |n, _| Ok(super::load::system_stat(n)))
+            .unary(&req, "SystemStat", |n, _| {
+                Ok(crate::node::load::system_stat(n))
+            })
             .await?;
         Ok(Response::new(machine::SystemStatResponse { messages }))
     }
@@ -530,7 +537,7 @@ impl machine::machine_service_server::MachineService for Svc {
         req: Request<()>,
     ) -> Result<Response<machine::CpuInfoResponse>, Status> {
         let messages = self
-            .unary(&req, "CPUInfo", |n, _| Ok(super::load::cpu_info(n)))
+            .unary(&req, "CPUInfo", |n, _| Ok(crate::node::load::cpu_info(n)))
             .await?;
         Ok(Response::new(machine::CpuInfoResponse { messages }))
     }
@@ -540,7 +547,7 @@ impl machine::machine_service_server::MachineService for Svc {
         req: Request<()>,
     ) -> Result<Response<machine::LoadAvgResponse>, Status> {
         let messages = self
-            .unary(&req, "LoadAvg", |n, _| Ok(super::load::load_avg(n)))
+            .unary(&req, "LoadAvg", |n, _| Ok(crate::node::load::load_avg(n)))
             .await?;
         Ok(Response::new(machine::LoadAvgResponse { messages }))
     }

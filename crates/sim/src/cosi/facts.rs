@@ -4,8 +4,8 @@
 
 use serde_yaml_ng::{Mapping, Value};
 
-use super::hardware::{pretty_size, Hardware};
-use super::state::State;
+use crate::node::hardware::{pretty_size, Hardware};
+use crate::node::state::State;
 
 /// One resource: namespace, type, ID, owning controller, spec and its version.
 #[derive(Debug, Clone)]
@@ -113,14 +113,14 @@ pub const DEFS: &[Def] = &[
         true,
     ),
     def(
-        super::changes::disks::TYPE,
+        crate::machined::changes::disks::TYPE,
         "DiscoveredVolume",
         "runtime",
         &[],
         false,
     ),
     def(
-        super::changes::meta::TYPE,
+        crate::machined::changes::meta::TYPE,
         "MetaKey",
         "runtime",
         &["meta"],
@@ -205,7 +205,7 @@ fn definition(d: &Def) -> Res {
             (
                 "printColumns",
                 Value::Sequence(
-                    super::columns::of(d.ty)
+                    crate::cosi::columns::of(d.ty)
                         .iter()
                         .map(|(name, path)| map(vec![("name", s(*name)), ("jsonPath", s(*path))]))
                         .collect(),
@@ -257,8 +257,8 @@ pub fn all(hw: &Hardware, st: &State) -> Vec<Res> {
         ));
     }
     disks(hw, &mut out);
-    out.extend(super::changes::disks::resources(hw, st));
-    out.extend(super::changes::meta::resources(st));
+    out.extend(crate::machined::changes::disks::resources(hw, st));
+    out.extend(crate::machined::changes::meta::resources(st));
     network(hw, st, &mut out);
     if let Some(disk) = st.system_disk() {
         out.push(res(

@@ -379,8 +379,8 @@ pub fn encode(ty: &str, spec: &Value) -> Vec<u8> {
             description: text(spec, "description"),
         }
         .encode_to_vec(),
-        _ => super::changes::disks::proto_spec(ty, spec)
-            .or_else(|| super::changes::meta::proto_spec(ty, spec))
+        _ => crate::machined::changes::disks::proto_spec(ty, spec)
+            .or_else(|| crate::machined::changes::meta::proto_spec(ty, spec))
             .unwrap_or_default(),
     }
 }

@@ -7,10 +7,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use super::facts::{self, Res};
-use super::hardware::Hardware;
-use super::protospec;
-use super::state::State;
+use crate::cosi::facts::{self, Res};
+use crate::cosi::protospec;
+use crate::node::hardware::Hardware;
+use crate::node::state::State;
 use talm_wire::proto::cosi::resource as cosi;
 
 /// History ring sizes Talos configures for its in-memory state.

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tonic::Status;
 
-use super::node::Node;
-use super::query::{self, Queries};
-use super::store::{self, Change, Kind};
+use crate::cosi::query::{self, Queries};
+use crate::cosi::store::{self, Change, Kind};
+use crate::node::Node;
 use talm_wire::proto::cosi::resource as cosi;
 
 type Tx = mpsc::Sender<Result<cosi::WatchResponse, Status>>;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use tonic::Status;
 
-use super::etcd::{self, Cluster, Down, Membership, CLUSTER_VERSION, SERVER_VERSION};
-use super::node::{denied, Node};
-use super::service::Registry;
+use crate::api::Registry;
+use crate::etcd::{self, Cluster, Down, Membership, CLUSTER_VERSION, SERVER_VERSION};
+use crate::node::{denied, Node};
 use talm_wire::proto::machine;
 
 pub const ADMIN: &[&str] = &["os:admin"];

@@ -5,14 +5,17 @@
 //! that adds every other control plane of the same cluster once etcd runs somewhere (as
 //! Talos's etcd service does; learners are promoted at once).
 
+pub mod calls;
+pub mod upgrade;
+
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::node::Node;
-use super::service::Registry;
+use crate::api::Registry;
+use crate::node::Node;
 use talm_wire::snapshot::{self, Db, DbMember};
 
 /// The etcd a simulated Talos v1.13 runs.

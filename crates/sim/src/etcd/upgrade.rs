@@ -4,9 +4,9 @@
 
 use tonic::Status;
 
-use super::etcd;
-use super::node::Node;
-use super::service::Registry;
+use crate::api::Registry;
+use crate::etcd;
+use crate::node::Node;
 
 /// Why an upgrade of `n` would put etcd at risk, as Talos words it (a plain error, code
 /// Unknown); `Ok` for workers, with `force` or `preserve`, and on a node that runs no etcd.

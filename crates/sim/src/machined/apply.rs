@@ -1,5 +1,5 @@
 //! ApplyConfiguration on a simulated node, as Talos 1.13 handles it (talos-api.md §4.3):
-//! validation, mode resolution (what applies without a reboot: `super::immediate`), dry-run
+//! validation, mode resolution (what applies without a reboot: `crate::machined::immediate`), dry-run
 //! diffs, and what each mode does to the node's state.
 
 use std::sync::Arc;
@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tonic::Status;
 
-use super::node::{denied, is_admin, Node};
-use super::state::Config;
+use crate::node::state::Config;
+use crate::node::{denied, is_admin, Node};
 use talm_wire::proto::machine::{self, apply_configuration_request::Mode};
 
 impl Node {
@@ -71,7 +71,7 @@ impl Node {
         let reboot_reason = st
             .config
             .as_ref()
-            .and_then(|cur| super::immediate::reboot_reason(cur, &cfg));
+            .and_then(|cur| crate::machined::immediate::reboot_reason(cur, &cfg));
         let (mode, details) = if maintenance {
             match requested {
                 Mode::Staged => (

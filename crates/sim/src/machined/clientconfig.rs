@@ -9,7 +9,7 @@ use base64::Engine as _;
 use serde_yaml_ng::{Mapping, Value};
 use tonic::Status;
 
-use super::node::{denied, is_admin, Node};
+use crate::node::{denied, is_admin, Node};
 use talm_wire::pki::unb64;
 use talm_wire::pki::{self, PrivateKey};
 use talm_wire::proto::machine;

@@ -5,7 +5,7 @@
 
 use serde_yaml_ng::{Mapping, Value};
 
-use super::state::Config;
+use crate::node::state::Config;
 
 /// Top-level v1alpha1 keys applied at once.
 const TOP: &[&str] = &["debug", "cluster"];
@@ -110,7 +110,7 @@ pub fn reboot_reason(cur: &Config, new: &Config) -> Option<String> {
     let text = |v: &Value| serde_yaml_ng::to_string(v).unwrap_or_default();
     Some(format!(
         "this config change can't be applied in immediate mode\ndiff:\n{}",
-        super::apply::unified_diff(&text(&a), &text(&b))
+        crate::machined::apply::unified_diff(&text(&a), &text(&b))
     ))
 }
 

@@ -10,10 +10,10 @@ use rcgen::{
 };
 use serde_yaml_ng::Value;
 
-use super::facts::map;
+use crate::cosi::facts::map;
 use time::{Duration, OffsetDateTime};
 
-use super::state::Config;
+use crate::node::state::Config;
 use talm_wire::pki::unb64;
 use talm_wire::pki::{pem_encode, KeyKind, PrivateKey};
 

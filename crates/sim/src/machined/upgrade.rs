@@ -3,7 +3,7 @@
 //! runs after the reboot. The sequence's phases are published on the caller's actor, `kexec`
 //! left out for a powercycle reboot, as Talos's upgrade sequence does.
 
-use super::state::State;
+use crate::node::state::State;
 use talm_wire::proto::machine::{upgrade_request::RebootMode, UpgradeRequest};
 
 /// A staged upgrade as META keeps it: the image and the installer's options.

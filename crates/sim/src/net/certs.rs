@@ -1,7 +1,7 @@
 //! A simulated node's TLS: the maintenance certificate (fresh self-signed Ed25519 chain, no
 //! client auth), the normal-mode server certificate issued by the applied `machine.ca`, and the
 //! client verifier that requires a certificate from that CA with client-auth-only usage. Both
-//! certificates and client certificates are dated by the node's clock (`super::skew`).
+//! certificates and client certificates are dated by the node's clock (`crate::net::skew`).
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -21,7 +21,7 @@ use rustls::{
 use time::{Duration, OffsetDateTime};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use super::skew::Skew;
+use crate::net::skew::Skew;
 use talm_wire::pki::unb64;
 use talm_wire::pki::{self, KeyKind, PrivateKey};
 

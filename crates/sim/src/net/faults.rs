@@ -38,21 +38,21 @@ pub struct Faults {
     /// its clients' kubectl run a program.
     #[serde(default)]
     pub exec_kubeconfig: bool,
-    /// Services that run but fail their health check (`super::unhealthy`).
+    /// Services that run but fail their health check (`crate::net::unhealthy`).
     #[serde(default)]
-    pub unhealthy: Option<super::unhealthy::Unhealthy>,
-    /// A data stream replaced by a made-up one: endless, slow, or silent (`super::flood`).
+    pub unhealthy: Option<crate::net::unhealthy::Unhealthy>,
+    /// A data stream replaced by a made-up one: endless, slow, or silent (`crate::net::flood`).
     #[serde(default)]
-    pub flood: Option<super::flood::Flood>,
+    pub flood: Option<crate::net::flood::Flood>,
     /// The node's clock is off by this much (`-48h`, `+10y`): its server certificate is issued
-    /// for its time, and it refuses client certificates outside it (`super::skew`). Takes
+    /// for its time, and it refuses client certificates outside it (`crate::net::skew`). Takes
     /// effect at the node's next boot.
     #[serde(default)]
-    pub clock_skew: Option<super::skew::Skew>,
+    pub clock_skew: Option<crate::net::skew::Skew>,
 }
 
 /// A Go duration read from its text; bad text is an error serde places at its key and line.
-pub(super) fn go_duration<'de, D: serde::Deserializer<'de>>(
+pub(crate) fn go_duration<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<Option<Duration>, D::Error> {
     struct GoText;
@@ -109,7 +109,7 @@ impl Faults {
     }
 
     /// How far the node's clock is off (zero without the fault).
-    pub fn skew(&self) -> super::skew::Skew {
+    pub fn skew(&self) -> crate::net::skew::Skew {
         self.clock_skew.unwrap_or_default()
     }
 
@@ -118,7 +118,7 @@ impl Faults {
     }
 
     /// The made-up stream that replaces `call`'s, if any.
-    pub fn flood(&self, call: &str) -> Option<&super::flood::Flood> {
+    pub fn flood(&self, call: &str) -> Option<&crate::net::flood::Flood> {
         self.flood.as_ref().filter(|f| f.covers(call))
     }
 

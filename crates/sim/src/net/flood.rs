@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use tonic::Status;
 
-use super::service::Stream_;
+use crate::api::Stream_;
 use talm_wire::proto::common;
 
 /// A made-up data stream.
@@ -25,7 +25,7 @@ pub struct Flood {
     #[serde(default)]
     pub count: Option<u64>,
     /// The pause before each message (Go duration text in a file); none when absent.
-    #[serde(default, deserialize_with = "super::faults::go_duration")]
+    #[serde(default, deserialize_with = "crate::net::faults::go_duration")]
     pub every: Option<Duration>,
     /// After the last message the stream stays open without a word until the client leaves.
     #[serde(default)]
@@ -47,7 +47,7 @@ impl Flood {
     }
 
     /// The stream: as fast as the client reads, or paced by `every`.
-    pub(super) fn stream(&self) -> Stream_<common::Data> {
+    pub(crate) fn stream(&self) -> Stream_<common::Data> {
         let (tx, rx) = tokio::sync::mpsc::channel(4);
         let f = self.clone();
         tokio::spawn(async move {
@@ -80,7 +80,7 @@ mod tests {
 
     #[test]
     fn a_flood_is_read_from_a_fault_file() {
-        let f: super::super::faults::Faults = serde_yaml_ng::from_str(
+        let f: crate::net::faults::Faults = serde_yaml_ng::from_str(
             "flood: {calls: [Read], chunk: \"data\\n\", count: 15, every: 200ms, then_silent: false}\n",
         )
         .unwrap();
@@ -90,7 +90,7 @@ mod tests {
             ("data\n", Some(15), Some(Duration::from_millis(200)))
         );
         assert!(f.flood("Logs").is_none());
-        let err = serde_yaml_ng::from_str::<super::super::faults::Faults>(
+        let err = serde_yaml_ng::from_str::<crate::net::faults::Faults>(
             "flood: {calls: [Read], chunk: x, every: soon}\n",
         )
         .unwrap_err()

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use tokio_rustls::TlsAcceptor;
 
-use super::node::Node;
-use super::service::Registry;
+use crate::api::Registry;
+use crate::node::Node;
 
 /// The acceptor of the config version it was made for.
 pub struct Tls {

@@ -16,9 +16,9 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::transport::server::Connected;
 use tonic::transport::Server;
 
-use super::certs;
-use super::node::Node;
-use super::service::{Registry, Svc};
+use crate::api::{Registry, Svc};
+use crate::net::certs;
+use crate::node::Node;
 use talm_wire::proto::cluster::cluster_service_server::ClusterServiceServer;
 use talm_wire::proto::cosi::resource::state_server::StateServer;
 use talm_wire::proto::machine::image_service_server::ImageServiceServer;
@@ -128,7 +128,7 @@ async fn serve_boot(
     boot: &CancellationToken,
 ) -> anyhow::Result<()> {
     let maintenance = node.state().in_maintenance();
-    let mut tls_now = super::reload::Tls::new(node, tls);
+    let mut tls_now = crate::net::reload::Tls::new(node, tls);
     let (tx, rx) = tokio::sync::mpsc::channel::<io::Result<Conn>>(64);
     let accepting = boot.clone();
     let (reloading, peers_of) = (Arc::clone(node), Arc::clone(registry));
@@ -187,7 +187,7 @@ async fn serve_boot(
     node.up.send_replace(node.state().boots);
     // Incoming sizes are checked by the layer, with grpc-go's code and text.
     Server::builder()
-        .layer(super::limit::MaxReceive(max))
+        .layer(crate::net::limit::MaxReceive(max))
         .add_service(
             MachineServiceServer::new(svc.clone())
                 .max_decoding_message_size(usize::MAX)

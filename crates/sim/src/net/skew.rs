@@ -122,9 +122,9 @@ mod tests {
             Err("the clock skew \"soon\" is not a signed duration: time: invalid duration \"soon\" (give e.g. -48h, +10y or 90m)".into())
         );
         assert!(p("").is_err() && p("-").is_err());
-        let f: crate::faults::Faults = serde_yaml_ng::from_str("clock_skew: -2h\n").unwrap();
+        let f: crate::net::faults::Faults = serde_yaml_ng::from_str("clock_skew: -2h\n").unwrap();
         assert_eq!(f.clock_skew, Some(Skew(Duration::hours(-2))));
-        let err = serde_yaml_ng::from_str::<crate::faults::Faults>("clock_skew: 3 weeks\n")
+        let err = serde_yaml_ng::from_str::<crate::net::faults::Faults>("clock_skew: 3 weeks\n")
             .unwrap_err()
             .to_string();
         assert!(

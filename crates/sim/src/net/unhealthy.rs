@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 
-use super::node::Node;
+use crate::node::Node;
 
 /// `faults: {unhealthy: {services: [kubelet], version: v1.13.9}}`.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]

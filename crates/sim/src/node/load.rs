@@ -7,8 +7,8 @@
 use std::f64::consts::TAU;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::node::Node;
-use super::state::State;
+use crate::node::state::State;
+use crate::node::Node;
 use talm_wire::proto::machine;
 
 /// Logical CPUs of a simulated machine.

@@ -2,6 +2,12 @@
 //! each call as Talos 1.13 answers it (maintenance vs configured, roles, apply modes,
 //! bootstrap once, kubeconfig, upgrade, reboot, reset). Transport lives in `server.rs`.
 
+pub mod events;
+pub mod hardware;
+pub mod journal;
+pub mod load;
+pub mod state;
+
 use std::net::IpAddr;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -10,12 +16,12 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
-use super::certs;
-use super::faults::Faults;
-use super::hardware::Hardware;
-use super::journal::Journal;
-use super::state::{Config, State};
-use super::store::Store;
+use crate::cosi::store::Store;
+use crate::net::certs;
+use crate::net::faults::Faults;
+use crate::node::hardware::Hardware;
+use crate::node::journal::Journal;
+use crate::node::state::{Config, State};
 use talm_wire::proto::machine;
 
 /// Running Talos version of a fresh simulated node.
@@ -118,7 +124,7 @@ pub struct Node {
     /// Service logs and the kernel ring.
     pub journal: Journal,
     /// The event stream (MachineService.Events).
-    pub events: super::events::Events,
+    pub events: crate::node::events::Events,
     faults: Mutex<Faults>,
     /// Cancelled to "power off" the current boot (listener closed, connections cut).
     boot: Mutex<CancellationToken>,
@@ -137,7 +143,7 @@ impl Node {
         let state = State::new(&spec.version, &format!("sim-{}-{}", spec.addr, spec.port));
         let journal = Journal::default();
         journal.boot(&state.version, state.boots);
-        let events = super::events::Events::default();
+        let events = crate::node::events::Events::default();
         events.boot(machine_id(&spec), &services(&state), state.in_maintenance());
         Node {
             faults: Mutex::new(spec.faults.clone()),
@@ -391,7 +397,7 @@ impl Node {
         }
         drop(st);
         self.journal.talos("bootstrap request received");
-        super::etcd_calls::start(self, req.recover_etcd, req.recover_skip_hash_check);
+        crate::etcd::calls::start(self, req.recover_etcd, req.recover_skip_hash_check);
         Ok(machine::Bootstrap { metadata: None })
     }
 
@@ -422,7 +428,7 @@ impl Node {
                 "kubeconfig is only available on control plane nodes",
             ));
         }
-        super::kubeconfig::archive(cfg, self.faults().exec_kubeconfig)
+        crate::machined::kubeconfig::archive(cfg, self.faults().exec_kubeconfig)
             .map_err(|e| Status::internal(format!("{e:#}")))
     }
 
@@ -463,7 +469,7 @@ impl Node {
         let mut st = self.state();
         let mode =
             machine::upgrade_request::RebootMode::try_from(req.reboot_mode).unwrap_or_default();
-        let plan = super::upgrade::Plan::of(req, mode, &tag);
+        let plan = crate::machined::upgrade::Plan::of(req, mode, &tag);
         plan.take(&mut st);
         st.last_upgrade = Some(req.clone());
         st.rebooting = true;
@@ -583,8 +589,8 @@ pub fn services(st: &State) -> Vec<(&'static str, &'static str)> {
         out.push((
             "etcd",
             match &st.etcd_down {
-                Some(super::etcd::Down::Left) => "Finished",
-                Some(super::etcd::Down::Failed(_)) => "Failed",
+                Some(crate::etcd::Down::Left) => "Finished",
+                Some(crate::etcd::Down::Failed(_)) => "Failed",
                 None if st.etcd_bootstrapped => "Running",
                 None => "Preparing",
             },

@@ -4,7 +4,7 @@
 
 use serde_yaml_ng::Value;
 
-use super::hardware::Hardware;
+use crate::node::hardware::Hardware;
 
 /// An applied machine config and the fields the node acts on.
 #[derive(Debug, Clone)]
@@ -160,9 +160,9 @@ pub struct State {
     pub installed_disk: Option<String>,
     pub etcd_bootstrapped: bool,
     /// The etcd member the node's data directory holds (`None`: empty).
-    pub etcd: Option<super::etcd::Membership>,
+    pub etcd: Option<crate::etcd::Membership>,
     /// Why etcd does not run this boot although it could (left, failed).
-    pub etcd_down: Option<super::etcd::Down>,
+    pub etcd_down: Option<crate::etcd::Down>,
     /// An uploaded recovery snapshot (`/var/lib/etcd.snapshot`).
     pub etcd_recovery: Option<Vec<u8>>,
     /// Running Talos version tag.
@@ -171,7 +171,7 @@ pub struct State {
     pub pending_version: Option<String>,
     /// A staged upgrade (META tags 0x07 image and 0x08 install options): installed during the
     /// next boot, which then reboots once more into it.
-    pub staged_upgrade: Option<super::upgrade::Staged>,
+    pub staged_upgrade: Option<crate::machined::upgrade::Staged>,
     /// A reboot was started; further applies are refused until it happens.
     pub rebooting: bool,
     /// Wipe the config at the next boot (a reset).
@@ -188,7 +188,7 @@ pub struct State {
     /// When the current boot began (Unix seconds): uptime and the CPU counters start here.
     pub booted: i64,
     /// What API calls changed (services, META, disks, images, boot entries, power).
-    pub changes: super::changes::Changes,
+    pub changes: crate::machined::changes::Changes,
 }
 
 impl State {

@@ -19,8 +19,8 @@ pub mod workload;
 
 use serde_yaml_ng::Value;
 
-use super::hardware::Hardware;
-use super::node::Node;
+use crate::node::hardware::Hardware;
+use crate::node::Node;
 
 /// Kubernetes version of a simulated cluster when its config does not name one.
 pub const KUBERNETES_VERSION: &str = "v1.36.2";
@@ -74,7 +74,7 @@ pub struct World {
     pub services: Vec<(&'static str, &'static str)>,
     /// Why etcd failed, when its service did.
     pub etcd_failure: String,
-    /// Running services whose health check fails (a fault, `super::unhealthy`).
+    /// Running services whose health check fails (a fault, `crate::net::unhealthy`).
     pub unhealthy: Vec<String>,
 }
 
@@ -127,7 +127,7 @@ impl World {
             version: st.version.clone(),
             hostname: st
                 .hostname(&hw)
-                .unwrap_or_else(|| super::state::stable_hostname(&st.node_id)),
+                .unwrap_or_else(|| crate::node::state::stable_hostname(&st.node_id)),
             addr: node.name(),
             boots: st.boots,
             boot,
@@ -138,9 +138,9 @@ impl World {
             endpoint: endpoint.unwrap_or_default(),
             system_disk: st.system_disk().cloned(),
             config,
-            services: super::node::services(&st),
+            services: crate::node::services(&st),
             etcd_failure: match &st.etcd_down {
-                Some(super::etcd::Down::Failed(why)) => why.clone(),
+                Some(crate::etcd::Down::Failed(why)) => why.clone(),
                 _ => String::new(),
             },
             unhealthy: node

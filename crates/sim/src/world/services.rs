@@ -129,7 +129,7 @@ fn info(w: &World, load: &Workload, id: &str, state: &str) -> ServiceInfo {
     let checked = state == "Running" && id != "machined";
     let failing = checked && w.unhealthy.iter().any(|s| s == id);
     let why = if failing {
-        crate::unhealthy::message(id)
+        crate::net::unhealthy::message(id)
     } else {
         String::new()
     };

@@ -9,11 +9,11 @@ use prost::Message;
 use serde_yaml_ng::Value;
 use tonic::Status;
 
-use crate::facts::{map, Res};
-use crate::hardware::{pretty_size, Hardware};
-use crate::inspect::mounts::{partition, PARTITIONS};
+use crate::cosi::facts::{map, Res};
+use crate::node::hardware::{pretty_size, Hardware};
+use crate::node::state::State;
 use crate::node::{denied, is_admin, Node};
-use crate::state::State;
+use crate::world::mounts::{partition, PARTITIONS};
 use talm_wire::proto::storage::{block_device_wipe_descriptor::Method, BlockDeviceWipeDescriptor};
 
 /// The COSI type listing block devices and what is on them.
@@ -85,7 +85,7 @@ pub fn devices(hw: &Hardware, st: &State) -> Vec<Device> {
     out
 }
 
-fn part(d: &crate::hardware::Disk, n: usize, size: u64, fs: &str, label: &str) -> Device {
+fn part(d: &crate::node::hardware::Disk, n: usize, size: u64, fs: &str, label: &str) -> Device {
     Device {
         name: partition(&d.name, n),
         parent: Some(d.name.clone()),

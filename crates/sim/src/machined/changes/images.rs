@@ -5,9 +5,9 @@
 
 use tonic::Status;
 
-use crate::inspect::images::{Image, Store};
-use crate::inspect::{hex, World};
 use crate::node::Node;
+use crate::world::images::{Image, Store};
+use crate::world::{hex, World};
 
 /// A reference as containerd names it: `nginx` → `docker.io/library/nginx:latest`.
 pub fn normalize(r: &str) -> Result<String, Status> {
@@ -91,7 +91,7 @@ impl Node {
             )));
         }
         let w = World::of(self);
-        let present = crate::inspect::images::list(&w, store)
+        let present = crate::world::images::list(&w, store)
             .iter()
             .any(|i| i.name == name)
             || self

@@ -5,9 +5,9 @@ use prost::Message;
 use serde_yaml_ng::Value;
 use tonic::Status;
 
-use crate::facts::{map, Res};
+use crate::cosi::facts::{map, Res};
+use crate::node::state::State;
 use crate::node::{denied, Node};
-use crate::state::State;
 
 /// The COSI type mirroring META.
 pub const TYPE: &str = "MetaKeys.runtime.talos.dev";

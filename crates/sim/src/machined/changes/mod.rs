@@ -11,7 +11,7 @@ pub mod ops;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::inspect::images::Store;
+use crate::world::images::Store;
 use talm_wire::proto::machine::{ServiceEvent, ServiceHealth, ServiceInfo};
 
 /// A service event recorded by an API change.

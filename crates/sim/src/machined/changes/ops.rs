@@ -5,8 +5,8 @@
 use tonic::Status;
 
 use super::{Event, Service};
-use crate::inspect::clock;
 use crate::node::{denied, Node};
+use crate::world::clock;
 
 /// What `service ID start|stop|restart` asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

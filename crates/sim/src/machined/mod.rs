@@ -1,0 +1,10 @@
+//! What machined does with a simulated node's config and lifecycle: apply (and what applies
+//! without a reboot), upgrade, the admin kubeconfig, client configurations, and the changes
+//! day-two calls make (disks, images, META, services).
+
+pub mod apply;
+pub mod changes;
+pub mod clientconfig;
+pub mod immediate;
+pub mod kubeconfig;
+pub mod upgrade;
