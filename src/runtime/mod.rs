@@ -1,37 +1,16 @@
-//! The Rhai runtime: the sandbox engine (`crate::sandbox`) plus talm's side-effecting native
-//! modules (one `api_*` file per family), and running bundled scripts with their `ARGS`.
+//! The Rhai runtime: the sandbox engine (`crate::sandbox`) plus talm's side-effecting natives
+//! (`node`: the Node type and one module per family of its methods; `fleet`: parallel and
+//! rolling work; `local`: the project's files), and running bundled scripts with their `ARGS`.
 
-mod api_apply;
-mod api_change;
-mod api_config;
-mod api_etcd;
-mod api_inspect;
-mod api_kubeconfig;
-mod api_log;
-mod api_migrate;
-mod api_parallel;
-pub mod api_playbook;
-mod api_preset;
-mod api_project;
-mod api_render;
-mod api_rolling;
-mod api_rotate;
-mod api_rotate_journal;
-mod api_secrets;
-mod api_stream;
-mod api_support;
-pub mod api_talos;
-mod api_upgrade;
-mod api_verify;
-mod api_writeback;
-mod node_opts;
+pub mod fleet;
+pub mod local;
+mod log;
+pub mod node;
 mod opts;
 pub mod playbooks;
 pub mod repl;
-mod repl_memory;
 mod scratch;
 pub mod session;
-mod workers;
 
 use std::path::Path;
 
@@ -45,35 +24,39 @@ pub use session::{Runner, Scope, Session, Settings};
 /// Builds the engine under `limits`: the sandbox (stdlib, pure helpers, `fail`/`warn`) plus
 /// every native module, working in `session`.
 pub fn engine(limits: &Limits, session: &Session) -> Engine {
-    engine_with(limits, session, &api_parallel::Unchecked::default())
+    engine_with(limits, session, &fleet::parallel::Unchecked::default())
 }
 
 /// The engine, with the item errors of its `parallel` calls kept in `unchecked`.
-fn engine_with(limits: &Limits, session: &Session, unchecked: &api_parallel::Unchecked) -> Engine {
+fn engine_with(
+    limits: &Limits,
+    session: &Session,
+    unchecked: &fleet::parallel::Unchecked,
+) -> Engine {
     let mut engine = crate::sandbox::engine(limits);
-    api_verify::register(&mut engine);
-    api_config::register(&mut engine);
-    api_inspect::register(&mut engine, session);
-    api_kubeconfig::register(&mut engine);
-    api_log::register(&mut engine);
-    api_migrate::register(&mut engine);
-    api_parallel::register(&mut engine, unchecked);
-    api_playbook::register(&mut engine, session);
-    api_project::register(&mut engine, session);
-    api_preset::register(&mut engine);
-    api_render::register(&mut engine);
-    api_secrets::register(&mut engine, session);
-    api_stream::register(&mut engine);
-    api_talos::register(&mut engine, session);
-    api_apply::register(&mut engine, session);
+    node::verify::register(&mut engine);
+    local::config::register(&mut engine);
+    node::inspect::register(&mut engine, session);
+    local::kubeconfig::register(&mut engine);
+    log::register(&mut engine);
+    local::migrate::register(&mut engine);
+    fleet::parallel::register(&mut engine, unchecked);
+    local::playbook::register(&mut engine, session);
+    local::project::register(&mut engine, session);
+    local::preset::register(&mut engine);
+    local::render::register(&mut engine);
+    local::secrets::register(&mut engine, session);
+    node::stream::register(&mut engine);
+    node::register(&mut engine, session);
+    node::apply::register(&mut engine, session);
     // After talos: its node methods use the `Node` type name registered there.
-    api_etcd::register(&mut engine, session);
-    api_support::register(&mut engine, session);
-    api_change::register(&mut engine, session);
-    api_upgrade::register(&mut engine, session);
-    api_rotate::register(&mut engine);
-    api_rotate_journal::register(&mut engine, session);
-    api_rolling::register(&mut engine, session);
+    node::etcd::register(&mut engine, session);
+    node::support::register(&mut engine, session);
+    node::change::register(&mut engine, session);
+    node::upgrade::register(&mut engine, session);
+    node::rotate::register(&mut engine);
+    local::rotate_journal::register(&mut engine, session);
+    fleet::rolling::register(&mut engine, session);
     engine
 }
 
@@ -134,7 +117,7 @@ pub fn run_source(
     limits: &Limits,
     session: &Session,
 ) -> Result<Dynamic> {
-    let unchecked = api_parallel::Unchecked::default();
+    let unchecked = fleet::parallel::Unchecked::default();
     let engine = engine_with(limits, session, &unchecked);
     let out = crate::sandbox::run(&engine, limits, name, source, args)?;
     unchecked.check(name)?;
@@ -156,7 +139,7 @@ pub(crate) fn run_test_script(name: &str, source: &str) -> Result<Dynamic> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::runtime::*;
 
     #[test]
     fn script_errors_carry_position() {

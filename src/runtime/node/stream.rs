@@ -1,0 +1,722 @@
+//! Streams that run until they end or Ctrl-C: following logs and the kernel log, and watching
+//! resources. `n.follow(...)` and `n.watch(...)` hand each line or event to a script closure
+//! that may stop them (`n.events(...)` likewise for the event stream); `talos::follow_logs`,
+//! `talos::watch_print` and `talos::events_print` print several nodes' streams at once, as
+//! `talm logs -F`, `dmesg -F`, `get -w` and `events` do.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use rhai::{Array, Dynamic, Engine, FnPtr, FuncRegistration, Map, NativeCallContext};
+use tokio::sync::mpsc;
+
+use crate::proto::cosi::resource as cosi;
+use crate::proto::machine;
+use crate::runtime::native;
+use crate::runtime::node::Node;
+use crate::runtime::opts::options;
+use crate::sandbox::interrupt;
+use crate::talos::client::Client;
+use crate::talos::resources::{self, Definition, Output};
+use crate::talos::streams::DataStream;
+use talm_base::jsonpath::Template;
+
+options! {
+    /// `n.follow(service, #{...}, f)` and `talos::follow_logs(nodes, service, #{...})`.
+    pub struct FollowOpts for "n.follow" {
+        /// Lines of history first (-1 = all, 0 = only new lines).
+        tail: Option<i64>,
+        /// A Kubernetes container (`namespace/pod:container`) instead of a Talos service.
+        kubernetes: bool,
+        /// Keep following (default true); false ends at the current end of the log.
+        follow: Option<bool>,
+    }
+}
+
+options! {
+    /// `talos::watch_print(nodes, kind, #{...})`.
+    pub struct WatchOpts for "talos::watch_print" {
+        id: Option<String>,
+        namespace: Option<String>,
+        /// table, yaml, json or jsonpath=EXPR.
+        output: Option<String>,
+    }
+}
+
+options! {
+    /// `n.events(#{...}, f)` and `talos::events_print(nodes, #{...})`.
+    pub struct EventsOpts for "n.events" {
+        /// Past events first: N (-1 = all kept), default none.
+        tail: Option<i64>,
+        /// Events after this event ID.
+        since: Option<String>,
+        /// Events of the last seconds (or Go duration text).
+        duration: Option<Duration>,
+        /// Only the events of this actor (an ID from reboot, reset, upgrade).
+        actor_id: Option<String>,
+    }
+}
+
+impl EventsOpts {
+    fn request(&self) -> machine::EventsRequest {
+        machine::EventsRequest {
+            tail_events: self.tail.unwrap_or(0).clamp(-1, i64::from(i32::MAX)) as i32,
+            tail_id: self.since.clone().unwrap_or_default(),
+            tail_seconds: self
+                .duration
+                .map_or(0, |d| d.as_secs().min(i32::MAX as u64) as i32),
+            with_actor_id: self.actor_id.clone().unwrap_or_default(),
+        }
+    }
+}
+
+/// Runs `each` on every shown event of every node until all streams end, `each` says stop,
+/// or Ctrl-C.
+fn event_pump(
+    nodes: &[Node],
+    o: &EventsOpts,
+    mut each: impl FnMut(&str, &crate::talos::events::Shown) -> Result<bool>,
+) -> Result<()> {
+    interrupt::install();
+    let _running = interrupt::running();
+    let clients: Vec<(String, Client)> = nodes
+        .iter()
+        .map(|n| Ok((n.name.clone(), n.client()?)))
+        .collect::<Result<_>>()?;
+    let req = o.request();
+    crate::talos::block_on(async {
+        let (tx, rx) = mpsc::channel::<Got<crate::talos::events::Shown>>(256);
+        let mut tasks = Vec::new();
+        for (name, c) in clients {
+            let (tx, req) = (tx.clone(), req.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut s = match c.events(req).await {
+                    Ok(s) => s,
+                    Err(e) => return tx.send(Got::Failed(e)).await.map_err(|_| ()),
+                };
+                loop {
+                    match s.next().await {
+                        Ok(Some(e)) => {
+                            if let Some(shown) = crate::talos::events::show(&e) {
+                                tx.send(Got::Item(name.clone(), shown))
+                                    .await
+                                    .map_err(|_| ())?;
+                            }
+                        }
+                        Ok(None) => return tx.send(Got::Done).await.map_err(|_| ()),
+                        Err(e) => return tx.send(Got::Failed(e)).await.map_err(|_| ()),
+                    }
+                }
+            }));
+        }
+        drop(tx);
+        drain(rx, tasks, &mut each).await
+    })
+}
+
+/// How often a wait looks at Ctrl-C.
+const TICK: Duration = Duration::from_millis(100);
+
+/// Opens a node's log (or, for `kernel`, its kernel log) as a stream.
+async fn open_log(c: &Client, service: &str, o: &FollowOpts) -> Result<DataStream> {
+    let follow = o.follow.unwrap_or(true);
+    let tail = o.tail.unwrap_or(-1);
+    if service == "kernel" && !o.kubernetes {
+        // The kernel log has no line count: history all, or (tail 0) only new records.
+        return c
+            .dmesg_stream(machine::DmesgRequest {
+                follow,
+                tail: tail == 0,
+            })
+            .await;
+    }
+    let driver = if o.kubernetes {
+        crate::proto::common::ContainerDriver::Cri
+    } else {
+        crate::proto::common::ContainerDriver::Containerd
+    };
+    c.logs_stream(machine::LogsRequest {
+        namespace: if o.kubernetes { "k8s.io" } else { "system" }.into(),
+        id: service.into(),
+        driver: driver as i32,
+        follow,
+        tail_lines: tail.clamp(-1, i64::from(i32::MAX)) as i32,
+    })
+    .await
+}
+
+/// Longest line held back waiting for its newline: a longer one is handed on in pieces of this
+/// size, so a node that never ends its line cannot make talm grow without bound.
+const MAX_LINE: usize = 64 << 10;
+
+/// Splits chunks into whole lines (a chunk may end mid-line); a line longer than `MAX_LINE` is
+/// cut into pieces (at a character boundary when the text is UTF-8).
+#[derive(Default)]
+struct Lines {
+    buf: Vec<u8>,
+    /// How many leading bytes of `buf` are known to hold no newline (not searched again).
+    clean: usize,
+}
+
+impl Lines {
+    fn push(&mut self, chunk: &[u8]) -> Vec<String> {
+        self.buf.extend_from_slice(chunk);
+        let mut out = Vec::new();
+        let mut from = 0;
+        let mut skip = std::mem::take(&mut self.clean);
+        loop {
+            let rest = &self.buf[from..];
+            let window = &rest[..rest.len().min(MAX_LINE + 1)];
+            let newline = window[skip.min(window.len())..]
+                .iter()
+                .position(|b| *b == b'\n')
+                .map(|i| i + skip);
+            skip = 0;
+            let cut = match newline {
+                Some(i) => {
+                    out.push(String::from_utf8_lossy(&rest[..i]).into_owned());
+                    i + 1
+                }
+                None if rest.len() > MAX_LINE => {
+                    let piece = piece_end(&rest[..MAX_LINE]);
+                    out.push(String::from_utf8_lossy(&rest[..piece]).into_owned());
+                    piece
+                }
+                None => break,
+            };
+            from += cut;
+        }
+        self.buf.drain(..from);
+        self.clean = self.buf.len();
+        out
+    }
+
+    fn rest(&mut self) -> Option<String> {
+        self.clean = 0;
+        (!self.buf.is_empty())
+            .then(|| String::from_utf8_lossy(&std::mem::take(&mut self.buf)).into_owned())
+    }
+}
+
+/// Where a piece of at most `bytes.len()` bytes ends: before a character the cut would split.
+fn piece_end(bytes: &[u8]) -> usize {
+    match std::str::from_utf8(bytes) {
+        Err(e) if e.error_len().is_none() && e.valid_up_to() > 0 => e.valid_up_to(),
+        _ => bytes.len(),
+    }
+}
+
+/// The last lines of a stream, at most a given number kept.
+struct Last(std::collections::VecDeque<String>, usize);
+
+impl Last {
+    fn new(n: usize) -> Last {
+        Last(std::collections::VecDeque::new(), n)
+    }
+
+    fn extend(&mut self, lines: impl IntoIterator<Item = String>) {
+        for l in lines {
+            if self.0.len() == self.1 {
+                self.0.pop_front();
+            }
+            self.0.push_back(l);
+        }
+    }
+}
+
+/// What a per-node stream task reports: an item (a line, an event) of a node, its failure, or
+/// its end.
+enum Got<T> {
+    Item(String, T),
+    Failed(anyhow::Error),
+    Done,
+}
+
+/// Hands what the per-node tasks send to `each` until every task is done, `each` says stop,
+/// or Ctrl-C; the first node failure is the result (the other nodes go on meanwhile).
+async fn drain<T>(
+    mut rx: mpsc::Receiver<Got<T>>,
+    tasks: Vec<tokio::task::JoinHandle<Result<(), ()>>>,
+    mut each: impl FnMut(&str, &T) -> Result<bool>,
+) -> Result<()> {
+    let mut live = tasks.len();
+    let mut failure = None;
+    let outcome = loop {
+        if live == 0 {
+            break Ok(());
+        }
+        if interrupt::pending() {
+            interrupt::clear();
+            break Ok(());
+        }
+        match tokio::time::timeout(TICK, rx.recv()).await {
+            Err(_) => continue,
+            Ok(None) => break Ok(()),
+            Ok(Some(Got::Item(node, item))) => match each(&node, &item) {
+                Ok(true) => {}
+                Ok(false) => break Ok(()),
+                Err(e) => break Err(e),
+            },
+            Ok(Some(Got::Done)) => live -= 1,
+            Ok(Some(Got::Failed(e))) => {
+                crate::output::err(&format!("ERROR: {e}"));
+                failure.get_or_insert(e);
+                live -= 1;
+            }
+        }
+    };
+    for t in tasks {
+        t.abort();
+    }
+    outcome?;
+    failure.map_or(Ok(()), Err)
+}
+
+/// Runs `each` on every line of every node's stream until all end, `each` says stop, or Ctrl-C.
+fn pump(
+    nodes: &[Node],
+    service: &str,
+    o: &FollowOpts,
+    mut each: impl FnMut(&str, &str) -> Result<bool>,
+) -> Result<()> {
+    interrupt::install();
+    let _running = interrupt::running();
+    let clients: Vec<(String, Client)> = nodes
+        .iter()
+        .map(|n| Ok((n.name.clone(), n.client()?)))
+        .collect::<Result<_>>()?;
+    crate::talos::block_on(async {
+        let (tx, rx) = mpsc::channel::<Got<String>>(256);
+        let mut tasks = Vec::new();
+        for (name, c) in clients {
+            let tx = tx.clone();
+            let (service, o) = (service.to_string(), o.clone());
+            tasks.push(tokio::spawn(async move {
+                // The kernel log has no line count: its last N lines come from the history,
+                // then only new records follow.
+                let kernel_tail = (service == "kernel" && !o.kubernetes)
+                    .then_some(o.tail.unwrap_or(-1))
+                    .filter(|t| *t > 0);
+                let o = match kernel_tail {
+                    Some(n) => {
+                        let history = FollowOpts {
+                            follow: Some(false),
+                            ..o.clone()
+                        };
+                        // Only the last n lines are kept, however much the node sends.
+                        let mut last = Last::new(n as usize);
+                        match open_log(&c, &service, &history).await {
+                            Ok(mut h) => {
+                                let mut split = Lines::default();
+                                loop {
+                                    match h.next().await {
+                                        Ok(Some(chunk)) => last.extend(split.push(&chunk)),
+                                        Ok(None) => break,
+                                        Err(e) => {
+                                            return tx.send(Got::Failed(e)).await.map_err(|_| ())
+                                        }
+                                    }
+                                }
+                                last.extend(split.rest());
+                            }
+                            Err(e) => return tx.send(Got::Failed(e)).await.map_err(|_| ()),
+                        }
+                        for l in last.0 {
+                            tx.send(Got::Item(name.clone(), l)).await.map_err(|_| ())?;
+                        }
+                        if o.follow == Some(false) {
+                            return tx.send(Got::Done).await.map_err(|_| ());
+                        }
+                        FollowOpts { tail: Some(0), ..o }
+                    }
+                    None => o,
+                };
+                let mut s = match open_log(&c, &service, &o).await {
+                    Ok(s) => s,
+                    Err(e) => return tx.send(Got::Failed(e)).await.map_err(|_| ()),
+                };
+                let mut lines = Lines::default();
+                loop {
+                    match s.next().await {
+                        Ok(Some(chunk)) => {
+                            for l in lines.push(&chunk) {
+                                tx.send(Got::Item(name.clone(), l)).await.map_err(|_| ())?;
+                            }
+                        }
+                        Ok(None) => {
+                            if let Some(l) = lines.rest() {
+                                tx.send(Got::Item(name.clone(), l)).await.map_err(|_| ())?;
+                            }
+                            return tx.send(Got::Done).await.map_err(|_| ());
+                        }
+                        Err(e) => return tx.send(Got::Failed(e)).await.map_err(|_| ()),
+                    }
+                }
+            }));
+        }
+        drop(tx);
+        drain(rx, tasks, |node, line: &String| each(node, line)).await
+    })
+}
+
+fn event_name(t: i32) -> &'static str {
+    match cosi::EventType::try_from(t) {
+        Ok(cosi::EventType::Created) => "created",
+        Ok(cosi::EventType::Updated) => "updated",
+        Ok(cosi::EventType::Destroyed) => "destroyed",
+        Ok(cosi::EventType::Bootstrapped) => "bootstrapped",
+        Ok(cosi::EventType::Errored) => "errored",
+        _ => "noop",
+    }
+}
+
+/// Watches `kind` (one resource with `id`) on a node, handing each event to `each` until it
+/// returns false, the node ends the watch, or Ctrl-C.
+fn watch_events(
+    n: &Node,
+    kind: &str,
+    id: Option<&str>,
+    namespace: Option<&str>,
+    mut each: impl FnMut(&Definition, &str, &cosi::Event) -> Result<bool>,
+) -> Result<()> {
+    interrupt::install();
+    let _running = interrupt::running();
+    let c = n.client()?;
+    crate::talos::block_on(async {
+        let def = resources::resolve(&c, kind).await?;
+        let ns = namespace
+            .filter(|s| !s.is_empty())
+            .unwrap_or(&def.namespace)
+            .to_string();
+        let options = cosi::WatchOptions {
+            bootstrap_contents: id.is_none(),
+            ..Default::default()
+        };
+        let mut w = c.watch(&ns, &def.ty, id, options).await?;
+        loop {
+            if interrupt::pending() {
+                interrupt::clear();
+                return Ok(());
+            }
+            let e = match tokio::time::timeout(TICK, w.next()).await {
+                Err(_) => continue,
+                Ok(r) => r?,
+            };
+            let Some(e) = e else { return Ok(()) };
+            let name = event_name(e.event_type);
+            if name == "errored" {
+                anyhow::bail!(
+                    "error watching resource: {}",
+                    e.error.clone().unwrap_or_default()
+                );
+            }
+            if !each(&def, name, &e)? {
+                return Ok(());
+            }
+        }
+    })
+}
+
+fn event_map(name: &str, e: &cosi::Event) -> Result<Map> {
+    let mut m = Map::new();
+    m.insert("event".into(), name.into());
+    let res = |r: &Option<cosi::Resource>| -> Result<Dynamic> {
+        Ok(match r {
+            Some(r) => rhai::serde::to_dynamic(resources::to_value(r))?,
+            None => Dynamic::UNIT,
+        })
+    };
+    m.insert("resource".into(), res(&e.resource)?);
+    m.insert("old".into(), res(&e.old)?);
+    Ok(m)
+}
+
+/// Whether a closure's answer means "go on" (anything but `false`).
+fn goes_on(v: Dynamic) -> bool {
+    v.as_bool().unwrap_or(true)
+}
+
+/// Prints `get -w` output for one node's events: rows are held until the watch has sent what
+/// exists (BOOTSTRAPPED), then printed as they come.
+struct WatchPrinter {
+    output: Output,
+    header_done: bool,
+    held: Vec<Vec<String>>,
+    flowing: bool,
+    first_doc: bool,
+}
+
+impl WatchPrinter {
+    fn event(&mut self, node: &str, def: &Definition, name: &str, e: &cosi::Event) -> Result<()> {
+        if name == "bootstrapped" {
+            self.flowing = true;
+            return self.flush_held(def);
+        }
+        let Some(r) = &e.resource else { return Ok(()) };
+        let v = resources::to_value(r);
+        match &self.output {
+            Output::Table => {
+                let mark = match name {
+                    "created" => "+",
+                    "destroyed" => "-",
+                    _ => " ",
+                };
+                let meta = |k: &str| {
+                    v.get("metadata")
+                        .and_then(|m| m.get(k))
+                        .map(|x| match x {
+                            serde_yaml_ng::Value::String(s) => s.clone(),
+                            serde_yaml_ng::Value::Number(n) => n.to_string(),
+                            _ => String::new(),
+                        })
+                        .unwrap_or_default()
+                };
+                let spec: serde_json::Value =
+                    serde_json::to_value(v.get("spec").cloned().unwrap_or_default())?;
+                let mut row = vec![
+                    node.to_string(),
+                    mark.to_string(),
+                    meta("namespace"),
+                    def.display.clone(),
+                    meta("id"),
+                    meta("version"),
+                ];
+                for c in &def.columns {
+                    row.push(Template::parse(&c.json_path)?.render(&spec));
+                }
+                self.held.push(row);
+                if self.flowing {
+                    self.flush_held(def)?;
+                }
+            }
+            out => {
+                let mut m = serde_yaml_ng::Mapping::new();
+                m.insert("node".into(), node.into());
+                m.insert("event".into(), name.into());
+                if let serde_yaml_ng::Value::Mapping(r) = &v {
+                    for (k, x) in r {
+                        m.insert(k.clone(), x.clone());
+                    }
+                }
+                let doc = serde_yaml_ng::Value::Mapping(m);
+                let text = match out {
+                    Output::Yaml => {
+                        let sep = if self.first_doc { "" } else { "---\n" };
+                        format!("{sep}{}", crate::yaml::to_string(&doc))
+                    }
+                    Output::JsonPath(t) => format!("{}\n", t.render(&serde_json::to_value(&doc)?)),
+                    _ => format!("{}\n", resources::json_4(&serde_json::to_value(&doc)?)?),
+                };
+                self.first_doc = false;
+                crate::output::write(text.as_bytes())?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush_held(&mut self, def: &Definition) -> Result<()> {
+        if !matches!(self.output, Output::Table) {
+            return Ok(());
+        }
+        let mut rows = Vec::new();
+        if !self.header_done {
+            let mut head: Vec<String> = ["NODE", "*", "NAMESPACE", "TYPE", "ID", "VERSION"]
+                .map(str::to_string)
+                .to_vec();
+            head.extend(def.columns.iter().map(|c| c.name.to_uppercase()));
+            rows.push(head);
+            self.header_done = true;
+        }
+        rows.append(&mut self.held);
+        crate::output::write(crate::printable::printable(&resources::table(&rows)).as_bytes())
+    }
+}
+
+fn nodes_of(items: Array) -> Result<Vec<Node>> {
+    items
+        .into_iter()
+        .map(|d| {
+            d.try_cast::<Node>()
+                .ok_or_else(|| anyhow::anyhow!("expected nodes (from talos::targets)"))
+        })
+        .collect()
+}
+
+/// The node methods.
+pub fn register(engine: &mut Engine) {
+    FuncRegistration::new("follow")
+        .with_comments(["/// Follows a service's log (`kernel`: the kernel log) until `f(line)` returns false or Ctrl-C; `opts`: `tail` (lines of history, -1 all, 0 none), `kubernetes`, `follow` (default true)."])
+        .register_into_engine(engine, |ctx: NativeCallContext, n: &mut Node, service: &str, opts: Map, f: FnPtr| {
+            native(|| {
+                let o = FollowOpts::read(&opts)?;
+                pump(std::slice::from_ref(n), service, &o, |_, line| {
+                    let v: Dynamic = f.call_within_context(&ctx, (line.to_string(),)).map_err(|e| anyhow::anyhow!("{e}"))?;
+                    Ok(goes_on(v))
+                })
+            })
+        });
+    FuncRegistration::new("events")
+        .with_comments(["/// The node's events as they happen: `f(#{node, id, event, actor_id, source, message})` returns false to stop (Ctrl-C stops too). `opts`: `tail` (past events first; -1 all), `since` (an event ID), `duration` (the last seconds or `5m`), `actor_id`."])
+        .register_into_engine(engine, |ctx: NativeCallContext, n: &mut Node, opts: Map, f: FnPtr| {
+            native(|| {
+                let o = EventsOpts::read(&opts)?;
+                event_pump(std::slice::from_ref(n), &o, |_, shown| {
+                    let m = rhai::serde::to_dynamic(shown)?;
+                    let v: Dynamic = f.call_within_context(&ctx, (m,)).map_err(|e| anyhow::anyhow!("{e}"))?;
+                    Ok(goes_on(v))
+                })
+            })
+        });
+    FuncRegistration::new("watch")
+        .with_comments(["/// Watches a kind (talosctl aliases work): what exists first (`created`), then `bootstrapped`, then changes as they happen; `f(#{event, resource, old})` returns false to stop (Ctrl-C stops too)."])
+        .register_into_engine(engine, |ctx: NativeCallContext, n: &mut Node, kind: &str, f: FnPtr| {
+            native(|| {
+                watch_events(n, kind, None, None, |_, name, e| {
+                    let v: Dynamic = f.call_within_context(&ctx, (event_map(name, e)?,)).map_err(|e| anyhow::anyhow!("{e}"))?;
+                    Ok(goes_on(v))
+                })
+            })
+        });
+    FuncRegistration::new("watch")
+        .with_comments(["/// Watches one resource by ID: its current state first (`created`, or `destroyed` when missing), then its changes."])
+        .register_into_engine(engine, |ctx: NativeCallContext, n: &mut Node, kind: &str, id: &str, f: FnPtr| {
+            native(|| {
+                watch_events(n, kind, Some(id), None, |_, name, e| {
+                    let v: Dynamic = f.call_within_context(&ctx, (event_map(name, e)?,)).map_err(|e| anyhow::anyhow!("{e}"))?;
+                    Ok(goes_on(v))
+                })
+            })
+        });
+}
+
+options! {
+    /// `talos::dashboard(nodes, #{...})`.
+    pub struct DashboardOpts for "talos::dashboard" {
+        /// How often the screens refresh (default 3s).
+        interval: Option<Duration>,
+    }
+}
+
+/// The `talos::` functions that print several nodes' streams.
+pub fn add_to_talos(m: &mut rhai::Module) {
+    FuncRegistration::new("dashboard")
+        .with_comments(["/// The terminal dashboard over `nodes` until `q` (refused when stdin is not a terminal). `opts`: `interval`."])
+        .set_into_module(m, |nodes: Array, opts: Map| {
+            native(|| {
+                let o = DashboardOpts::read(&opts)?;
+                use std::io::IsTerminal;
+                crate::dashboard::check_terminal(std::io::stdin().is_terminal())?;
+                let clients = nodes_of(nodes)?
+                    .into_iter()
+                    .map(|n| Ok((n.name.clone(), n.client()?)))
+                    .collect::<Result<Vec<_>>>()?;
+                let mut d = crate::dashboard::Options::default();
+                if let Some(i) = o.interval {
+                    d.interval = i;
+                }
+                crate::dashboard::run(clients, d).map(|_| ())
+            })
+        });
+    FuncRegistration::new("events_print")
+        .with_comments(["/// Prints `talm events` for every node: NODE ID EVENT / ACTOR SOURCE MESSAGE, two lines per event, as events happen, until Ctrl-C. `opts` as `n.events`."])
+        .set_into_module(m, |nodes: Array, opts: Map| {
+            native(|| {
+                let o = EventsOpts::read(&opts)?;
+                let nodes = nodes_of(nodes)?;
+                let mut header = true;
+                event_pump(&nodes, &o, |node, shown| {
+                    let mut rows = Vec::new();
+                    if header {
+                        rows.push(["NODE", "ID", "EVENT", "ACTOR", "SOURCE", "MESSAGE"].map(str::to_string).to_vec());
+                        header = false;
+                    }
+                    rows.extend(crate::talos::events::rows(shown, node));
+                    crate::output::write(crate::printable::printable(&resources::table(&rows)).as_bytes())?;
+                    Ok(true)
+                })
+            })
+        });
+    FuncRegistration::new("follow_logs")
+        .with_comments(["/// Prints the log of `service` of every node as it grows (`talm logs -F`), each line prefixed with its node when there are several, until every stream ends or Ctrl-C. `opts` as `n.follow`."])
+        .set_into_module(m, |nodes: Array, service: &str, opts: Map| {
+            native(|| {
+                let o = FollowOpts::read(&opts)?;
+                let nodes = nodes_of(nodes)?;
+                let prefix = nodes.len() > 1;
+                pump(&nodes, service, &o, |node, line| {
+                    let line = crate::printable::printable(line);
+                    let text = if prefix { format!("{node}: {line}\n") } else { format!("{line}\n") };
+                    crate::output::write(text.as_bytes())?;
+                    Ok(true)
+                })
+            })
+        });
+    FuncRegistration::new("watch_print")
+        .with_comments(["/// Prints `talm get KIND -w` for every node: what exists, then each change as it happens, until Ctrl-C. `opts`: `id`, `namespace`, `output` (table, yaml, json, jsonpath=EXPR)."])
+        .set_into_module(m, |nodes: Array, kind: &str, opts: Map| {
+            native(|| {
+                let o = WatchOpts::read(&opts)?;
+                let output = Output::parse(o.output.as_deref().unwrap_or("table"))?;
+                let nodes = nodes_of(nodes)?;
+                // One node at a time would never reach the second: a watch has no end.
+                let mut handles = Vec::new();
+                for n in nodes {
+                    let (kind, o, output) = (kind.to_string(), o.clone(), output.clone());
+                    handles.push(std::thread::spawn(move || -> Result<()> {
+                        let mut p = WatchPrinter { output, header_done: false, held: Vec::new(), flowing: false, first_doc: true };
+                        let name = n.name.clone();
+                        watch_events(&n, &kind, o.id.as_deref(), o.namespace.as_deref(), |def, ev, e| {
+                            p.event(&name, def, ev, e)?;
+                            Ok(true)
+                        })
+                    }));
+                }
+                let mut first = Ok(());
+                for h in handles {
+                    let r = h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a watch stopped unexpectedly")));
+                    if first.is_ok() {
+                        first = r;
+                    }
+                }
+                first
+            })
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_become_lines() {
+        let mut l = Lines::default();
+        assert_eq!(l.push(b"a\nb"), ["a"]);
+        assert_eq!(l.push(b"c\n\nd"), ["bc", ""]);
+        assert_eq!(l.rest().as_deref(), Some("d"));
+        assert_eq!(l.rest(), None);
+    }
+
+    #[test]
+    fn a_line_without_end_is_cut_into_bounded_pieces() {
+        let mut l = Lines::default();
+        assert!(l.push(&[b'x'; MAX_LINE]).is_empty());
+        let out = l.push(b"yz");
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0], "x".repeat(MAX_LINE));
+        assert_eq!(l.buf, b"yz");
+        // A piece never splits a character: the cut comes before it.
+        let mut l = Lines::default();
+        let mut text = vec![b'a'; MAX_LINE - 1];
+        text.extend_from_slice("é\n".as_bytes());
+        let out = l.push(&text);
+        assert_eq!(out, ["a".repeat(MAX_LINE - 1), "é".to_string()]);
+        assert_eq!(l.rest(), None);
+    }
+
+    #[test]
+    fn only_the_last_lines_are_kept() {
+        let mut last = Last::new(2);
+        last.extend(["1", "2", "3"].map(String::from));
+        assert_eq!(Vec::from(last.0), ["2", "3"]);
+    }
+}
