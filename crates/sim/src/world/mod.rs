@@ -120,7 +120,7 @@ impl World {
             })
             .filter(|h| !h.is_empty());
         let now = clock::now();
-        let boot = clock::boot_time(&node.name(), st.boots, st.started as f64, now) - BOOT_TO_API;
+        let boot = st.booted as f64 - BOOT_TO_API;
         World {
             role,
             etcd: role == Role::ControlPlane && st.etcd_bootstrapped,
