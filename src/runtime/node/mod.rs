@@ -8,6 +8,7 @@ pub(crate) mod apply;
 pub(crate) mod change;
 pub(crate) mod etcd;
 pub(crate) mod inspect;
+pub(crate) mod lines;
 pub(crate) mod opts;
 pub(crate) mod rotate;
 pub(crate) mod stream;

@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use crate::proto::cosi::resource as cosi;
 use crate::proto::machine;
 use crate::runtime::native;
+use crate::runtime::node::lines::{Last, Lines};
 use crate::runtime::node::Node;
 use crate::runtime::opts::options;
 use crate::sandbox::interrupt;
@@ -145,85 +146,6 @@ async fn open_log(c: &Client, service: &str, o: &FollowOpts) -> Result<DataStrea
     .await
 }
 
-/// Longest line held back waiting for its newline: a longer one is handed on in pieces of this
-/// size, so a node that never ends its line cannot make talm grow without bound.
-const MAX_LINE: usize = 64 << 10;
-
-/// Splits chunks into whole lines (a chunk may end mid-line); a line longer than `MAX_LINE` is
-/// cut into pieces (at a character boundary when the text is UTF-8).
-#[derive(Default)]
-struct Lines {
-    buf: Vec<u8>,
-    /// How many leading bytes of `buf` are known to hold no newline (not searched again).
-    clean: usize,
-}
-
-impl Lines {
-    fn push(&mut self, chunk: &[u8]) -> Vec<String> {
-        self.buf.extend_from_slice(chunk);
-        let mut out = Vec::new();
-        let mut from = 0;
-        let mut skip = std::mem::take(&mut self.clean);
-        loop {
-            let rest = &self.buf[from..];
-            let window = &rest[..rest.len().min(MAX_LINE + 1)];
-            let newline = window[skip.min(window.len())..]
-                .iter()
-                .position(|b| *b == b'\n')
-                .map(|i| i + skip);
-            skip = 0;
-            let cut = match newline {
-                Some(i) => {
-                    out.push(String::from_utf8_lossy(&rest[..i]).into_owned());
-                    i + 1
-                }
-                None if rest.len() > MAX_LINE => {
-                    let piece = piece_end(&rest[..MAX_LINE]);
-                    out.push(String::from_utf8_lossy(&rest[..piece]).into_owned());
-                    piece
-                }
-                None => break,
-            };
-            from += cut;
-        }
-        self.buf.drain(..from);
-        self.clean = self.buf.len();
-        out
-    }
-
-    fn rest(&mut self) -> Option<String> {
-        self.clean = 0;
-        (!self.buf.is_empty())
-            .then(|| String::from_utf8_lossy(&std::mem::take(&mut self.buf)).into_owned())
-    }
-}
-
-/// Where a piece of at most `bytes.len()` bytes ends: before a character the cut would split.
-fn piece_end(bytes: &[u8]) -> usize {
-    match std::str::from_utf8(bytes) {
-        Err(e) if e.error_len().is_none() && e.valid_up_to() > 0 => e.valid_up_to(),
-        _ => bytes.len(),
-    }
-}
-
-/// The last lines of a stream, at most a given number kept.
-struct Last(std::collections::VecDeque<String>, usize);
-
-impl Last {
-    fn new(n: usize) -> Last {
-        Last(std::collections::VecDeque::new(), n)
-    }
-
-    fn extend(&mut self, lines: impl IntoIterator<Item = String>) {
-        for l in lines {
-            if self.0.len() == self.1 {
-                self.0.pop_front();
-            }
-            self.0.push_back(l);
-        }
-    }
-}
-
 /// What a per-node stream task reports: an item (a line, an event) of a node, its failure, or
 /// its end.
 enum Got<T> {
@@ -321,7 +243,7 @@ fn pump(
                             }
                             Err(e) => return tx.send(Got::Failed(e)).await.map_err(|_| ()),
                         }
-                        for l in last.0 {
+                        for l in last.into_lines() {
                             tx.send(Got::Item(name.clone(), l)).await.map_err(|_| ())?;
                         }
                         if o.follow == Some(false) {
@@ -681,42 +603,4 @@ pub fn add_to_talos(m: &mut rhai::Module) {
                 first
             })
         });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn chunks_become_lines() {
-        let mut l = Lines::default();
-        assert_eq!(l.push(b"a\nb"), ["a"]);
-        assert_eq!(l.push(b"c\n\nd"), ["bc", ""]);
-        assert_eq!(l.rest().as_deref(), Some("d"));
-        assert_eq!(l.rest(), None);
-    }
-
-    #[test]
-    fn a_line_without_end_is_cut_into_bounded_pieces() {
-        let mut l = Lines::default();
-        assert!(l.push(&[b'x'; MAX_LINE]).is_empty());
-        let out = l.push(b"yz");
-        assert_eq!(out.len(), 1);
-        assert_eq!(out[0], "x".repeat(MAX_LINE));
-        assert_eq!(l.buf, b"yz");
-        // A piece never splits a character: the cut comes before it.
-        let mut l = Lines::default();
-        let mut text = vec![b'a'; MAX_LINE - 1];
-        text.extend_from_slice("é\n".as_bytes());
-        let out = l.push(&text);
-        assert_eq!(out, ["a".repeat(MAX_LINE - 1), "é".to_string()]);
-        assert_eq!(l.rest(), None);
-    }
-
-    #[test]
-    fn only_the_last_lines_are_kept() {
-        let mut last = Last::new(2);
-        last.extend(["1", "2", "3"].map(String::from));
-        assert_eq!(Vec::from(last.0), ["2", "3"]);
-    }
 }
