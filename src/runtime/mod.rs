@@ -56,7 +56,8 @@ fn engine_with(
     node::upgrade::register(&mut engine, session);
     node::rotate::register(&mut engine);
     local::rotate_journal::register(&mut engine, session);
-    fleet::rolling::register(&mut engine, session);
+    fleet::rolling::register(&mut engine);
+    fleet::hook::register(&mut engine, session);
     engine
 }
 

@@ -2,6 +2,7 @@
 //! upgrades in turns with health checks between them, and writing each node file back as its
 //! nodes finish.
 
+pub(crate) mod hook;
 pub(crate) mod parallel;
 pub(crate) mod rolling;
 pub(crate) mod workers;

@@ -6,20 +6,14 @@
 //! failure stops the roll with an error naming what was done, what failed and what was not
 //! started; so does Ctrl-C (or SIGTERM) during the roll, and talm still exits as the signal
 //! asks (130, 143).
-//! `load_hook(file)` reads a hook file (`talm upgrade --rolling --hook`): its `before`/`after`
-//! functions run confined to the project, as a playbook's natives are.
 //!
 //! A node's role is its own machine type (the COSI `MachineType` resource), not a template
 //! name: templates may be named anything, a node file may have none, and the node is what
 //! etcd membership follows.
 
-use std::path::Path;
-use std::sync::Arc;
-
 use anyhow::Result;
 use rhai::{
-    Array, CallFnOptions, Dynamic, Engine, EvalAltResult, FnPtr, FuncRegistration, Map,
-    NativeCallContext, AST,
+    Array, Dynamic, Engine, EvalAltResult, FnPtr, FuncRegistration, Map, NativeCallContext,
 };
 
 use crate::error::hinted;
@@ -27,8 +21,7 @@ use crate::runtime::fleet::parallel::{ItemError, MAX_AT_ONCE};
 use crate::runtime::node::etcd::HealthOpts;
 use crate::runtime::node::Node;
 use crate::runtime::opts::{options, FromOpt};
-use crate::runtime::session::{Scope, Session, Settings};
-use crate::sandbox::{from_rhai, interrupt, to_rhai, Limits};
+use crate::sandbox::{from_rhai, interrupt, to_rhai};
 use crate::talos::block_on;
 
 /// A function option (`before`, `after`): absent, or a closure / `Fn("name")`.
@@ -233,7 +226,7 @@ fn stopped(stop: Stop, t: &Tally) -> Box<EvalAltResult> {
 }
 
 /// Ctrl-C or a script limit: these end the whole script, never just the roll's turn.
-fn fatal(err: &EvalAltResult) -> bool {
+pub(super) fn fatal(err: &EvalAltResult) -> bool {
     match err {
         EvalAltResult::ErrorInFunctionCall(_, _, inner, _)
         | EvalAltResult::ErrorInModule(_, inner, _) => fatal(inner),
@@ -544,96 +537,7 @@ fn turns(
     Ok(())
 }
 
-/// A hook file: its own engine (confined to the project) and its functions.
-#[derive(Clone)]
-pub struct Hook(Arc<HookFile>);
-
-struct HookFile {
-    path: String,
-    engine: Engine,
-    ast: AST,
-    before: bool,
-    after: bool,
-}
-
-fn load_hook(session: &Session, path: &str) -> Result<Hook> {
-    session.check_inside("load_hook", path)?;
-    let source = crate::project::fsutil::read_text(Path::new(path))?;
-    let confined = Session::new(Settings {
-        scope: Scope::Project,
-        ..session.settings()
-    });
-    let limits = Limits::PLAYBOOK;
-    let engine = crate::runtime::engine(&limits, &confined);
-    let mut ast = engine.compile(&source).map_err(|e| {
-        hinted(
-            format!("hook {path}: syntax error: {e}"),
-            format!("fix the hook file {path} at the position shown"),
-        )
-    })?;
-    ast.set_source(path);
-    let mut before = false;
-    let mut after = false;
-    for f in ast.iter_functions() {
-        let slot = match f.name {
-            "before" => &mut before,
-            "after" => &mut after,
-            _ => continue,
-        };
-        if f.params.len() != 1 {
-            return Err(hinted(
-                format!(
-                    "hook {path}: {}() takes {} parameter(s); it is called with the node",
-                    f.name,
-                    f.params.len()
-                ),
-                format!("define it as fn {}(node) {{ ... }}", f.name),
-            ));
-        }
-        *slot = true;
-    }
-    if !before && !after {
-        return Err(hinted(
-            format!("hook {path} defines neither before(node) nor after(node)"),
-            "a hook file holds fn before(node) { ... } and/or fn after(node) { ... }; each returns false to stop the roll",
-        ));
-    }
-    // Its top-level statements run once, as a playbook's would.
-    engine
-        .run_ast(&ast)
-        .map_err(|e| crate::sandbox::from_rhai_within(*e, path, &limits))?;
-    Ok(Hook(Arc::new(HookFile {
-        path: path.to_string(),
-        engine,
-        ast,
-        before,
-        after,
-    })))
-}
-
-/// Calls the hook's `which(node)`; true when the file does not define it.
-fn call_hook(h: &Hook, which: &str, n: Node) -> Result<Dynamic, Box<EvalAltResult>> {
-    let defined = match which {
-        "before" => h.0.before,
-        _ => h.0.after,
-    };
-    if !defined {
-        return Ok(true.into());
-    }
-    let opts = CallFnOptions::new().eval_ast(false);
-    h.0.engine
-        .call_fn_with_options::<Dynamic>(opts, &mut rhai::Scope::new(), &h.0.ast, which, (n,))
-        .map_err(|e| {
-            if fatal(&e) {
-                e
-            } else {
-                to_rhai(from_rhai(*e, &h.0.path))
-            }
-        })
-}
-
-pub fn register(engine: &mut Engine, session: &Session) {
-    engine.register_type_with_name::<Hook>("Hook");
+pub fn register(engine: &mut Engine) {
     FuncRegistration::new("rolling")
         .with_comments(["/// A rolling operation: `f(n)` on the control planes one at a time, then on the workers `max_parallel` at a time (default 1), each batch through `parallel()`; after each the cluster health check (`n.health`, as `talm health`) must pass before the next. `opts`: max_parallel, health (true (default), false, or a map of n.health's options plus `via`, the node to check from: default the first control plane, else the workers' endpoint), before / after (closures called with each node; false or an error stops the roll), skip (a closure: true leaves a node out, e.g. one already done; a skipped control plane still runs the check). A node's role is its machine type. The first failure (f failing, a veto, the health check) stops the roll with an error naming the nodes done, failed and not started. Returns #{node, role, result} per node, in roll order."])
         .register_into_engine(
@@ -649,16 +553,4 @@ pub fn register(engine: &mut Engine, session: &Session) {
         .register_into_engine(engine, |ctx: NativeCallContext, nodes: Array, f: FnPtr| {
             rolling(&ctx, nodes, &f, &Map::new())
         });
-    FuncRegistration::new("load_hook")
-        .with_comments(["/// Reads a hook file defining `before(node)` and/or `after(node)` (each returns false to stop a roll); its code runs confined to the project, as a playbook's. Call them as `h.before(n)` / `h.after(n)` (true when the file does not define one)."])
-        .register_into_engine(engine, {
-            let s = session.clone();
-            move |path: &str| crate::sandbox::native(|| load_hook(&s, path))
-        });
-    FuncRegistration::new("before")
-        .with_comments(["/// The hook file's `before(node)`: its result (true when it has none)."])
-        .register_into_engine(engine, |h: &mut Hook, n: Node| call_hook(h, "before", n));
-    FuncRegistration::new("after")
-        .with_comments(["/// The hook file's `after(node)`: its result (true when it has none)."])
-        .register_into_engine(engine, |h: &mut Hook, n: Node| call_hook(h, "after", n));
 }
