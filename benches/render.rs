@@ -161,7 +161,7 @@
 //! only for `network.extraLinks` or a legacy render, a rendered config with `nameservers:` and
 //! `[]` on the next line is read without libyaml (it fell back, 0.5 ms a render), and a one-shot
 //! render that finds the thread ahead compiling its project compiles the part that thread has
-//! not started (`render::claim`) rather than idle: the process timeline (uprobes, a slow hour)
+//! not started (`base::caches::claim`) rather than idle: the process timeline (uprobes, a slow hour)
 //! showed the main thread waiting 1.65 ms for the templates. On the fastest day yet, this row
 //! taking turns with the build before: 4.92–5.02 → 4.75–4.81 ms against `--version`'s
 //! 1.97–2.04 ms (2.48–2.50× → 2.36–2.41×), CPU 6.26–6.45 → 6.56–6.79 ms (the two threads work
@@ -466,7 +466,7 @@ fn steps(
     });
     let full = per_call(budget, || assemble::full(next_out(), base).unwrap());
     let facts_digest = per_call(budget, || {
-        talm::memo::digest(|h| {
+        talm::caches::digest::digest(|h| {
             facts.node.hash(h);
             facts.version.hash(h);
             facts.resources.hash(h);

@@ -83,6 +83,8 @@ fn command_line(args: &[OsString]) -> String {
 /// Spare definitions of the command line: a parse needs one mutably, and building or copying
 /// the whole tree for each command of a playbook cost more than the parse. A few are kept, not
 /// one per thread (a fleet's pool has many threads, and each is a quarter MiB).
+///
+/// Listed in [`crate::caches::KEPT`].
 static SPARE_COMMANDS: std::sync::Mutex<Vec<clap::Command>> = std::sync::Mutex::new(Vec::new());
 const SPARES_KEPT: usize = 2;
 

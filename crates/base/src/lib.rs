@@ -5,6 +5,7 @@
 
 pub mod address;
 pub mod ahead;
+pub mod caches;
 pub mod duration;
 pub mod error;
 pub mod heap;
@@ -12,7 +13,6 @@ pub mod humanize;
 pub mod input;
 pub mod jsonpath;
 pub mod mask;
-pub mod memo;
 pub mod netip;
 pub mod output;
 pub mod printable;

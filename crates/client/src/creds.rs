@@ -11,8 +11,8 @@ use serde_yaml_ng::Value;
 use time::OffsetDateTime;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
+use talm_base::caches::memo::Memo;
 use talm_base::error::hinted;
-use talm_base::memo::Memo;
 use talm_wire::fingerprint::Fingerprint;
 use talm_wire::pki::{self, unb64};
 use talm_wire::talosconfig;
@@ -34,6 +34,8 @@ impl std::fmt::Debug for Identity {
 /// The client certificates of the identities in use, each made once, kept by a digest of
 /// certificate and key: a fleet's connections share their context's instead of parsing its key
 /// again per connection.
+///
+/// Listed in [`talm_base::caches::KEPT`].
 static CERTIFIED: Memo<[u8; 32], Arc<CertifiedKey>> = Memo::new(4);
 
 impl Identity {
@@ -199,6 +201,8 @@ impl Validity {
 /// context asked for, with their certificate's validity (checked again at every use): a fleet's
 /// node handles read the same talosconfig once a node, and checking its key pair alone took
 /// 0.2 ms each time.
+///
+/// Listed in [`talm_base::caches::KEPT`].
 static CONTEXTS: Memo<(String, String, String), (Context, Validity)> = Memo::new(4);
 
 /// Parses talosconfig text (`file` names it in errors) and checks the chosen context's

@@ -51,8 +51,10 @@ pub(super) fn provider() -> Arc<CryptoProvider> {
 
 /// The verifiers of the talosconfig CAs in use, each built once and shared by every
 /// connection of its context.
-static CA_VERIFIERS: talm_base::memo::Memo<String, Arc<WebPkiServerVerifier>> =
-    talm_base::memo::Memo::new(4);
+///
+/// Listed in [`talm_base::caches::KEPT`].
+static CA_VERIFIERS: talm_base::caches::memo::Memo<String, Arc<WebPkiServerVerifier>> =
+    talm_base::caches::memo::Memo::new(4);
 
 /// The verifier of servers signed by `ca_pem` (the talosconfig's CA).
 pub fn ca_verifier(ca_pem: &str) -> Result<Arc<WebPkiServerVerifier>> {
@@ -60,7 +62,7 @@ pub fn ca_verifier(ca_pem: &str) -> Result<Arc<WebPkiServerVerifier>> {
 }
 
 fn ca_verifier_in(
-    kept: &talm_base::memo::Memo<String, Arc<WebPkiServerVerifier>>,
+    kept: &talm_base::caches::memo::Memo<String, Arc<WebPkiServerVerifier>>,
     ca_pem: &str,
 ) -> Result<Arc<WebPkiServerVerifier>> {
     kept.get_or_try(ca_pem.to_string(), |ca_pem| build_ca_verifier(ca_pem))
@@ -273,7 +275,7 @@ mod tests {
                 .unwrap()
         };
         let (a, b) = (ca("a"), ca("b"));
-        let kept = talm_base::memo::Memo::new(4);
+        let kept = talm_base::caches::memo::Memo::new(4);
         let first = ca_verifier_in(&kept, &a.cert_pem).unwrap();
         assert!(Arc::ptr_eq(
             &first,
@@ -312,7 +314,7 @@ mod tests {
         };
         let (old, new, other) = (ca("old"), ca("new"), ca("other"));
         let bundle = format!("{}{}", old.cert_pem, new.cert_pem);
-        let kept = talm_base::memo::Memo::new(4);
+        let kept = talm_base::caches::memo::Memo::new(4);
         let v = ca_verifier_in(&kept, &bundle).unwrap();
         let name = ServerName::IpAddress(ip.into());
         let at = UnixTime::now();

@@ -18,6 +18,7 @@ pub fn find(set: &'static [(&'static str, &'static str)], path: &str) -> Option<
 
 /// The presets: `(path relative to presets/, content)`, sorted by path.
 pub fn presets() -> &'static [(String, String)] {
+    /// Listed in [`talm_base::caches::KEPT`].
     static PRESETS: OnceLock<Vec<(String, String)>> = OnceLock::new();
     PRESETS.get_or_init(|| match std::env::var_os("TALM_PRESETS_DIR") {
         Some(dir) if !dir.is_empty() => {

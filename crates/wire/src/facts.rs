@@ -97,7 +97,7 @@ impl Facts {
             }
             let json = serde_json::to_value(&self.resources).unwrap_or_default();
             let risky = talm_base::yaml::risky::risky_in("facts", &json);
-            let digest = talm_base::memo::digest(|h| {
+            let digest = talm_base::caches::digest::digest(|h| {
                 self.node.hash(h);
                 let null = Value::Null;
                 talm_base::yaml::ordered::hash(self.version.as_ref().unwrap_or(&null), h);

@@ -230,8 +230,9 @@ fn preset_defaults(root: &Path) -> Option<Arc<serde_yaml_ng::Value>> {
         crate::project::fsutil::read_text(&root.join(crate::project::lock::LOCK_FILE)).ok()?;
     let name = crate::project::lock::parse(&lock).ok()?.preset;
     // The presets are part of the binary: each one's defaults are parsed once per process.
-    static DEFAULTS: crate::memo::Memo<String, Option<Arc<serde_yaml_ng::Value>>> =
-        crate::memo::Memo::new(4);
+    /// Listed in [`crate::caches::KEPT`].
+    static DEFAULTS: crate::caches::memo::Memo<String, Option<Arc<serde_yaml_ng::Value>>> =
+        crate::caches::memo::Memo::new(4);
     let parsed: Result<_, std::convert::Infallible> = DEFAULTS.get_or_try(name, |name| {
         let files = crate::project::presets::preset_files(name);
         Ok(files
@@ -262,7 +263,9 @@ fn secrets_bundle(place: (&str, &str), chart: &Chart) -> Result<(Bundle, PathBuf
         )
     })?;
     // Parsed and validated once per content: a fleet's renders all read the same bundle.
-    static BUNDLES: crate::memo::Memo<(String, String), Bundle> = crate::memo::Memo::new(4);
+    /// Listed in [`crate::caches::KEPT`].
+    static BUNDLES: crate::caches::memo::Memo<(String, String), Bundle> =
+        crate::caches::memo::Memo::new(4);
     let bundle = BUNDLES.get_or_try((bundle_text, secrets), |(text, name)| {
         Bundle::load(text, name)
     })?;

@@ -18,7 +18,10 @@ use crate::error::hinted;
 /// Files parsed by every command (Chart.yaml, values, talosconfig, secrets): a playbook runs
 /// a few commands per node, each loading the project anew. The last ones are kept, by their
 /// whole text, so an edited file is parsed afresh.
-static PARSED: crate::memo::Memo<String, std::sync::Arc<Value>> = crate::memo::Memo::new(8);
+///
+/// Listed in [`crate::caches::KEPT`].
+static PARSED: crate::caches::memo::Memo<String, std::sync::Arc<Value>> =
+    crate::caches::memo::Memo::new(8);
 
 /// Texts longer than this are parsed without being kept (project files are a few KiB; a
 /// script's `yaml::parse` of a large file must not stay in memory after it).

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_yaml_ng::Value;
 
-use crate::memo::Memo;
+use crate::caches::memo::Memo;
 
 /// Streams kept per thread: the texts one node's command reads again (its patch, its node
 /// file, its whole config); a step reads its own text again within the next two parses. Each
@@ -17,6 +17,7 @@ use crate::memo::Memo;
 const KEPT: usize = 3;
 
 thread_local! {
+    /// Listed in [`crate::caches::KEPT`].
     static PARSED: Memo<String, Arc<Vec<Value>>> = const { Memo::new(KEPT) };
 }
 

@@ -12,8 +12,8 @@ use serde_yaml_ng::Value;
 use super::generate::{self, Input, MachineType, Options};
 use super::{encode, patch};
 use crate::secrets::{bundle::Bundle, contract::Contract};
+use talm_base::caches::memo::Memo;
 use talm_base::error::hinted;
-use talm_base::memo::Memo;
 
 /// A render split into Talos patches and the documents that pass through.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -134,6 +134,8 @@ type Made = (Contract, String, Bundle, MachineType, String, String);
 /// The generated configs a process rendered last, by everything they are made from: a fleet's
 /// nodes share their cluster's, so each is generated once (control plane and worker of a couple
 /// of clusters, and the anonymous control-plane probe each render starts with).
+///
+/// Listed in [`talm_base::caches::KEPT`].
 static GENERATED: Memo<Made, Arc<patch::Decoded>> = Memo::new(8);
 
 /// The config Talos generates for the node, kept encoded and decoded.

@@ -179,7 +179,9 @@ pub fn hash_files(files: &BTreeMap<String, String>) -> String {
 /// `<preset>/` prefix), Chart.yaml files normalised.
 pub fn preset_hash(preset: &str) -> Result<String> {
     // Embedded files never change in a process, and every project command checks the hash.
-    static HASHES: talm_base::memo::Memo<String, String> = talm_base::memo::Memo::new(8);
+    /// Listed in [`talm_base::caches::KEPT`].
+    static HASHES: talm_base::caches::memo::Memo<String, String> =
+        talm_base::caches::memo::Memo::new(8);
     HASHES.get_or_try(preset.to_string(), |preset| embedded_preset_hash(preset))
 }
 
@@ -207,6 +209,7 @@ fn embedded_preset_hash(preset: &str) -> Result<String> {
 
 /// The library hash: library files keyed relative to the library folder, Chart.yaml normalised.
 pub fn library_hash() -> String {
+    /// Listed in [`talm_base::caches::KEPT`].
     static HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     HASH.get_or_init(|| hash_files(&normalized_library(library_files())))
         .clone()

@@ -23,10 +23,10 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
 
-use super::claim::Claim;
 use super::context::{self, Script};
 use super::engine::Engine;
 use super::watch::Watch;
+use talm_base::caches::claim::Claim;
 use talm_base::error::hinted;
 
 /// How many compiled projects a process keeps (a long REPL session moving between projects
@@ -243,6 +243,7 @@ impl Entry {
     }
 }
 
+/// Listed in [`talm_base::caches::KEPT`].
 static CACHE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 
 fn cache() -> std::sync::MutexGuard<'static, Vec<Entry>> {

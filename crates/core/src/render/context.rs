@@ -5,17 +5,18 @@
 //! process; each script is compiled once (`Script`) and run for every node, `lookup` reading
 //! the facts of the node being rendered (`current::with_current`), `once` keeping what the values
 //! alone decide for the script's later runs (`once`). Renders at once run on different lanes
-//! (`sandbox::lanes`), each with its own engine and compiled copy of the script.
+//! (`sandbox::lanes`), each with its own engine and compiled copy of the script; the copies are
+//! the sandbox's kept compiled scripts (`sandbox::compiled`), the ones playbooks use.
 
 use std::sync::Arc;
 
 use anyhow::Result;
 use rhai::{Dynamic, FuncRegistration, AST};
 
-use super::claim::Claim;
 use super::current;
 use super::dynamic;
 use super::once::{self, Kept};
+use crate::sandbox::compiled::{self, Code};
 use crate::sandbox::lanes::{self, Lane, PerLane};
 use crate::sandbox::Limits;
 use talm_wire::facts::Facts;
@@ -25,6 +26,7 @@ pub const CONTEXT_SCRIPT: &str = "_context.rhai";
 
 /// The sandbox with `lookup` over the current node's facts, built once per lane.
 fn engine(lane: Lane) -> &'static rhai::Engine {
+    /// Listed in [`talm_base::caches::KEPT`].
     static ENGINES: PerLane<rhai::Engine> = PerLane::new();
     ENGINES.get_or_init(lane, || {
         let mut engine = crate::sandbox::engine_on(&Limits::TEMPLATE, lane);
@@ -52,24 +54,23 @@ fn engine(lane: Lane) -> &'static rhai::Engine {
 }
 
 /// A Rhai script of a project (`templates/_context.rhai`, `templates/*.rhai`): its name as
-/// errors show it, its text, and its compiled form on each lane that ran it.
+/// errors show it, its text, and its compiled copies (kept with every compiled script).
 pub struct Script {
     pub name: String,
     pub source: String,
-    ast: PerLane<Arc<AST>>,
-    /// The turn to compile it: one compile at a time, the others wait for it.
-    compiling: Claim,
+    code: Arc<Code>,
     /// Results of its `once` calls.
     kept: Arc<Kept>,
 }
 
 impl Script {
     pub fn new(name: impl Into<String>, source: impl Into<String>) -> Script {
+        let (name, source) = (name.into(), source.into());
+        let code = compiled::code(&name, &Limits::TEMPLATE, &source);
         Script {
-            name: name.into(),
-            source: source.into(),
-            ast: PerLane::new(),
-            compiling: Claim::new(),
+            name,
+            source,
+            code,
             kept: Arc::default(),
         }
     }
@@ -77,17 +78,9 @@ impl Script {
     /// The script compiled for `lane` (compiled on first use there, or waited for while
     /// another thread compiles it; a syntax error is reported on every use).
     fn ast(&self, lane: Lane) -> Result<Arc<AST>> {
-        self.compiling
-            .get_or_build(|| self.ast.get(lane).cloned(), || self.compile_on(lane))
-    }
-
-    fn compile_on(&self, lane: Lane) -> Result<Arc<AST>> {
-        let ast = Arc::new(crate::sandbox::compile(
-            engine(lane),
-            &self.name,
-            &self.source,
-        )?);
-        Ok(self.ast.get_or_init(lane, || ast).clone())
+        self.code
+            .ast(engine(lane), lane)
+            .map_err(|e| crate::sandbox::syntax_error(&self.name, &e))
     }
 
     /// Compiles the script now, for the first lane (a one-shot command's), rather than at its
@@ -99,20 +92,17 @@ impl Script {
     /// [`Script::compile`] unless another thread compiles it already: for a thread with time
     /// to spare.
     pub fn offer(&self) {
-        self.compiling.offer(
-            || self.ast.get(Lane::FIRST).cloned(),
-            || self.compile_on(Lane::FIRST),
-        );
+        self.code.offer(engine(Lane::FIRST), Lane::FIRST);
     }
 
     /// Whether the script has been compiled on any lane (tests of the render cache).
     pub fn compiled(&self) -> bool {
-        self.ast.count() > 0
+        self.code.copies() > 0
     }
 
     /// On how many lanes the script has been compiled (tests).
     pub fn copies(&self) -> usize {
-        self.ast.count()
+        self.code.copies()
     }
 
     /// How many `once` results the script keeps (tests).

@@ -10,7 +10,8 @@ use std::sync::{Arc, Weak};
 
 use super::cache::Compiled;
 use super::pipeline::Request;
-use talm_base::memo::{digest, Memo};
+use talm_base::caches::digest::digest;
+use talm_base::caches::memo::Memo;
 
 /// Renders kept: a fleet's template step renders every node before its apply step renders
 /// them again. A node's patch is a few KiB.
@@ -33,6 +34,7 @@ impl PartialEq for Key {
     }
 }
 
+/// Listed in [`talm_base::caches::KEPT`].
 static RENDERS: Memo<Key, Arc<str>> = Memo::new(KEPT);
 
 /// What a render reads besides its project; the facts' part is computed once per facts.

@@ -2,7 +2,6 @@
 //! templates plus values and facts into Talos config patches.
 
 pub mod cache;
-pub mod claim;
 pub mod context;
 pub mod current;
 pub mod discovered;

@@ -32,6 +32,8 @@ pub struct Prepared {
 
 /// Looked up by comparing each kept tree with the caller's (`memo::Memo` takes its key by value:
 /// a lookup there would copy the values tree first).
+///
+/// Listed in [`talm_base::caches::KEPT`].
 static KEPT_VALUES: Mutex<Vec<Arc<Prepared>>> = Mutex::new(Vec::new());
 
 /// The prepared form of `values`, kept or made now.

@@ -1,31 +1,92 @@
-//! Compiled scripts, kept for the life of the process: the bundled commands a playbook runs
-//! once per node (and a playbook run again from the REPL) are parsed once. Keyed by the script's
-//! name, the limits it compiles under and its full text, so an edited file is compiled afresh.
-//! A one-shot command's script is compiled ahead on another thread ([`Upcoming`]).
+//! Compiled scripts, the one cache of Rhai trees: a playbook's commands (run once per node, and
+//! again from the REPL) and a project's preset logic and Rhai templates (run for every node) are
+//! parsed once. A script is kept by its name, the limits it compiles under and its full text, so
+//! an edited file is compiled afresh and two projects with the same preset logic share it. Each
+//! kept script holds one compiled copy per lane (`talm_base::caches::lanes`): renders at once
+//! each run their own. A one-shot command's script is compiled ahead on another thread
+//! ([`Upcoming`]).
 
 use std::sync::Arc;
 
 use rhai::{Engine, ParseError, AST};
 
 use super::Limits;
-use talm_base::memo::Memo;
+use talm_base::caches::claim::Claim;
+use talm_base::caches::lanes::{Lane, PerLane};
+use talm_base::caches::memo::Memo;
 
-static COMPILED: Memo<(String, Limits, String), Arc<AST>> = Memo::new(64);
+/// Listed in [`talm_base::caches::KEPT`].
+static COMPILED: Memo<(String, Limits, String), Arc<Code>> = Memo::new(64);
 
-/// The compiled `source` (named `name` in errors and positions), compiled by `engine` on first
-/// use.
+/// One script's compiled copies, one per lane that ran it.
+pub struct Code {
+    name: String,
+    source: String,
+    copies: PerLane<Arc<AST>>,
+    /// The turn to compile it: one compile at a time, the others wait for it.
+    compiling: Claim,
+}
+
+/// The kept script named `name` (in errors and positions) with text `source` under `limits`,
+/// compiled on no lane yet if it is new.
+pub fn code(name: &str, limits: &Limits, source: &str) -> Arc<Code> {
+    let key = (name.to_string(), limits.clone(), source.to_string());
+    let made = COMPILED.get_or_try(key, |(name, _, source)| {
+        Ok::<_, std::convert::Infallible>(Arc::new(Code {
+            name: name.clone(),
+            source: source.clone(),
+            copies: PerLane::new(),
+            compiling: Claim::new(),
+        }))
+    });
+    match made {
+        Ok(code) => code,
+        Err(never) => match never {},
+    }
+}
+
+impl Code {
+    /// The copy for `lane`, compiled by `engine` (configured for the script's limits) on first
+    /// use there, or waited for while another thread compiles it; a syntax error is returned
+    /// on every use.
+    pub fn ast(&self, engine: &Engine, lane: Lane) -> Result<Arc<AST>, ParseError> {
+        self.compiling.get_or_build(
+            || self.copies.get(lane).cloned(),
+            || self.compile_on(engine, lane),
+        )
+    }
+
+    /// [`Code::ast`] unless another thread compiles it already: for a thread with time to
+    /// spare.
+    pub fn offer(&self, engine: &Engine, lane: Lane) {
+        self.compiling.offer(
+            || self.copies.get(lane).cloned(),
+            || self.compile_on(engine, lane),
+        );
+    }
+
+    fn compile_on(&self, engine: &Engine, lane: Lane) -> Result<Arc<AST>, ParseError> {
+        let mut ast = engine.compile(&self.source)?;
+        ast.set_source(self.name.as_str());
+        let ast = Arc::new(ast);
+        Ok(self.copies.get_or_init(lane, || ast).clone())
+    }
+
+    /// On how many lanes the script has been compiled.
+    pub fn copies(&self) -> usize {
+        self.copies.count()
+    }
+}
+
+/// The compiled `source` (named `name` in errors and positions) on the first lane, compiled by
+/// `engine` on first use.
 pub fn compile(
     engine: &Engine,
     limits: &Limits,
     name: &str,
     source: &str,
 ) -> Result<Arc<AST>, ParseError> {
-    let key = (name.to_string(), limits.clone(), source.to_string());
-    COMPILED.get_or_try(key, |_| {
-        let mut ast = engine.compile(source)?;
-        ast.set_source(name);
-        Ok(Arc::new(ast))
-    })
+    code(name, limits, source).ast(engine, Lane::FIRST)
 }
 
 /// A script a command will run, compiled ahead on another thread while the command gets ready.
@@ -82,6 +143,10 @@ mod tests {
             ahead.source.to_string(),
         );
         assert!(COMPILED.holds(&key), "kept after the compile ahead");
+        assert_eq!(
+            code(&ahead.name, &Limits::PLAYBOOK, ahead.source).copies(),
+            1
+        );
         let engine = crate::sandbox::engine(&Limits::PLAYBOOK);
         let kept = compile(&engine, &Limits::PLAYBOOK, &ahead.name, ahead.source).unwrap();
         let mut args = rhai::Map::new();

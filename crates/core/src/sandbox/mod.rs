@@ -4,11 +4,10 @@
 //! Every engine runs bounded (`limits`), stops on Ctrl-C (`interrupt`) and fails on a missing
 //! map property instead of reading `()`.
 
-mod compiled;
+pub(crate) mod compiled;
 pub mod guard;
 pub mod interrupt;
 pub mod ip;
-pub mod lanes;
 pub mod limits;
 mod stdlib;
 pub mod text;
@@ -19,8 +18,8 @@ mod yaml;
 pub use compiled::Upcoming;
 pub use stdlib::{help as help_stdlib, prewarm as prewarm_stdlib};
 
-pub use lanes::Lane;
 pub use limits::{Limits, Profile};
+pub use talm_base::caches::lanes::{self, Lane};
 
 use std::cell::Cell;
 
@@ -223,6 +222,7 @@ pub fn engine_on(limits: &Limits, lane: Lane) -> Engine {
     engine
 }
 
+/// Listed in [`talm_base::caches::KEPT`].
 static PACKAGE: std::sync::OnceLock<rhai::Shared<rhai::Module>> = std::sync::OnceLock::new();
 
 /// Builds Rhai's standard package on a thread of its own (a thousand functions registered:
@@ -267,7 +267,7 @@ pub fn compile(engine: &Engine, name: &str, source: &str) -> Result<AST> {
     Ok(ast)
 }
 
-fn syntax_error(name: &str, e: &rhai::ParseError) -> anyhow::Error {
+pub(crate) fn syntax_error(name: &str, e: &rhai::ParseError) -> anyhow::Error {
     talm_base::error::hinted(
         format!(
             "{name}:{}: syntax error: {}",

@@ -27,6 +27,8 @@ type Build = fn() -> Module;
 const NATIVES: [(&str, Build); 2] = [("talm/net", net::module), ("talm/disk", disk::module)];
 
 /// The native modules of each lane, made at their first import there.
+///
+/// Listed in [`talm_base::caches::KEPT`].
 static NATIVE_MODULES: [PerLane<Shared<Module>>; 2] = [PerLane::new(), PerLane::new()];
 
 fn native_module(path: &str, lane: Lane) -> Option<Shared<Module>> {
@@ -74,6 +76,7 @@ impl ModuleResolver for Resolver {
 }
 
 fn entries() -> &'static [Entry] {
+    /// Listed in [`talm_base::caches::KEPT`].
     static ENTRIES: OnceLock<Vec<Entry>> = OnceLock::new();
     ENTRIES.get_or_init(|| {
         STDLIB
@@ -155,6 +158,7 @@ fn drain(queue: &std::sync::Mutex<Vec<&'static Entry>>, lane: Lane) {
 /// Compiles one stdlib file into a module named by its path without `.rhai`. A stdlib file
 /// that fails to compile is a build defect, caught by this module's test.
 fn compile(entry: &Entry) -> Option<Shared<Module>> {
+    /// Listed in [`talm_base::caches::KEPT`].
     static ENGINE: OnceLock<Engine> = OnceLock::new();
     let engine = ENGINE.get_or_init(|| {
         let mut engine = Engine::new_raw();
@@ -198,7 +202,7 @@ mod tests {
                 Shared::ptr_eq(&a, &b),
                 "one module for every import of {name}"
             );
-            let other = resolver(Lane::last())
+            let other = resolver(Lane::LAST)
                 .resolve(&engine, None, name, Position::NONE)
                 .unwrap();
             assert!(!Shared::ptr_eq(&a, &other), "a module per lane: {name}");
@@ -223,9 +227,9 @@ mod tests {
             .find(|e| e.name == "talm/links_legacy")
             .unwrap();
         let queue = std::sync::Mutex::new(vec![legacy]);
-        drain(&queue, Lane::last());
+        drain(&queue, Lane::LAST);
         assert!(queue.lock().unwrap().is_empty());
-        assert!(legacy.module.get(Lane::last()).is_some_and(Option::is_some));
+        assert!(legacy.module.get(Lane::LAST).is_some_and(Option::is_some));
     }
 
     /// The modules compiled ahead are the script modules the library's preset logic imports at

@@ -132,6 +132,7 @@ pub fn go_int(ctx: &NativeCallContext, v: Dynamic) -> Result<rhai::INT, Box<Eval
 }
 
 fn module() -> Shared<Module> {
+    /// Listed in [`talm_base::caches::KEPT`].
     static MODULE: OnceLock<Shared<Module>> = OnceLock::new();
     MODULE
         .get_or_init(|| {

@@ -41,6 +41,7 @@ pub struct Table {
 
 /// The table, parsed once.
 pub fn table() -> &'static Table {
+    /// Listed in [`talm_base::caches::KEPT`].
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| parse(TABLE))
 }

@@ -5,8 +5,6 @@
 
 use std::sync::{Mutex, TryLockError};
 
-use anyhow::Result;
-
 /// The turn to build one value; the value itself lives beside it (a `OnceLock`, a lane's cell)
 /// and is set by the build.
 #[derive(Default)]
@@ -19,11 +17,11 @@ impl Claim {
 
     /// What `built` finds, or else what `build` makes (and keeps where `built` looks), after
     /// waiting for a build another thread has going.
-    pub fn get_or_build<R>(
+    pub fn get_or_build<R, E>(
         &self,
         built: impl Fn() -> Option<R>,
-        build: impl FnOnce() -> Result<R>,
-    ) -> Result<R> {
+        build: impl FnOnce() -> Result<R, E>,
+    ) -> Result<R, E> {
         if let Some(r) = built() {
             return Ok(r);
         }
@@ -36,7 +34,7 @@ impl Claim {
 
     /// Builds now unless the value is built or being built; an error is left to the caller
     /// that needs the value.
-    pub fn offer<R>(&self, built: impl Fn() -> Option<R>, build: impl FnOnce() -> Result<R>) {
+    pub fn offer<R, E>(&self, built: impl Fn() -> Option<R>, build: impl FnOnce() -> Result<R, E>) {
         if built().is_some() {
             return;
         }
@@ -54,6 +52,7 @@ impl Claim {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use anyhow::Result;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::OnceLock;
     use std::time::Duration;
@@ -63,7 +62,7 @@ mod tests {
         let claim = Claim::new();
         let cell: OnceLock<usize> = OnceLock::new();
         let builds = AtomicUsize::new(0);
-        let build = || {
+        let build = || -> Result<usize> {
             builds.fetch_add(1, Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(20));
             Ok(*cell.get_or_init(|| 7))
@@ -114,10 +113,13 @@ mod tests {
         let turn = claim.0.lock().unwrap();
         claim.offer(
             || cell.get().copied(),
-            || panic!("built while another thread builds"),
+            || -> Result<u8> { panic!("built while another thread builds") },
         );
         drop(turn);
-        claim.offer(|| cell.get().copied(), || Ok(*cell.get_or_init(|| 3)));
+        claim.offer(
+            || cell.get().copied(),
+            || -> Result<u8> { Ok(*cell.get_or_init(|| 3)) },
+        );
         assert_eq!(cell.get(), Some(&3));
     }
 }

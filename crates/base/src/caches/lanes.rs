@@ -23,11 +23,8 @@ impl Lane {
     /// The lane of one-shot commands, of prewarming, and of engines outside a render.
     pub const FIRST: Lane = Lane(0);
 
-    /// The last lane (tests).
-    #[cfg(test)]
-    pub fn last() -> Lane {
-        Lane(LANES - 1)
-    }
+    /// The last lane (tests of what a lane holds).
+    pub const LAST: Lane = Lane(LANES - 1);
 }
 
 /// A value per lane, made at the lane's first use.

@@ -3,8 +3,7 @@
 //! work reads, so a playbook driving hundreds of nodes does the work once and a changed input is
 //! worked afresh.
 
-use std::hash::{BuildHasher, DefaultHasher, Hasher, RandomState};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 /// The last `kept` results of one kind of work.
 pub struct Memo<K, V> {
@@ -49,24 +48,6 @@ impl<K: PartialEq, V: Clone> Memo<K, V> {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         entries.iter().any(|(k, _)| k == key)
     }
-}
-
-/// Two independently keyed hashers, drawn once per process: nobody outside it can aim inputs
-/// at a digest.
-fn hashers() -> &'static (RandomState, RandomState) {
-    static STATES: OnceLock<(RandomState, RandomState)> = OnceLock::new();
-    STATES.get_or_init(|| (RandomState::new(), RandomState::new()))
-}
-
-/// A 128-bit keyed digest of what `feed` writes.
-pub fn digest(feed: impl Fn(&mut DefaultHasher)) -> (u64, u64) {
-    let (a, b) = hashers();
-    let one = |state: &RandomState| {
-        let mut h = state.build_hasher();
-        feed(&mut h);
-        h.finish()
-    };
-    (one(a), one(b))
 }
 
 #[cfg(test)]
