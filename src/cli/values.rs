@@ -42,9 +42,10 @@ impl Serialize for GoDuration {
 }
 
 /// `apply --mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApplyMode {
+    #[default]
     Auto,
     NoReboot,
     Reboot,
@@ -53,9 +54,10 @@ pub enum ApplyMode {
 }
 
 /// `reboot --mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RebootMode {
+    #[default]
     Default,
     Powercycle,
     /// Only the reboot itself: no pod stop, no graceful service stop, no unmounting.
@@ -63,9 +65,10 @@ pub enum RebootMode {
 }
 
 /// `upgrade --reboot-mode`: how the node reboots into the new version (no `force` there).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum UpgradeRebootMode {
+    #[default]
     Default,
     /// A full power cycle instead of kexec.
     Powercycle,
@@ -80,9 +83,11 @@ pub enum Progress {
 }
 
 /// `reset --wipe-mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WipeMode {
+    // The API's default; a reset without a wipe mode (`None`) wipes only the labels it names.
+    #[default]
     All,
     SystemDisk,
     UserDisks,

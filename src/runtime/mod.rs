@@ -2,6 +2,7 @@
 //! (`node`: the Node type and one module per family of its methods; `fleet`: parallel and
 //! rolling work; `local`: the project's files), and running bundled scripts with their `ARGS`.
 
+mod choices;
 pub mod fleet;
 pub mod local;
 mod log;

@@ -1,7 +1,8 @@
 //! Typed option maps: each native that takes `#{...}` options declares them once with
 //! [`options!`] (a struct with named, typed fields). Reading a map refuses a key the function
 //! does not know (naming it, the keys that exist and the closest one) and a value of the wrong
-//! type, so `#{dryrun: true}` is an error instead of being ignored. `()` counts as absent.
+//! type, so `#{dryrun: true}` is an error instead of being ignored. `()` counts as absent. A
+//! fixed choice is the CLI's own enum ([`Choice`]), read by the names its flag takes.
 
 use std::time::Duration;
 
@@ -22,6 +23,10 @@ pub trait FromOpt: Sized {
     /// A more precise error than "must be EXPECTED" for a value `read` refused.
     fn why(_v: &Dynamic, _function: &str, _key: &str) -> Option<anyhow::Error> {
         None
+    }
+    /// Whether a present value counts as absent: `()` does.
+    fn is_absent(v: &Dynamic) -> bool {
+        v.is_unit()
     }
 }
 
@@ -132,6 +137,70 @@ impl<T: FromOpt> FromOpt for Option<T> {
     fn why(v: &Dynamic, function: &str, key: &str) -> Option<anyhow::Error> {
         T::why(v, function, key)
     }
+    fn is_absent(v: &Dynamic) -> bool {
+        T::is_absent(v)
+    }
+}
+
+/// A fixed choice of a CLI flag (a clap `ValueEnum`, `crate::runtime::choices`) read from an
+/// option map by the names the flag takes, so a script passes `ARGS` values straight through
+/// and the runtime reads the same type the CLI parsed. Absent (`()` or `""`), it is the
+/// type's default; an unknown name is refused with the names there are.
+pub trait Choice: clap::ValueEnum + Default {
+    /// What the choice is called in errors: `apply mode`.
+    const WHAT: &'static str;
+}
+
+/// The names of a choice, as the flag takes them.
+pub fn names<T: clap::ValueEnum>() -> Vec<String> {
+    T::value_variants()
+        .iter()
+        .filter_map(|v| v.to_possible_value())
+        .filter(|p| !p.is_hide_set())
+        .map(|p| p.get_name().to_string())
+        .collect()
+}
+
+/// `a, b or c`.
+fn either(names: &[String]) -> String {
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
+}
+
+impl<T: Choice> FromOpt for T {
+    const EXPECTED: &'static str = "one of the names its flag takes";
+    fn absent() -> Self {
+        T::default()
+    }
+    fn read(v: &Dynamic) -> Option<Self> {
+        T::from_str(&v.clone().into_string().ok()?, false).ok()
+    }
+    fn why(v: &Dynamic, function: &str, key: &str) -> Option<anyhow::Error> {
+        let valid = either(&names::<T>());
+        let message = match v.clone().into_string() {
+            Ok(name) => format!("unknown {} {name:?} for {function}", T::WHAT),
+            Err(_) => format!(
+                "option {key:?} of {function} must be one of {valid}, not {} ({})",
+                shown(v),
+                v.type_name()
+            ),
+        };
+        Some(
+            Hinted {
+                message,
+                hints: vec![
+                    format!("use {valid}"),
+                    format!("`talm help api {}` describes the options", topic(function)),
+                ],
+            }
+            .into(),
+        )
+    }
+    fn is_absent(v: &Dynamic) -> bool {
+        v.is_unit() || v.clone().into_string().is_ok_and(|s| s.is_empty())
+    }
 }
 
 /// The `talm help api` topic of a function as errors name it (`n.apply` → `apply`).
@@ -219,7 +288,7 @@ fn quoted(keys: &[&str]) -> String {
 pub fn get<T: FromOpt>(function: &str, m: &Map, key: &str) -> Result<T> {
     match m.get(key) {
         None => Ok(T::absent()),
-        Some(v) if v.is_unit() => Ok(T::absent()),
+        Some(v) if T::is_absent(v) => Ok(T::absent()),
         Some(v) => T::read(v).ok_or_else(|| {
             T::why(v, function, key).unwrap_or_else(|| {
                 Hinted {

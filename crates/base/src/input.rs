@@ -200,6 +200,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let fifo = d.path().join("values.yaml");
         let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo reads a NUL-terminated path we own.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         // A FIFO with no writer would block an open for reading: this returns at once.
         assert_eq!(

@@ -18,18 +18,24 @@ use rhai::{
 
 use crate::error::hinted;
 use crate::progress::{Group, Label};
+use crate::runtime::fleet::workers::Workers;
 use talm_base::duration::{self, Zero};
 
 /// Items one `parallel` call runs at once, at most (and without a `limit`).
 pub const MAX_AT_ONCE: usize = 32;
-/// Worker threads all `parallel` calls of the process may hold together.
-const THREAD_BUDGET: usize = 64;
+/// Worker threads all `parallel` calls of the process may hold together: the pool's threads,
+/// one call's extra threads (the pool starts them all at once, so no more than one call needs);
+/// a nested call gets what its outer calls leave, and runs on its calling thread without.
+const THREAD_BUDGET: usize = MAX_AT_ONCE - 1;
 /// Stack of a worker thread: as deep as a script on the main thread may go (16 MiB), with a
 /// render's own stack below it, so renders run on the worker itself (`guard::roomy_stack`).
 /// Only the pages a thread touches take memory.
 const WORKER_STACK: usize = (16 << 20) + crate::sandbox::guard::STACK;
 
 static LIVE_WORKERS: AtomicUsize = AtomicUsize::new(0);
+
+/// The process's workers, as many as the budget.
+static WORKERS: Workers = Workers::new(THREAD_BUDGET, WORKER_STACK);
 
 crate::runtime::opts::options! {
     /// `parallel(items, f, #{limit, fail_fast, quiet})`.
@@ -343,8 +349,7 @@ fn run(
     };
     // The calling thread is one of the `at_once`; the others are extra threads.
     let reserved = reserve(at_once - 1);
-    let (started, refused) =
-        crate::runtime::fleet::workers::WORKERS.scope(reserved, WORKER_STACK, &|| work.run_items());
+    let (started, refused) = WORKERS.scope(reserved, &|| work.run_items());
     if let Some(e) = refused {
         eprintln!("WARN: parallel: started {started} extra thread(s) of {reserved} ({e}); the rest of the items run on those");
     }

@@ -7,7 +7,6 @@ use std::time::Duration;
 use anyhow::Result;
 use rhai::{Array, Dynamic, Engine, FuncRegistration, Map};
 
-use crate::error::hinted;
 use crate::proto::machine;
 use crate::runtime::native;
 use crate::runtime::node::opts::ApplyOpts;
@@ -15,32 +14,11 @@ use crate::runtime::node::Node;
 use crate::runtime::session::Session;
 use crate::talos::block_on;
 
-fn mode(name: &str) -> Result<machine::apply_configuration_request::Mode> {
+/// The mode a node reports it applied a config in, by its CLI name.
+fn mode_name(m: i32) -> String {
     use machine::apply_configuration_request::Mode;
-    Ok(match name {
-        "" | "auto" => Mode::Auto,
-        "no-reboot" => Mode::NoReboot,
-        "reboot" => Mode::Reboot,
-        "staged" => Mode::Staged,
-        "try" => Mode::Try,
-        other => {
-            return Err(hinted(
-                format!("unknown apply mode {other:?}"),
-                "use auto, no-reboot, reboot, staged or try",
-            ))
-        }
-    })
-}
-
-fn mode_name(m: i32) -> &'static str {
-    use machine::apply_configuration_request::Mode;
-    match Mode::try_from(m).unwrap_or(Mode::Auto) {
-        Mode::Auto => "auto",
-        Mode::NoReboot => "no-reboot",
-        Mode::Reboot => "reboot",
-        Mode::Staged => "staged",
-        Mode::Try => "try",
-    }
+    let mode = Mode::try_from(m).unwrap_or(Mode::Auto);
+    crate::runtime::choices::name(&crate::cli::values::ApplyMode::from(mode))
 }
 
 /// `n.apply(config, #{mode, dry_run, timeout})`: sends a machine config.
@@ -48,7 +26,7 @@ pub(in crate::runtime) fn apply(n: &Node, config: &str, o: &ApplyOpts) -> Result
     let try_timeout = o.timeout.unwrap_or(Duration::from_secs(60));
     let req = machine::ApplyConfigurationRequest {
         data: config.as_bytes().to_vec(),
-        mode: mode(&o.mode)? as i32,
+        mode: machine::apply_configuration_request::Mode::from(o.mode) as i32,
         dry_run: o.dry_run,
         try_mode_timeout: Some(prost_types::Duration {
             seconds: try_timeout.as_secs() as i64,

@@ -59,7 +59,7 @@ options! {
     /// `n.patch_config(patches, #{...})`.
     pub struct PatchOpts for "n.patch_config" {
         /// auto (default), no-reboot, reboot, staged or try.
-        mode: String,
+        mode: crate::cli::values::ApplyMode,
         dry_run: bool,
         /// Try-mode rollback (default 1m).
         timeout: Option<Duration>,
@@ -251,7 +251,7 @@ fn patch(n: &Node, texts: Vec<String>, o: &PatchOpts) -> Result<Map> {
         n,
         &patched,
         &crate::runtime::node::opts::ApplyOpts {
-            mode: o.mode.clone(),
+            mode: o.mode,
             dry_run: o.dry_run,
             timeout: o.timeout,
             as_is: true,

@@ -253,25 +253,13 @@ fn wait_reboot(n: &Node, limit: Duration) -> Result<bool, Box<rhai::EvalAltResul
 
 /// The reset request for `o`: with neither a wipe mode nor labels only STATE and EPHEMERAL are
 /// wiped, never the whole disk.
-fn reset_request(o: &ResetOpts) -> Result<machine::ResetRequest> {
-    use machine::reset_request::WipeMode;
-    let wipe = match o.wipe_mode.as_str() {
-        "" | "all" => WipeMode::All,
-        "system-disk" => WipeMode::SystemDisk,
-        "user-disks" => WipeMode::UserDisks,
-        other => {
-            return Err(hinted(
-                format!("unknown wipe mode {other:?} for n.reset"),
-                "use all, system-disk or user-disks, or leave wipe_mode out to wipe only STATE and EPHEMERAL",
-            ))
-        }
-    };
-    let labels = if o.wipe_mode.is_empty() && o.system_labels.is_empty() {
+fn reset_request(o: &ResetOpts) -> machine::ResetRequest {
+    let labels = if o.wipe_mode.is_none() && o.system_labels.is_empty() {
         RESET_DEFAULT_LABELS.map(String::from).to_vec()
     } else {
         o.system_labels.clone()
     };
-    Ok(machine::ResetRequest {
+    machine::ResetRequest {
         graceful: o.graceful.unwrap_or(true),
         reboot: o.reboot,
         system_partitions_to_wipe: labels
@@ -279,8 +267,8 @@ fn reset_request(o: &ResetOpts) -> Result<machine::ResetRequest> {
             .map(|label| machine::ResetPartitionSpec { label, wipe: true })
             .collect(),
         user_disks_to_wipe: o.user_disks.clone(),
-        mode: wipe as i32,
-    })
+        mode: machine::reset_request::WipeMode::from(o.wipe_mode.unwrap_or_default()) as i32,
+    }
 }
 
 fn logs(n: &Node, service: &str, o: &LogsOpts) -> Result<String> {
@@ -437,17 +425,7 @@ pub fn register(engine: &mut Engine, session: &Session) {
         .with_comments(["/// Reboots the node (`opts.mode`: default, powercycle, or force: no graceful stop of pods and services)."])
         .register_into_engine(engine, |n: &mut Node, opts: Map| {
             native(|| {
-                let mode = match RebootOpts::read(&opts)?.mode.as_str() {
-                    "" | "default" => machine::reboot_request::Mode::Default,
-                    "powercycle" => machine::reboot_request::Mode::Powercycle,
-                    "force" => machine::reboot_request::Mode::Force,
-                    other => {
-                        return Err(hinted(
-                            format!("unknown reboot mode {other:?} for n.reboot"),
-                            "use default, powercycle or force",
-                        ))
-                    }
-                };
+                let mode = machine::reboot_request::Mode::from(RebootOpts::read(&opts)?.mode);
                 crate::progress::stage(crate::progress::Stage::Reboot);
                 n.with(|c| block_on(c.reboot(machine::RebootRequest { mode: mode as i32 })))?;
                 Ok(())
@@ -479,7 +457,7 @@ pub fn register(engine: &mut Engine, session: &Session) {
         .with_comments(["/// Resets the node as `talm reset` does: `opts` may hold `graceful` (default true), `reboot`, `wipe_mode` (all, system-disk, user-disks), `system_labels` (partitions to wipe), `user_disks`. Left out, only STATE and EPHEMERAL are wiped (META kept); the whole system disk only with `wipe_mode: \"all\"` and no labels. An unknown option is an error."])
         .register_into_engine(engine, |n: &mut Node, opts: Map| {
             native(|| {
-                let req = reset_request(&ResetOpts::read(&opts)?)?;
+                let req = reset_request(&ResetOpts::read(&opts)?);
                 n.with(|c| block_on(c.reset(req))).map(|_| ())
             })
         });
@@ -489,7 +467,7 @@ pub fn register(engine: &mut Engine, session: &Session) {
         ])
         .register_into_engine(engine, |n: &mut Node| {
             native(|| {
-                let req = reset_request(&ResetOpts::default())?;
+                let req = reset_request(&ResetOpts::default());
                 n.with(|c| block_on(c.reset(req))).map(|_| ())
             })
         });

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::cli::values::{ApplyMode, RebootMode, UpgradeRebootMode, WipeMode};
 use crate::runtime::opts::options;
 
 options! {
@@ -45,7 +46,7 @@ options! {
     /// `n.apply(config, #{...})`.
     pub struct ApplyOpts for "n.apply" {
         /// auto (default), no-reboot, reboot, staged or try.
-        mode: String,
+        mode: ApplyMode,
         dry_run: bool,
         /// Try-mode rollback (default 1m).
         timeout: Option<Duration>,
@@ -67,7 +68,7 @@ options! {
         /// Keep the node's data (passed to the installer).
         preserve: bool,
         /// default or powercycle (no kexec).
-        reboot_mode: String,
+        reboot_mode: UpgradeRebootMode,
         /// Follow the upgrade until the node is back RUNNING on a new boot (talosctl's tracker).
         wait: bool,
         /// How long `wait` waits (default 30m).
@@ -79,7 +80,7 @@ options! {
     /// `n.reboot(#{...})`.
     pub struct RebootOpts for "n.reboot" {
         /// default, powercycle or force.
-        mode: String,
+        mode: RebootMode,
     }
 }
 
@@ -97,8 +98,8 @@ options! {
         /// Leave etcd and Kubernetes first (default true).
         graceful: Option<bool>,
         reboot: bool,
-        /// all, system-disk or user-disks ("" or absent: only the system labels are wiped).
-        wipe_mode: String,
+        /// all, system-disk or user-disks (absent: only the system labels are wiped).
+        wipe_mode: Option<WipeMode>,
         /// Partitions to wipe (default STATE and EPHEMERAL, keeping META).
         system_labels: Vec<String>,
         user_disks: Vec<String>,

@@ -22,17 +22,6 @@ use crate::talos::{block_on, tracker};
 const WAIT: Duration = Duration::from_secs(30 * 60);
 
 fn request(o: &UpgradeOpts) -> Result<machine::UpgradeRequest> {
-    use machine::upgrade_request::RebootMode;
-    let mode = match o.reboot_mode.as_str() {
-        "" | "default" => RebootMode::Default,
-        "powercycle" => RebootMode::Powercycle,
-        other => {
-            return Err(hinted(
-                format!("invalid reboot mode: {other}"),
-                "n.upgrade takes reboot_mode \"default\" or \"powercycle\"",
-            ))
-        }
-    };
     if o.image.trim().is_empty() {
         return Err(hinted(
             "n.upgrade: no image given",
@@ -44,7 +33,7 @@ fn request(o: &UpgradeOpts) -> Result<machine::UpgradeRequest> {
         preserve: o.preserve,
         stage: o.stage,
         force: o.force,
-        reboot_mode: mode as i32,
+        reboot_mode: machine::upgrade_request::RebootMode::from(o.reboot_mode) as i32,
     })
 }
 
