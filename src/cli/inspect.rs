@@ -6,25 +6,16 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 
 use super::common::NodeArgs;
-use super::values::GoDuration;
-
-/// `-o` of the commands whose output is data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DataOutput {
-    Table,
-    Json,
-    Yaml,
-}
+use super::values::{GoDuration, OutputFormat};
 
 #[derive(Debug, Args, Serialize)]
 pub struct ContainersArgs {
     /// Kubernetes containers (CRI) instead of Talos's own
     #[arg(short = 'k', long)]
     pub kubernetes: bool,
-    /// Output format
-    #[arg(short = 'o', long, default_value = "table")]
-    pub output: DataOutput,
+    /// Output format: table, yaml, json or jsonpath=EXPR
+    #[arg(short = 'o', long, default_value = "table", value_parser = OutputFormat::parse)]
+    pub output: OutputFormat,
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,
@@ -43,9 +34,9 @@ pub struct ProcessesArgs {
     /// Sort by resident memory or CPU time (descending)
     #[arg(short = 's', long, default_value = "rss")]
     pub sort: ProcessSort,
-    /// Output format
-    #[arg(short = 'o', long, default_value = "table")]
-    pub output: DataOutput,
+    /// Output format: table, yaml, json or jsonpath=EXPR
+    #[arg(short = 'o', long, default_value = "table", value_parser = OutputFormat::parse)]
+    pub output: OutputFormat,
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,
@@ -56,9 +47,9 @@ pub struct MemoryArgs {
     /// Every field of /proc/meminfo
     #[arg(short = 'v', long)]
     pub verbose: bool,
-    /// Output format
-    #[arg(short = 'o', long, default_value = "table")]
-    pub output: DataOutput,
+    /// Output format: table, yaml, json or jsonpath=EXPR
+    #[arg(short = 'o', long, default_value = "table", value_parser = OutputFormat::parse)]
+    pub output: OutputFormat,
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,
@@ -66,9 +57,9 @@ pub struct MemoryArgs {
 
 #[derive(Debug, Args, Serialize)]
 pub struct DataArgs {
-    /// Output format
-    #[arg(short = 'o', long, default_value = "table")]
-    pub output: DataOutput,
+    /// Output format: table, yaml, json or jsonpath=EXPR
+    #[arg(short = 'o', long, default_value = "table", value_parser = OutputFormat::parse)]
+    pub output: OutputFormat,
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,
@@ -118,9 +109,9 @@ pub struct NetstatArgs {
     /// IPv6 only
     #[arg(short = '6', long)]
     pub ipv6: bool,
-    /// Output format
-    #[arg(long, default_value = "table")]
-    pub output: DataOutput,
+    /// Output format: table, yaml, json or jsonpath=EXPR
+    #[arg(long, default_value = "table", value_parser = OutputFormat::parse)]
+    pub output: OutputFormat,
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,
@@ -156,9 +147,9 @@ pub struct ListArgs {
     #[arg(short = 't', long = "type", value_name = "TYPE")]
     #[serde(rename = "type")]
     pub types: Vec<String>,
-    /// Output format
-    #[arg(short = 'o', long, default_value = "table")]
-    pub output: DataOutput,
+    /// Output format: table, yaml, json or jsonpath=EXPR
+    #[arg(short = 'o', long, default_value = "table", value_parser = OutputFormat::parse)]
+    pub output: OutputFormat,
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,
@@ -191,9 +182,9 @@ pub struct UsageArgs {
     /// Sizes for people (2.1 MB)
     #[arg(short = 'H', long)]
     pub humanize: bool,
-    /// Output format
-    #[arg(short = 'o', long, default_value = "table")]
-    pub output: DataOutput,
+    /// Output format: table, yaml, json or jsonpath=EXPR
+    #[arg(short = 'o', long, default_value = "table", value_parser = OutputFormat::parse)]
+    pub output: OutputFormat,
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,
@@ -204,9 +195,9 @@ pub struct TimeArgs {
     /// Check against this NTP server instead of the node's own
     #[arg(short = 'c', long, default_value = "", value_name = "SERVER")]
     pub check: String,
-    /// Output format
-    #[arg(short = 'o', long, default_value = "table")]
-    pub output: DataOutput,
+    /// Output format: table, yaml, json or jsonpath=EXPR
+    #[arg(short = 'o', long, default_value = "table", value_parser = OutputFormat::parse)]
+    pub output: OutputFormat,
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,
@@ -223,9 +214,9 @@ pub struct CgroupsArgs {
     /// Do not name pod and container cgroups through the CRI
     #[arg(long)]
     pub skip_cri_resolve: bool,
-    /// Output format
-    #[arg(short = 'o', long, default_value = "table")]
-    pub output: DataOutput,
+    /// Output format: table, yaml, json or jsonpath=EXPR
+    #[arg(short = 'o', long, default_value = "table", value_parser = OutputFormat::parse)]
+    pub output: OutputFormat,
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,
@@ -239,9 +230,9 @@ pub struct ServiceArgs {
     /// `status` (the default when an ID is given), `start`, `stop` or `restart`
     #[arg(default_value = "", value_parser = ["", "status", "start", "stop", "restart"])]
     pub action: String,
-    /// Output format
-    #[arg(short = 'o', long, default_value = "table")]
-    pub output: DataOutput,
+    /// Output format: table, yaml, json or jsonpath=EXPR
+    #[arg(short = 'o', long, default_value = "table", value_parser = OutputFormat::parse)]
+    pub output: OutputFormat,
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,
@@ -262,9 +253,9 @@ pub struct ImageListArgs {
     /// cri (Kubernetes images), system (etcd, kubelet, installer) or inmem
     #[arg(long, default_value = "cri", value_parser = ["cri", "system", "inmem"])]
     pub namespace: String,
-    /// Output format
-    #[arg(short = 'o', long, default_value = "table")]
-    pub output: DataOutput,
+    /// Output format: table, yaml, json or jsonpath=EXPR
+    #[arg(short = 'o', long, default_value = "table", value_parser = OutputFormat::parse)]
+    pub output: OutputFormat,
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,

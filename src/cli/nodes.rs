@@ -4,7 +4,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::common::{Connection, Endpoints, NodeArgs, ProjectFlags};
-use super::values::{GetOutput, GoDuration, Progress, RebootMode, UpgradeRebootMode, WipeMode};
+use super::values::{GoDuration, OutputFormat, Progress, RebootMode, UpgradeRebootMode, WipeMode};
 
 #[derive(Debug, Args, Serialize)]
 pub struct UpgradeArgs {
@@ -181,8 +181,8 @@ pub struct GetArgs {
     #[arg(long, value_name = "NS")]
     pub namespace: Option<String>,
     /// Output format: table, yaml, json or jsonpath=EXPR (e.g. -o jsonpath='{.spec.mtu}')
-    #[arg(short = 'o', long, default_value = "table", value_parser = GetOutput::parse)]
-    pub output: GetOutput,
+    #[arg(short = 'o', long, default_value = "table", value_parser = OutputFormat::parse)]
+    pub output: OutputFormat,
     /// Print what exists, then every change as it happens, until Ctrl-C
     #[arg(short = 'w', long)]
     pub watch: bool,

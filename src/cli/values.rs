@@ -93,15 +93,16 @@ pub enum WipeMode {
     UserDisks,
 }
 
-/// `get -o`: table, yaml, json or jsonpath=EXPR (checked by clap, kept as text for the script).
+/// `-o` of every command whose output is data: table, yaml, json or jsonpath=EXPR (checked by
+/// clap, kept as text for the script's `write_out` and `talos::format`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
-pub struct GetOutput(pub String);
+pub struct OutputFormat(pub String);
 
-impl GetOutput {
-    pub fn parse(text: &str) -> Result<GetOutput, String> {
+impl OutputFormat {
+    pub fn parse(text: &str) -> Result<OutputFormat, String> {
         crate::talos::resources::Output::parse(text)
-            .map(|_| GetOutput(text.to_string()))
+            .map(|_| OutputFormat(text.to_string()))
             .map_err(|e| e.to_string())
     }
 }

@@ -12,6 +12,7 @@ pub mod playbooks;
 pub mod repl;
 mod scratch;
 pub mod session;
+mod write;
 
 use std::path::Path;
 
@@ -40,6 +41,7 @@ fn engine_with(
     node::inspect::register(&mut engine, session);
     local::kubeconfig::register(&mut engine);
     log::register(&mut engine);
+    write::register(&mut engine);
     local::migrate::register(&mut engine);
     fleet::parallel::register(&mut engine, unchecked);
     local::playbook::register(&mut engine, session);

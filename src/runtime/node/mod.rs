@@ -527,5 +527,6 @@ pub fn register(engine: &mut Engine, session: &Session) {
             })
         });
     crate::runtime::node::stream::add_to_talos(&mut m);
+    crate::runtime::fleet::each::add_to_talos(&mut m, session);
     engine.register_static_module("talos", m.into());
 }

@@ -8,7 +8,7 @@
 mod convert;
 mod copy;
 mod opts;
-mod text;
+pub(crate) mod text;
 
 use std::io::Write;
 

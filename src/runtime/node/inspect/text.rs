@@ -1,10 +1,9 @@
 //! Natives that print as talosctl prints: `table(rows)` (Go tabwriter, padding 3),
 //! `columnize(lines)`, go-humanize sizes and times, Go time and mode layouts, fixed decimals,
-//! hashicorp multierror lists, `-o json|yaml` output of data, and error values as text.
+//! hashicorp multierror lists, and error values as text.
 
 use rhai::{Array, Dynamic, Engine, FuncRegistration};
 
-use crate::runtime::native;
 use crate::sandbox::ScriptError;
 use talm_base::{humanize, tabwriter};
 
@@ -59,23 +58,6 @@ pub fn stream_errors(errs: &[String]) -> String {
     let noun = if errs.len() == 1 { "error" } else { "errors" };
     let lines: Vec<String> = errs.iter().map(|e| format!(" {e}")).collect();
     format!("{} {noun} occurred:\n{}", errs.len(), lines.join("\n"))
-}
-
-fn data_out(value: Dynamic, format: &str) -> anyhow::Result<String> {
-    match format {
-        "json" => {
-            let v: serde_json::Value = rhai::serde::from_dynamic(&value)?;
-            Ok(serde_json::to_string_pretty(&v)? + "\n")
-        }
-        "yaml" => {
-            let v: serde_yaml_ng::Value = rhai::serde::from_dynamic(&value)?;
-            Ok(crate::yaml::to_string(&v))
-        }
-        other => Err(crate::error::hinted(
-            format!("unknown output format {other:?}"),
-            "use json or yaml (or table, the default)",
-        )),
-    }
 }
 
 pub fn register(engine: &mut Engine) {
@@ -136,11 +118,6 @@ pub fn register(engine: &mut Engine) {
     FuncRegistration::new("stream_errors")
         .with_comments(["/// Errors met while reading a stream, as talosctl lists them (`2 errors occurred:` then ` <error>` lines)."])
         .register_into_engine(engine, |errs: Array| stream_errors(&errs.iter().map(cell).collect::<Vec<_>>()));
-    FuncRegistration::new("data_out")
-        .with_comments(["/// A value as `-o json` (indented) or `-o yaml` prints it."])
-        .register_into_engine(engine, |value: Dynamic, format: &str| {
-            native(|| data_out(value, format))
-        });
 }
 
 #[cfg(test)]
@@ -171,10 +148,5 @@ mod tests {
             Dynamic::from(vec![Dynamic::from(1_i64), Dynamic::from("init")]),
         ];
         assert_eq!(table(rows), "PID   NAME\n1     init\n");
-        assert_eq!(
-            data_out(Dynamic::from(vec![Dynamic::from(1_i64)]), "json").unwrap(),
-            "[\n  1\n]\n"
-        );
-        assert!(data_out(Dynamic::UNIT, "xml").is_err());
     }
 }
