@@ -4,6 +4,7 @@
 //! discoveredvolumes; the system disk refused), META (get metakeys), image pulls (image list),
 //! patch (dry run and real) and edit (with EDITOR set to a script) of the machine config.
 
+use crate::common::expect::addrs;
 use crate::common::sim::{mutual, template_node, Nodes};
 use crate::common::{net, Dir};
 use talm::talos::client::ServiceAction;
@@ -90,12 +91,10 @@ fn services_start_stop_restart_and_containers_restart() {
     );
 
     // Talos's permissions: kubelet restarts but does not stop; core services neither.
-    svc(&["kubelet", "stop"]).fails_with(&format!(
-        "error starting service: node {ip}: ServiceStop: rpc error: code = Unknown desc = service \"kubelet\" doesn't support stop operation via API"
-    ));
+    svc(&["kubelet", "stop"]).expect().stderr(format!("Error: error starting service: node {ip}: ServiceStop: rpc error: code = Unknown desc = service \"kubelet\" doesn't support stop operation via API\n")).status(1).run();
     svc(&["apid", "restart"])
-        .fails_with("service \"apid\" doesn't support restart operation via API");
-    svc(&["nosuch", "start"]).fails_with("service \"nosuch\" not defined");
+        .expect().mask(addrs).stderr("Error: error starting service: node $A1: ServiceRestart: rpc error: code = Unknown desc = service \"apid\" doesn't support restart operation via API\n").status(1).run();
+    svc(&["nosuch", "start"]).expect().mask(addrs).stderr("Error: error starting service: node $A1: ServiceStart: rpc error: code = Unknown desc = service \"nosuch\" not defined\n").status(1).run();
     svc(&["kubelet", "restart"]).ok();
     let status = svc(&["kubelet"]).ok().stdout;
     let events: Vec<&str> = status.lines().filter(|l| l.contains("]: ")).collect();
@@ -117,9 +116,7 @@ fn services_start_stop_restart_and_containers_restart() {
         "{status}"
     );
     assert!(row(&status, &["STATE", "Running"]).is_some(), "{status}");
-    d.talm(["restart", "nosuch", "-f", "nodes/cp.yaml"]).fails_with(&format!(
-        "error restarting process: node {ip}: Restart: rpc error: code = Unknown desc = container \"nosuch\" not found"
-    ));
+    d.talm(["restart", "nosuch", "-f", "nodes/cp.yaml"]).expect().stderr(format!("Error: error restarting process: node {ip}: Restart: rpc error: code = Unknown desc = container \"nosuch\" not found\n")).status(1).run();
 
     // Roles: readers may not, operators may; maintenance mode makes everyone a reader.
     let reader = nodes.connect(&ip, mutual(&["os:reader"])).unwrap();
@@ -135,7 +132,12 @@ fn services_start_stop_restart_and_containers_restart() {
     assert_eq!(said, "Service \"ext-hello\" restarted");
     let _m = Nodes::start(&[&fresh], |_| {});
     d.talm(["service", "apid", "restart", "-n", &fresh, "-i"])
-        .fails_with(&format!("node {fresh}: ServiceRestart: not authorized"));
+        .expect()
+        .stderr(format!(
+            "Error: error starting service: node {fresh}: ServiceRestart: not authorized\n"
+        ))
+        .status(1)
+        .run();
 }
 
 #[test]
@@ -144,9 +146,10 @@ fn rollback_reboot_force_and_shutdown() {
     let nodes = Nodes::start(&[&ip], |_| {});
     let d = configured(&nodes, &ip);
     let before = nodes.node(&ip).state().version.clone();
-    d.talm(["rollback", "-f", "nodes/cp.yaml"]).fails_with(&format!(
-        "error executing rollback: node {ip}: Rollback: rpc error: code = Unknown desc = previous UKI not found"
-    ));
+    d.talm(["rollback", "-f", "nodes/cp.yaml"]).expect().mask(addrs).stderr("\
+- talm: rolling back $A1
+Error: error executing rollback: node $A1: Rollback: rpc error: code = Unknown desc = previous UKI not found
+").status(1).run();
     d.talm([
         "upgrade",
         "-f",
@@ -205,7 +208,10 @@ fn rollback_reboot_force_and_shutdown() {
     );
     nodes.wait_down(&ip);
     d.talm(["version", "-f", "nodes/cp.yaml"])
-        .fails_with(&format!("node {ip}: connect: connection refused"));
+        .expect().stderr(format!("\
+Error: node {ip}: connect: connection refused
+hint: check the address and that the node is up with its Talos API on port 50000; a node that is rebooting comes back in a moment
+")).status(1).run();
 }
 
 #[test]
@@ -235,7 +241,10 @@ fn reset_waits_for_maintenance_or_power_off() {
     );
     nodes.wait_down(&b);
     e.talm(["version", "-n", &b, "-i"])
-        .fails_with(&format!("node {b}: connect: connection refused"));
+        .expect().stderr(format!("\
+Error: node {b}: connect: connection refused
+hint: check the address and that the node is up with its Talos API on port 50000; a node that is rebooting comes back in a moment
+")).status(1).run();
 }
 
 #[test]
@@ -282,15 +291,23 @@ fn wipe_disk_refuses_volumes_and_changes_the_disk() {
     let vdb2 = row(&before, &[&ip, "runtime", "DiscoveredVolume", "vdb2"]).unwrap();
     assert_eq!(vdb2[5..], ["partition", "5.0", "GB", "ext4"], "{before}");
 
-    wipe(&["nvme0n1"]).fails_with(&format!(
-        "node {ip}: BlockDeviceWipe: rpc error: code = FailedPrecondition desc = blockdevice \"nvme0n1\" is in use by volume \"EFI\""
-    ));
-    wipe(&["nvme0n1p4"]).fails_with("blockdevice \"nvme0n1p4\" is in use by volume \"EPHEMERAL\"");
-    wipe(&["nosuch"]).fails_with("NotFound desc = blockdevice \"nosuch\" not found");
-    wipe(&["vdc"]).fails_with("blockdevice \"vdc\" is read-only");
-    wipe(&["vdb", "--method", "fast"]).fails_with("invalid wipe method \"fast\"");
+    wipe(&["nvme0n1"]).expect().stderr(format!("Error: node {ip}: BlockDeviceWipe: rpc error: code = FailedPrecondition desc = blockdevice \"nvme0n1\" is in use by volume \"EFI\"\n")).status(1).run();
+    wipe(&["nvme0n1p4"]).expect().mask(addrs).stderr("Error: node $A1: BlockDeviceWipe: rpc error: code = FailedPrecondition desc = blockdevice \"nvme0n1p4\" is in use by volume \"EPHEMERAL\"\n").status(1).run();
+    wipe(&["nosuch"]).expect().mask(addrs).stderr("Error: node $A1: BlockDeviceWipe: rpc error: code = NotFound desc = blockdevice \"nosuch\" not found\n").status(1).run();
+    wipe(&["vdc"]).expect().mask(addrs).stderr("Error: node $A1: BlockDeviceWipe: rpc error: code = FailedPrecondition desc = blockdevice \"vdc\" is read-only\n").status(1).run();
+    wipe(&["vdb", "--method", "fast"])
+        .expect()
+        .stderr(
+            "\
+error: invalid value 'fast' for '--method <METHOD>': invalid wipe method \"fast\"
+
+For more information, try '--help'.
+",
+        )
+        .status(2)
+        .run();
     // Every device is checked before any is wiped.
-    wipe(&["vdb1", "nvme0n1p3"]).fails_with("is in use by volume \"STATE\"");
+    wipe(&["vdb1", "nvme0n1p3"]).expect().mask(addrs).stderr("Error: node $A1: BlockDeviceWipe: rpc error: code = FailedPrecondition desc = blockdevice \"nvme0n1p3\" is in use by volume \"STATE\"\n").status(1).run();
     assert_eq!(dv(), before);
 
     wipe(&["vdb2", "--drop-partition"]).ok();
@@ -337,13 +354,23 @@ fn meta_keys_are_written_read_and_deleted() {
     run(&["meta", "delete", "12"]).ok();
     let t = run(&["get", "meta"]).ok().stdout;
     assert!(!t.contains("0x0c"), "{t}");
-    run(&["meta", "delete", "0b1100"]).fails_with(&format!(
-        "node {ip}: MetaDelete: rpc error: code = NotFound desc = meta key not found"
-    ));
+    run(&["meta", "delete", "0b1100"])
+        .expect()
+        .stderr(format!(
+            "Error: node {ip}: MetaDelete: rpc error: code = NotFound desc = meta key not found\n"
+        ))
+        .status(1)
+        .run();
     run(&["meta", "write", "256", "x"])
-        .fails_with("strconv.ParseUint: parsing \"256\": value out of range");
+        .expect()
+        .stderr("Error: strconv.ParseUint: parsing \"256\": value out of range\n")
+        .status(1)
+        .run();
     d.talm(["meta", "write", "0x0d", "x", "-n", &fresh, "-i"])
-        .fails_with(&format!("node {fresh}: MetaWrite: not authorized"));
+        .expect()
+        .stderr(format!("Error: node {fresh}: MetaWrite: not authorized\n"))
+        .status(1)
+        .run();
 }
 
 #[test]
@@ -389,7 +416,7 @@ fn image_pull_adds_to_the_image_list() {
             "-f",
             "nodes/cp.yaml",
         ])
-        .fails_with("ImagePull");
+        .expect().mask(addrs).stderr("Error: node $A1: ImagePull: rpc error: code = NotFound desc = error pulling image: registry.invalid/app:1: not found\n").status(1).run();
     assert_eq!(
         o.stderr,
         format!("Error: node {ip}: ImagePull: rpc error: code = NotFound desc = error pulling image: registry.invalid/app:1: not found\n")
@@ -462,9 +489,25 @@ fn patch_and_edit_the_machine_config() {
         o.stderr
     );
     d.talm(["patch", "links", "-f", "nodes/cp.yaml", "-p", "{}"])
-        .fails_with(&format!("{ip}: unsupported resource type: links"));
+        .expect()
+        .stderr(format!(
+            "\
+Error: {ip}: unsupported resource type: links
+hint: talm patch machineconfig -p PATCH
+"
+        ))
+        .status(1)
+        .run();
     d.talm(["patch", "mc", "-f", "nodes/cp.yaml"])
-        .fails_with("either --patch or --patch-file should be defined");
+        .expect()
+        .stderr(
+            "\
+Error: either --patch or --patch-file should be defined
+hint: give a patch inline (-p '{\"machine\": {...}}') or from a file (-p @patch.yaml)
+",
+        )
+        .status(1)
+        .run();
 
     // edit: the editor is a script changing the hostname; the node gets the saved config.
     d.write(
@@ -507,7 +550,13 @@ fn patch_and_edit_the_machine_config() {
     let o = d
         .talm(["edit", "machineconfig", "-f", "nodes/cp.yaml"])
         .env("EDITOR", &bad)
-        .fails_with("Edit canceled, no valid changes were saved.");
+        .expect().mask(addrs).stderr("\
+Error: node $A1: ApplyConfiguration: error decoding document /v1alpha1/ (line 1): unknown keys found during decoding:
+machine:
+    bogus: 1
+
+Edit canceled, no valid changes were saved.
+").status(1).run();
     assert!(
         o.stderr
             .contains(&format!("node {ip}: ApplyConfiguration: ")),
@@ -519,10 +568,26 @@ fn patch_and_edit_the_machine_config() {
     for k in ["EDITOR", "VISUAL", "TALOS_EDITOR"] {
         r.cmd.env_remove(k);
     }
-    r.fails_with("talm edit requires an interactive terminal; stdin is not a tty");
+    r.expect()
+        .stderr(
+            "\
+Error: talm edit requires an interactive terminal; stdin is not a tty
+hint: run it from a terminal, or set EDITOR to a program that edits the file without one
+",
+        )
+        .status(1)
+        .run();
     d.talm(["edit", "links", "-f", "nodes/cp.yaml"])
         .env("EDITOR", "true")
-        .fails_with("only the machineconfig resource can be edited");
+        .expect()
+        .stderr(
+            "\
+Error: only the machineconfig resource can be edited
+hint: talm edit machineconfig
+",
+        )
+        .status(1)
+        .run();
 }
 
 /// An editor script (0755) in `d` that logs each run to `runs` and then runs `body`.
@@ -716,13 +781,30 @@ fn node_methods_are_documented_typed_and_publish_events() {
         &format!("let n = node(\"{ip}\");\nn.shutdown(#{{ forse: true }});\n"),
     );
     d.talm(["run", "typo.rhai"])
-        .fails_with("unknown option \"forse\" for n.shutdown");
+        .expect()
+        .stderr(
+            "\
+Error: unknown option \"forse\" for n.shutdown; the options are: force
+hint: did you mean \"force\" instead of \"forse\"?
+hint: `talm help api shutdown` describes the options
+",
+        )
+        .status(1)
+        .run();
     d.write(
         "typo.rhai",
         &format!("let n = node(\"{ip}\");\nn.wipe_disk([\"vdb\"], #{{ method: \"SLOW\" }});\n"),
     );
     d.talm(["run", "typo.rhai"])
-        .fails_with("invalid wipe method \"SLOW\"");
+        .expect()
+        .stderr(
+            "\
+Error: invalid wipe method \"SLOW\"
+hint: use FAST (signatures only) or ZEROES
+",
+        )
+        .status(1)
+        .run();
     // The methods as a playbook uses them; the dry run leaves the config as it was.
     d.write(
         "change.rhai",

@@ -297,7 +297,10 @@ fn a_hook_that_vetoes_stops_the_roll_before_that_node() {
         "--hook",
         "hooks/empty.rhai",
     ])
-    .fails_with("hook hooks/empty.rhai defines neither before(node) nor after(node)");
+    .expect().stderr("\
+Error: hook hooks/empty.rhai defines neither before(node) nor after(node)
+hint: a hook file holds fn before(node) { ... } and/or fn after(node) { ... }; each returns false to stop the roll
+").status(1).run();
     assert_eq!(version(&nodes, &w1), OLD);
 }
 
@@ -415,7 +418,11 @@ fn rolling_in_a_playbook_orders_control_planes_first_and_batches_workers() {
         "rolling(talos::targets(#{ files: [\"nodes/cp1.yaml\"] }), |n| 1, #{ max_paralel: 2 });\n",
     );
     d.talm(["run", "typo.rhai"])
-        .fails_with("unknown option \"max_paralel\" for rolling");
+        .expect().stderr("\
+Error: unknown option \"max_paralel\" for rolling; the options are: max_parallel, health, before, after, skip
+hint: did you mean \"max_parallel\" instead of \"max_paralel\"?
+hint: `talm help api rolling` describes the options
+").status(1).run();
 }
 
 /// Adds a sysctl to the body of the node file `rel` (applied without a reboot).
@@ -498,23 +505,23 @@ fn apply_a_folder_of_node_files_in_parallel_and_report_a_failure() {
 
     // Ambiguous lines are refused: a side-patch in fleet mode, --nodes over several files.
     d.write("patches/extra.yaml", "machine:\n  sysctls:\n    a: \"1\"\n");
-    d.refused(
-        &["apply", "-f", "nodes", "-f", "patches/extra.yaml"],
-        "-f names a folder, so every file is a node file: patches/extra.yaml has no modeline, so it is no node file of its own",
-    );
-    d.refused(
-        &["apply", "-f", "nodes/cp1.yaml", "-f", "patches/extra.yaml", "--parallel", "2"],
-        "--parallel applies every -f file as a node file of its own: patches/extra.yaml has no modeline",
-    );
-    d.refused(
-        &["apply", "-f", "nodes", "--nodes", &ips[0]],
-        "--nodes with 6 node files: each node file names its own nodes",
-    );
+    d.refuses(&["apply", "-f", "nodes", "-f", "patches/extra.yaml"], 1, "\
+Error: -f names a folder, so every file is a node file: patches/extra.yaml has no modeline, so it is no node file of its own
+hint: side-patches stack on one node file: apply them per node, e.g. talm apply -f nodes/cp1.yaml -f patch.yaml (a folder given to -f must hold only node files)
+");
+    d.refuses(&["apply", "-f", "nodes/cp1.yaml", "-f", "patches/extra.yaml", "--parallel", "2"], 1, "\
+Error: --parallel applies every -f file as a node file of its own: patches/extra.yaml has no modeline, so it is no node file of its own
+hint: side-patches stack on one node file: apply them per node, e.g. talm apply -f nodes/cp1.yaml -f patch.yaml (a folder given to -f must hold only node files)
+");
+    d.refuses(&["apply", "-f", "nodes", "--nodes", &ips[0]], 1, "\
+Error: --nodes with 6 node files: each node file names its own nodes
+hint: drop --nodes to apply every file to the nodes of its modeline, or apply one file: talm apply -f FILE --nodes IP
+");
     // Without a folder or --parallel, several -f files keep the Go talm's meaning.
-    d.refused(
-        &["apply", "-f", "nodes/cp1.yaml", "-f", "nodes/cp2.yaml"],
-        "side-patch nodes/cp2.yaml carries its own modeline",
-    );
+    d.refuses(&["apply", "-f", "nodes/cp1.yaml", "-f", "nodes/cp2.yaml"], 1, "\
+Error: side-patch nodes/cp2.yaml carries its own modeline; the apply chain treats only the first -f file as the anchor and stacks subsequent files as side-patches
+hint: apply node files one at a time: for f in nodes/*.yaml; do talm apply -f $f; done
+");
 }
 
 /// The node files `files` cut back to their modelines, as a bring-up writes them first.
@@ -587,7 +594,7 @@ fn template_renders_node_files_in_parallel_and_reports_a_failure() {
     for f in &files[1..] {
         assert_eq!(d.read(f).lines().count(), 1, "{f}");
     }
-    d.refused(
+    d.refuses(
         &[
             "template",
             "-t",
@@ -596,7 +603,11 @@ fn template_renders_node_files_in_parallel_and_reports_a_failure() {
             "--parallel",
             "2",
         ],
-        "--parallel renders node files: pass them with -f",
+        1,
+        "\
+Error: --parallel renders node files: pass them with -f
+hint: for example: talm template -f nodes/ -I --parallel 4
+",
     );
 }
 
@@ -638,9 +649,29 @@ fn fleet_flags_say_what_they_risk_and_need() {
     let help = d.talm(["upgrade", "--help"]).ok().stdout;
     assert!(help.contains("--rolling"), "{help}");
     d.talm(["upgrade", "--resume", "-i", NEW])
-        .fails_with("--rolling");
+        .expect()
+        .stderr(
+            "\
+error: the following required arguments were not provided:
+  --rolling
+
+Usage: talm upgrade --rolling --resume --image <REF>
+
+For more information, try '--help'.
+",
+        )
+        .status(2)
+        .run();
     d.talm(["upgrade", "--rolling", "--wait=false", "-i", NEW])
-        .fails_with("cannot use --rolling and --wait=false together");
+        .expect()
+        .stderr(
+            "\
+Error: cannot use --rolling and --wait=false together
+hint: a roll follows each node back up and checks the cluster before the next; drop --wait=false
+",
+        )
+        .status(1)
+        .run();
 }
 
 #[test]

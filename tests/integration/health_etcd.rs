@@ -4,6 +4,7 @@
 //! tables, snapshot → reset → `bootstrap --recover-from` bringing the keyspace back, a damaged
 //! snapshot refused, refusals by role, machine type and maintenance, and the Rhai API.
 
+use crate::common::expect::addrs;
 use std::time::Duration;
 
 use talm::secrets::bundle::Bundle;
@@ -238,7 +239,15 @@ fn health_and_membership_follow_the_cluster() {
     });
     let o = d
         .talm(["health", "-f", "nodes/cp1.yaml", "--wait-timeout", "2s"])
-        .fails_with("healthcheck error: rpc error: code = DeadlineExceeded desc = context deadline exceeded");
+        .expect().mask(addrs).stderr("\
+discovered nodes: [\"$A1\" \"$A2\" \"$A3\"]
+waiting for etcd to be healthy: ...
+waiting for etcd to be healthy: 1 error occurred:
+\t* $A3: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp $A3:50000: connect: connection refused\"
+Error: healthcheck error: rpc error: code = DeadlineExceeded desc = context deadline exceeded
+hint: the check \"etcd to be healthy\" did not pass within 2s: 1 error occurred:
+\t* $A3: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp $A3:50000: connect: connection refused\"
+").status(1).run();
     let line = format!("waiting for etcd to be healthy: 1 error occurred:\n\t* {c}: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp {c}:50000: connect: connection refused\"\n");
     assert!(o.stderr.contains(&line), "{}", o.stderr);
     assert!(
@@ -263,7 +272,14 @@ fn health_and_membership_follow_the_cluster() {
             "--wait-timeout",
             "1s",
         ])
-        .fails_with("context deadline exceeded");
+        .expect().mask(addrs).stderr("\
+waiting for etcd to be healthy: ...
+waiting for etcd to be healthy: 1 error occurred:
+\t* node $A1 (via $A2:50000): ServiceList: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp $A1:50000: connect: connection refused\"
+Error: context deadline exceeded
+hint: the check \"etcd to be healthy\" did not pass within 1s: 1 error occurred:
+\t* node $A1 (via $A2:50000): ServiceList: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp $A1:50000: connect: connection refused\"
+").status(1).run();
     assert!(
         o.stderr.contains(&format!(
             "waiting for etcd to be healthy: 1 error occurred:\n\t* node {c}"
@@ -300,7 +316,10 @@ fn health_and_membership_follow_the_cluster() {
         "failed to remove member {gone}: etcdserver: member not found"
     ));
     d.talm(["etcd", "remove-member", "xyz", "-f", "nodes/cp1.yaml"])
-        .fails_with("error parsing member ID: error parsing etcd member id: strconv.ParseUint: parsing \"xyz\": invalid syntax");
+        .expect().stderr("\
+Error: 1 error occurred:
+\t* error parsing member ID: error parsing etcd member id: strconv.ParseUint: parsing \"xyz\": invalid syntax
+").status(1).run();
 
     // The second control plane leaves: its etcd stops, the first is alone.
     d.talm(["etcd", "leave", "-f", "nodes/cp2.yaml"]).ok();
@@ -315,12 +334,18 @@ fn health_and_membership_follow_the_cluster() {
         "{services}"
     );
     d.talm(["etcd", "status", "-f", "nodes/cp2.yaml"])
-        .fails_with("failed to query etcd status: connection error");
+        .expect().mask(addrs).stderr("\
+Error: error getting status: 1 error occurred:
+\t* node $A1: EtcdStatus: rpc error: code = Unknown desc = failed to query etcd status: connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:2379: connect: connection refused\"
+").status(1).run();
     // Alone, the first cannot hand leadership over, nor leave.
     d.talm(["etcd", "forfeit-leadership", "-f", "nodes/cp1.yaml"])
-        .fails_with("failed to forfeit leadership: cannot forfeit leadership, only one member");
+        .expect().mask(addrs).stderr("\
+Error: 1 error occurred:
+\t* node $A1: EtcdForfeitLeadership: rpc error: code = Unknown desc = failed to forfeit leadership: cannot forfeit leadership, only one member
+").status(1).run();
     d.talm(["etcd", "leave", "-f", "nodes/cp1.yaml"])
-        .fails_with("etcdserver: re-configuration failed due to not enough started members");
+        .expect().mask(addrs).stderr("Error: node $A1: EtcdLeaveCluster: rpc error: code = Unknown desc = failed to leave cluster: etcdserver: re-configuration failed due to not enough started members\n").status(1).run();
     // Several nodes: refused where talosctl refuses.
     d.talm([
         "etcd",
@@ -330,9 +355,25 @@ fn health_and_membership_follow_the_cluster() {
         "-f",
         "nodes/cp2.yaml",
     ])
-    .fails_with("command \"etcd leave\" is not supported with multiple nodes");
+    .expect()
+    .stderr(
+        "\
+Error: command \"etcd leave\" is not supported with multiple nodes
+hint: give one control-plane node
+",
+    )
+    .status(1)
+    .run();
     d.talm(["health", "-f", "nodes/cp1.yaml", "-f", "nodes/cp2.yaml"])
-        .fails_with("command \"health\" is not supported with multiple nodes");
+        .expect()
+        .stderr(
+            "\
+Error: command \"health\" is not supported with multiple nodes
+hint: check the cluster from one control plane: talm health -f nodes/cp1.yaml
+",
+        )
+        .status(1)
+        .run();
 }
 
 #[test]
@@ -429,7 +470,7 @@ fn snapshot_recovery_tables_and_refusals() {
         ])
     );
     d.talm(["etcd", "downgrade", "enable", "3.4", "-f", "nodes/cp1.yaml"])
-        .fails_with("etcd downgrade is only supported to 3.5 and later versions");
+        .expect().mask(addrs).stderr("Error: node $A1: EtcdDowngradeEnable: rpc error: code = InvalidArgument desc = etcd downgrade is only supported to 3.5 and later versions\n").status(1).run();
 
     // Snapshot: written whole, 0600, with the trailer and etcd's figures.
     let o = d
@@ -485,7 +526,10 @@ fn snapshot_recovery_tables_and_refusals() {
     d.talm(["apply", "-f", "nodes/cp1.yaml", "-i"]).ok();
     nodes.wait_reboot(&cp, boots);
     d.talm(["etcd", "status", "-f", "nodes/cp1.yaml"])
-        .fails_with("failed to query etcd status");
+        .expect().mask(addrs).stderr("\
+Error: error getting status: 1 error occurred:
+\t* node $A1: EtcdStatus: rpc error: code = Unknown desc = failed to query etcd status: connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:2379: connect: connection refused\"
+").status(1).run();
 
     // A damaged snapshot is refused before anything is sent.
     d.talm([
@@ -513,9 +557,10 @@ fn snapshot_recovery_tables_and_refusals() {
         if skip {
             args.push("--recover-skip-hash-check");
         }
-        d.talm(args).fails_with(
-            "snapshot \"junk.snap\" is not a valid etcd database: not a bbolt database: meta page 0: invalid database (magic 0x42424242, not 0xed0cdaed)",
-        );
+        d.talm(args).expect().stderr("\
+Error: snapshot \"junk.snap\" is not a valid etcd database: not a bbolt database: meta page 0: invalid database (magic 0x42424242, not 0xed0cdaed)
+hint: give a file saved by `talm etcd snapshot` (or etcdctl snapshot save), or a copy of etcd's member/snap/db with --recover-skip-hash-check
+").status(1).run();
     }
     assert!(nodes.node(&cp).state().etcd_recovery.is_none());
     // The good one brings the keyspace back.
@@ -551,7 +596,16 @@ fn snapshot_recovery_tables_and_refusals() {
     };
     assert_eq!(keyspace(&again), keyspace(&bytes));
     d.talm(["bootstrap", "-f", "nodes/cp1.yaml"])
-        .fails_with("etcd data directory is not empty");
+        .expect()
+        .mask(addrs)
+        .stderr(
+            "\
+- talm: bootstrapping etcd on $A1
+Error: node $A1: Bootstrap: rpc error: code = AlreadyExists desc = etcd data directory is not empty
+",
+        )
+        .status(1)
+        .run();
 
     // A saved snapshot whose figures cannot be read is kept, with a warning.
     nodes.node(&cp).set_faults(Faults {
@@ -579,11 +633,17 @@ fn snapshot_recovery_tables_and_refusals() {
 
     // Refusals: a worker, a maintenance node, a reader's certificate.
     d.talm(["etcd", "members", "-f", "nodes/worker.yaml"])
-        .fails_with("member list is only available on control plane nodes");
+        .expect().mask(addrs).stderr("\
+Error: error getting members: 1 error occurred:
+\t* node $A1: EtcdMemberList: rpc error: code = Unimplemented desc = member list is only available on control plane nodes
+").status(1).run();
     d.talm(["health", "-f", "nodes/worker.yaml", "--wait-timeout", "5s"])
-        .fails_with("healthcheck error: rpc error: code = Unimplemented desc = cluster health check is only available on control plane nodes");
+        .expect().stderr("Error: healthcheck error: rpc error: code = Unimplemented desc = cluster health check is only available on control plane nodes\n").status(1).run();
     d.talm(["etcd", "status", "-n", &fresh, "-i"])
-        .fails_with("machine type is not set, cannot use etcd status API");
+        .expect().mask(addrs).stderr("\
+Error: error getting status: 1 error occurred:
+\t* node $A1: EtcdStatus: rpc error: code = Unimplemented desc = machine type is not set, cannot use etcd status API
+").status(1).run();
     d.write("reader.talosconfig", &reader_talosconfig(&d));
     let reader = [
         "--talosconfig",
@@ -595,11 +655,21 @@ fn snapshot_recovery_tables_and_refusals() {
         |words: &[&'static str]| -> Vec<&str> { words.iter().copied().chain(reader).collect() };
     d.talm(args(&["etcd", "members"])).ok();
     d.talm(args(&["etcd", "snapshot", "r.snap"]))
-        .fails_with("not authorized");
+        .expect()
+        .mask(addrs)
+        .stderr("Error: error reading: node $A1: EtcdSnapshot: not authorized\n")
+        .status(1)
+        .run();
     d.talm(args(&["etcd", "leave"]))
-        .fails_with("not authorized");
+        .expect().mask(addrs).stderr("\
+Error: node $A1: EtcdLeaveCluster: not authorized
+hint: the talosconfig's client certificate lacks the role this call needs (os:admin for changes and secrets): regenerate it with `talm talosconfig`
+").status(1).run();
     d.talm(args(&["etcd", "defrag"]))
-        .fails_with("not authorized");
+        .expect().mask(addrs).stderr("\
+Error: node $A1: EtcdDefragment: not authorized
+hint: the talosconfig's client certificate lacks the role this call needs (os:admin for changes and secrets): regenerate it with `talm talosconfig`
+").status(1).run();
     d.talm(args(&["bootstrap", "--recover-from", "db.snap"]))
         .fails_with("not authorized");
     assert!(!d.exists("r.snap"));

@@ -246,7 +246,15 @@ fn preset_flag_overrides_and_the_contradiction_is_named() {
         assert!(s.contains(line), "missing {line:?} in:\n{s}");
     }
     d.talm(["migrate", "--dry-run", "--preset", "nope"])
-        .fails_with("invalid preset: nope");
+        .expect()
+        .stderr(
+            "\
+Error: invalid preset: nope. Valid presets are: [generic cozystack talm]
+hint: pass one of the listed presets with --preset
+",
+        )
+        .status(1)
+        .run();
 }
 
 #[test]
@@ -434,7 +442,10 @@ fn cozystack_proof_names_the_difference_and_accept_changes_goes_on() {
         // The dry run shows the proof too, changes nothing, and stops as the run would.
         let dry = d
             .talm(["migrate", "--dry-run"])
-            .fails_with("2 node config(s) would change under talm's cozystack preset")
+            .expect().stderr("\
+Error: 2 node config(s) would change under talm's cozystack preset (shown above); nothing was migrated
+hint: move what differs into values.yaml or the node files' bodies and rerun, or pass --accept-changes to migrate anyway and review each node with `talm apply -f nodes/X.yaml --dry-run`
+").status(1).run()
             .stdout;
         assert!(
             dry.contains("  nodes/worker.yaml: differs from the node file's body\n")
@@ -454,7 +465,10 @@ fn cozystack_proof_names_the_difference_and_accept_changes_goes_on() {
         assert_eq!(tree(&d), before, "{flavour}: --dry-run changed the project");
         let o = d
             .talm(["migrate"])
-            .fails_with("2 node config(s) would change under talm's cozystack preset");
+            .expect().stderr("\
+Error: 2 node config(s) would change under talm's cozystack preset (shown above); nothing was migrated
+hint: move what differs into values.yaml or the node files' bodies and rerun, or pass --accept-changes to migrate anyway and review each node with `talm apply -f nodes/X.yaml --dry-run`
+").status(1).run();
         assert_eq!(
             tree(&d),
             before,
@@ -498,13 +512,19 @@ fn linked_lock_or_migrate_folder_is_refused_before_anything_changes() {
     std::os::unix::fs::symlink(outside.join("lock"), d.join(".talm-preset.lock")).unwrap();
     let before = tree(&d);
     d.talm(["migrate"])
-        .fails_with(".talm-preset.lock is a link");
+        .expect().stderr("\
+Error: $DIR/.talm-preset.lock is a link
+hint: talm writes .talm-preset.lock itself: remove the link (keep a copy of what it points to if you need it) and rerun; nothing was changed
+").status(1).run();
     assert_eq!(tree(&d), before, "a refused switch changed the project");
     assert_eq!(outside.read("lock"), "preset: generic\npresetHash: x\n");
     std::fs::remove_file(d.join(".talm-preset.lock")).unwrap();
     std::os::unix::fs::symlink(outside.path(), d.join("migrate")).unwrap();
     let before = tree(&d);
-    d.talm(["migrate"]).fails_with("migrate is a link");
+    d.talm(["migrate"]).expect().stderr("\
+Error: $DIR/migrate is a link
+hint: talm keeps backups and saved edits in the project's own migrate/ folder: move the link away and rerun
+").status(1).run();
     assert_eq!(tree(&d), before);
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
 }
@@ -516,7 +536,10 @@ fn a_linked_library_is_backed_up_as_a_link_and_replaced() {
     std::os::unix::fs::symlink("../../talm", d.join("charts/talm")).unwrap();
     let o = d
         .talm(["migrate", "--dry-run"])
-        .fails_with("custom edits or extra files");
+        .expect().stderr("\
+Error: the Go templates hold custom edits or extra files (listed above) that talm's generic preset would not carry over; nothing was migrated.
+hint: move each edit where the listing says (values.yaml, a _context.rhai function, a side-patch node file), then rerun; or pass --force to migrate without them
+").status(1).run();
     assert!(
         o.stdout
             .contains("  links (backed up as links, never followed): charts/talm\n"),
@@ -637,7 +660,10 @@ fn an_unreachable_node_is_not_proven_and_stops_the_migration() {
     let before = tree(&d);
     let o = d
         .talm(["migrate", "--call-timeout", "5s"])
-        .fails_with("1 node file(s) could not be rendered (shown above); nothing was migrated");
+        .expect().stderr("\
+Error: 1 node file(s) could not be rendered (shown above); nothing was migrated
+hint: move what differs into values.yaml or the node files' bodies and rerun, or pass --accept-changes to migrate anyway and review each node with `talm apply -f nodes/X.yaml --dry-run`
+").status(1).run();
     assert!(
         !d.exists(".talm-txn-4194304-killed"),
         "a dead run's copy is left"
@@ -665,7 +691,13 @@ fn values_it_cannot_parse_are_refused_as_template_refuses_them() {
     d.write("values.yaml", &format!("{values}clusterName: a\n"));
     let template = d
         .talm(["template", "--offline", "-t", "templates/controlplane.yaml"])
-        .fails_with("invalid YAML: duplicate entry with key \"clusterName\"");
+        .expect().stderr("\
+WARN: this project's templates are the Go talm's (templates/_helpers.tpl), which talm does not render; run `talm migrate --dry-run` to see how it moves to talm's own preset
+WARN: project's vendored charts/talm/ library differs from the copy built into talm 0.1.0 (extra: templates/_helpers.tpl, missing: templates/_context.rhai, missing: templates/_helpers.tera, missing: templates/_network_legacy.tera, missing: templates/_network_multidoc.tera, +1 more); run `talm init --update --preset generic` to re-sync (or ignore if this is intentional)
+WARN: project's generic preset differs from the copy built into talm 0.1.0; run `talm init --update --preset generic` to pull the new preset defaults (your templates/ edits are preserved via the interactive diff)
+Error: values.yaml:127:1: invalid YAML: duplicate entry with key \"clusterName\"
+hint: fix the YAML syntax in values.yaml near line 127, column 1
+").status(1).run();
     let said = |stderr: &str| {
         stderr
             .lines()
@@ -676,7 +708,14 @@ fn values_it_cannot_parse_are_refused_as_template_refuses_them() {
     let want = format!("Error: values.yaml:{line}:1: invalid YAML: duplicate entry with key \"clusterName\"\nhint: fix the YAML syntax in values.yaml near line {line}, column 1");
     assert_eq!(said(&template.stderr), want);
     for args in [&["migrate", "--dry-run"][..], &["migrate"][..]] {
-        let err = d.refused(args, "duplicate entry");
+        let err = d.refuses(
+            args,
+            1,
+            "\
+Error: values.yaml:127:1: invalid YAML: duplicate entry with key \"clusterName\"
+hint: fix the YAML syntax in values.yaml near line 127, column 1
+",
+        );
         assert_eq!(said(&err), want, "{args:?}");
     }
 }

@@ -215,30 +215,42 @@ fn render_refusals() {
         "templates/broken.yaml",
         "machine:\n  type: {{ values.endpoint \n",
     );
-    let err = d.refused(
+    let err = d.refuses(
         &["template", "--offline", "-t", "templates/broken.yaml"],
-        "broken.yaml:2:",
+        1,
+        "\
+Error: Unexpected end of input
+ --> broken.yaml:2:27
+  |
+2 |   type: {{ values.endpoint 
+  |                           ^
+hint: fix the template at the position shown
+",
     );
     assert!(err.contains("hint:"), "{err}");
     d.remove("templates/broken.yaml");
     d.write("templates/undef.yaml", "a: {{ values.nope }}\n");
-    d.refused(
-        &["template", "--offline", "-t", "templates/undef.yaml"],
-        "undef.yaml:1:",
-    );
-    d.refused(
-        &[
+    d.refuses(&["template", "--offline", "-t", "templates/undef.yaml"], 1, "\
+Error: Field `nope` is not defined. Available fields: advertisedSubnets, allocateNodeCIDRs, certSANs, clusterDomain, clusterName, endpoint, etcd, extraApiServerArgs, extraKernelModules, extraKubeletExtraArgs, extraMachineFiles, extraSysctls, floatingIP, image, network, nr_hugepages, oidcIssuerUrl, podSubnets, registryMirrors, registryTLS, serviceSubnets, tcpKeepaliveTuning, timeServers, vipLink, vips
+ --> undef.yaml:1:14
+  |
+1 | a: {{ values.nope }}
+  |              ^^^^
+hint: fix the template at the position shown
+");
+    d.refuses(&[
             "template",
             "--offline",
             "-t",
             "templates/probe.yaml",
             "--set",
             "a,b=1",
-        ],
-        "failed parsing --set data \"a,b=1\"",
-    );
+        ], 1, "\
+Error: failed parsing --set data \"a,b=1\": key \"a\" has no value (cannot end with ,)
+hint: use key=value pairs separated by commas, e.g. --set a.b=1,c[0]=x (escape literal commas and dots with \\)
+");
     d.write("list.yaml", "- a\n");
-    d.refused(
+    d.refuses(
         &[
             "template",
             "--offline",
@@ -247,33 +259,49 @@ fn render_refusals() {
             "--values",
             "list.yaml",
         ],
-        "values file list.yaml is not a map",
+        1,
+        "\
+Error: values file list.yaml is not a map
+hint: list.yaml must hold `key: value` pairs at the top level
+",
     );
-    d.refused(
-        &[
+    d.refuses(&[
             "template",
             "--offline",
             "-t",
             "templates/probe.yaml",
             "--talos-version",
             "v1.14",
-        ],
-        "talosVersion v1.14 is newer than the v1.13 contract",
-    );
-    d.refused(
+        ], 1, "\
+Error: talosVersion v1.14 is newer than the v1.13 contract the presets render; Talos v1.14 changed the machine-config layout
+hint: set templateOptions.talosVersion (or --talos-version) to v1.13 or lower
+");
+    d.refuses(
         &["template", "--offline", "-t", "templates/missing.yaml"],
-        "template missing.yaml not found",
+        1,
+        "\
+Error: template missing.yaml not found
+hint: templates are named by their path below templates/, e.g. controlplane.yaml
+",
     );
-    d.refused(
+    d.refuses(
         &["template", "--offline"],
-        "templates are not set for the command",
+        1,
+        "\
+Error: templates are not set for the command: please use `--file` or `--template` flag
+hint: for example: talm template -t templates/controlplane.yaml
+",
     );
-    d.refused(
+    d.refuses(
         &["template", "-t", "templates/probe.yaml"],
-        "nodes are not set for the command",
+        1,
+        "\
+Error: nodes are not set for the command
+hint: use --nodes, a node file's modeline (-f), or set nodes in the talosconfig context
+",
     );
     d.write("facts.yaml", "resources: [oops]\n");
-    d.refused(
+    d.refuses(
         &[
             "template",
             "--facts",
@@ -281,44 +309,66 @@ fn render_refusals() {
             "-t",
             "templates/probe.yaml",
         ],
-        "facts.yaml: not a talm facts file",
+        1,
+        "\
+Error: facts.yaml: not a talm facts file: invalid type: sequence, expected a map
+hint: record one with `talm discover --nodes IP > facts.yaml`
+",
     );
     // Node files: malformed modeline, none at all, no nodes, no templates.
     d.write(
         "nodes/bad.yaml",
         "# talm: nodes=[\"1.2.3.4\"\nmachine: {}\n",
     );
-    d.refused(
-        &["template", "--offline", "-f", "nodes/bad.yaml", "-I"],
-        "nodes/bad.yaml:1: error parsing JSON array for key nodes",
-    );
+    d.refuses(&["template", "--offline", "-f", "nodes/bad.yaml", "-I"], 1, "\
+Error: nodes/bad.yaml:1: error parsing JSON array for key nodes, value [\"1.2.3.4\": EOF while parsing a list at line 1 column 10
+hint: a modeline looks like: # talm: nodes=[\"10.0.0.1\"], endpoints=[\"10.0.0.1\"], templates=[\"templates/controlplane.yaml\"]
+");
     d.write("nodes/none.yaml", "machine: {}\n");
-    d.refused(
+    d.refuses(
         &["template", "--offline", "-f", "nodes/none.yaml"],
-        "modeline not found",
+        1,
+        "\
+Error: nodes/none.yaml: modeline not found
+hint: node files start with a `# talm: nodes=[...]` modeline; `talm template ... -I` writes one
+",
     );
     d.write(
         "nodes/nonodes.yaml",
         "# talm: nodes=[], templates=[\"templates/probe.yaml\"]\n",
     );
-    d.refused(
+    d.refuses(
         &["template", "--offline", "-f", "nodes/nonodes.yaml"],
-        "nodes are not set for the command",
+        1,
+        "\
+- talm: file=nodes/nonodes.yaml, nodes=[], endpoints=[127.0.0.11], templates=[templates/probe.yaml]
+Error: nodes are not set for the command
+hint: set nodes in the file's modeline, or pass --nodes
+",
     );
     d.write("nodes/notpl.yaml", "# talm: nodes=[\"1.2.3.4\"]\n");
-    d.refused(
+    d.refuses(
         &["template", "--offline", "-f", "nodes/notpl.yaml"],
-        "modeline does not contain templates information",
+        1,
+        "\
+Error: nodes/notpl.yaml: modeline does not contain templates information
+hint: add templates=[\"templates/controlplane.yaml\"] to the modeline, or pass -t
+",
     );
     // -I over a file whose render fails leaves it untouched.
     d.write(
         "nodes/fails.yaml",
         "# talm: nodes=[\"1.2.3.4\"], templates=[\"templates/undef.yaml\"]\nmachine: {}\n",
     );
-    d.refused(
-        &["template", "--offline", "-f", "nodes/fails.yaml", "-I"],
-        "undef.yaml:1:",
-    );
+    d.refuses(&["template", "--offline", "-f", "nodes/fails.yaml", "-I"], 1, "\
+- talm: file=nodes/fails.yaml, nodes=[1.2.3.4], endpoints=[127.0.0.11], templates=[templates/undef.yaml]
+Error: Field `nope` is not defined. Available fields: advertisedSubnets, allocateNodeCIDRs, certSANs, clusterDomain, clusterName, endpoint, etcd, extraApiServerArgs, extraKernelModules, extraKubeletExtraArgs, extraMachineFiles, extraSysctls, floatingIP, image, network, nr_hugepages, oidcIssuerUrl, podSubnets, registryMirrors, registryTLS, serviceSubnets, tcpKeepaliveTuning, timeServers, vipLink, vips
+ --> undef.yaml:1:14
+  |
+1 | a: {{ values.nope }}
+  |              ^^^^
+hint: fix the template at the position shown
+");
     // A first file outside any project cannot anchor the root.
     let outside = tempfile::tempdir().unwrap();
     let f = outside.path().join("n.yaml");
@@ -391,8 +441,7 @@ fn full_config_and_the_empty_kubernetes_version_warning() {
         "{}",
         o.stdout
     );
-    d.refused(
-        &[
+    d.refuses(&[
             "template",
             "--facts",
             "facts.yaml",
@@ -401,9 +450,10 @@ fn full_config_and_the_empty_kubernetes_version_warning() {
             "--full",
             "--with-secrets",
             "nope.yaml",
-        ],
-        "failed to load secrets bundle",
-    );
+        ], 1, "\
+Error: failed to load secrets bundle: cannot read $DIR/nope.yaml: No such file or directory (os error 2)
+hint: run `talm init -d` to open secrets.encrypted.yaml, or pass --with-secrets
+");
 }
 
 #[test]
@@ -431,10 +481,10 @@ fn encrypted_values_only_on_the_command_line_are_warned_about_with_in_place() {
 fn a_node_body_that_is_not_yaml_is_refused() {
     let d = project();
     d.write("nodes/n.yaml", "# talm: nodes=[\"1.2.3.4\"], templates=[\"templates/probe.yaml\"]\nmachine:\n  type: [worker\n");
-    let err = d.refused(
-        &["template", "--offline", "-f", "nodes/n.yaml", "-I"],
-        "nodes/n.yaml:",
-    );
+    let err = d.refuses(&["template", "--offline", "-f", "nodes/n.yaml", "-I"], 1, "\
+Error: nodes/n.yaml:4:1: the node file's body is not YAML: did not find expected ',' or ']'
+hint: the body below the modeline must be a Talos config patch in YAML; fix it, or re-create the file with `talm template ... -I`
+");
     assert!(err.contains("the node file's body is not YAML"), "{err}");
 }
 
@@ -444,7 +494,19 @@ fn template_syntax_errors_say_error_once() {
     d.write("templates/bad.yaml", "{{ broken\n");
     let o = d
         .talm(["template", "-t", "templates/bad.yaml", "--offline"])
-        .fails_with("Unexpected end of input");
+        .expect()
+        .stderr(
+            "\
+Error: Unexpected end of input
+ --> bad.yaml:1:10
+  |
+1 | {{ broken
+  |          ^
+hint: fix the template at the position shown
+",
+        )
+        .status(1)
+        .run();
     assert!(
         o.stderr
             .starts_with("Error: Unexpected end of input\n --> bad.yaml:1:10\n"),
@@ -490,10 +552,11 @@ fn an_offline_rewrite_never_drops_what_discovery_found() {
         "{rendered}"
     );
     // An in-place render without facts (`--offline`, as docs/commands.md says) refuses, naming each loss.
-    let err = d.refused(
-        &["template", "--offline", "-f", "nodes/n1.yaml", "-I"],
-        "nodes/n1.yaml: rendering it without the node's facts",
-    );
+    let err = d.refuses(&["template", "--offline", "-f", "nodes/n1.yaml", "-I"], 1, "\
+- talm: file=nodes/n1.yaml, nodes=[127.0.0.11], endpoints=[127.0.0.11], templates=[templates/controlplane.yaml]
+Error: nodes/n1.yaml: rendering it without the node's facts would drop what discovery put in it: the install disk (machine.install.disk: /dev/nvme0n1); the hostname (HostnameConfig hostname: node1); the nameservers (ResolverConfig); the addresses and routes of enp3s0 (LinkConfig), enp5s0 (LinkConfig); the file was left as it was
+hint: render it with the node's facts: `talm template --facts FILE -f nodes/n1.yaml -I` (`talm discover -n 127.0.0.11 > FILE` records them), or from the node itself: `talm template -f nodes/n1.yaml -I`
+");
     assert_eq!(
         err,
         "- talm: file=nodes/n1.yaml, nodes=[127.0.0.11], endpoints=[127.0.0.11], templates=[templates/controlplane.yaml]\n\
@@ -536,10 +599,20 @@ fn empty_advertised_subnets_name_the_value_to_set() {
         "nodes/n1.yaml",
         "# talm: nodes=[\"127.0.0.11\"], endpoints=[\"127.0.0.11\"], templates=[\"templates/controlplane.yaml\"]\n",
     );
-    let err = d.refused(
-        &["template", "--offline", "-f", "nodes/n1.yaml", "-I"],
-        "`advertisedSubnets` was left empty",
-    );
+    let err = d.refuses(&["template", "--offline", "-f", "nodes/n1.yaml", "-I"], 1, "\
+- talm: file=nodes/n1.yaml, nodes=[127.0.0.11], endpoints=[127.0.0.11], templates=[templates/controlplane.yaml]
+Error: values.yaml: `advertisedSubnets` was left empty and talm could not derive a default from discovery. No default-gateway-bearing link was found on the node. This field is a cluster-wide subnet selector fed to kubelet and etcd; `talm template` is invoked once per node and cannot merge per-node values into one cluster value. Either set advertisedSubnets explicitly in values.yaml, or ensure the node has a default route before running `talm template`.
+  --> config.tera:28:30
+   |
+28 | {%- if not node.subnets %}{{ fail(message=node.subnets_error, hint=node.subnets_hint) }}{% endif %}
+   |                              ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+
+note: called from controlplane.yaml:2:53
+  |
+2 | {%- set machine_type = \"controlplane\" -%}{% include \"config.tera\" -%}
+  |                                                     ^^^^^^^^^^^^^
+hint: set advertisedSubnets in values.yaml to the nodes' network (for example advertisedSubnets: [192.168.100.0/24]), or render with the node's facts (--facts FILE, or without --offline) so talm derives it from the default route
+");
     assert!(
         err.ends_with("\nhint: set advertisedSubnets in values.yaml to the nodes' network (for example advertisedSubnets: [192.168.100.0/24]), or render with the node's facts (--facts FILE, or without --offline) so talm derives it from the default route\n"),
         "{err}"
