@@ -281,10 +281,10 @@ fn a_server_that_closes_after_the_handshake_cut_the_call() {
     let [a, b] = net::addrs();
     let d = Dir::project("generic");
     let fake = tls_fake(&a, maintenance_tls(&a), Then::CloseAfterRead);
-    let o = d.talm(["version", "-n", &a, "-i"]).expect().stderr(format!("\
-Error: node {a}: Version: the connection was cut during the call, before the node sent anything (the node closed it)
-hint: the node may be rebooting or the network dropped; retry once it answers again
-")).status(1).run();
+    // Whether the close reads as closed or reset is a race: checked by its needle.
+    let o = d.talm(["version", "-n", &a, "-i"]).fails_with(&format!(
+        "node {a}: Version: the connection was cut during the call"
+    ));
     reported_as_cut(&o.stderr, true);
     drop(fake);
 
