@@ -68,14 +68,32 @@ fn every_mode_through_the_binary() {
     assert!(o.contains("Applied configuration with a reboot"), "{o}");
     nodes.wait_reboot(&ip, boots);
     d.talm(chain.iter().copied().chain(["-m", "sometimes"]))
-        .fails_with("invalid value 'sometimes' for '--mode <MODE>'");
+        .expect()
+        .stderr(
+            "\
+error: invalid value 'sometimes' for '--mode <MODE>'
+  [possible values: auto, no-reboot, reboot, staged, try]
+
+For more information, try '--help'.
+",
+        )
+        .status(2)
+        .run();
     d.talm(
         chain
             .iter()
             .copied()
             .chain(["-m", "try", "--timeout", "soon"]),
     )
-    .fails_with("\"soon\" is not a duration");
+    .expect()
+    .stderr(
+        "\
+Error: --timeout \"soon\" is not a duration: time: invalid duration \"soon\"
+hint: give Go duration text such as 30s, 2m or 1m30s
+",
+    )
+    .status(1)
+    .run();
 }
 
 #[test]
@@ -167,36 +185,41 @@ fn chains_and_bodies_are_refused_when_ambiguous() {
     let nodes = Nodes::start(&[&a, &b], |_| {});
     let d = project(&nodes, &a, false);
     d.write("side.yaml", &d.read("nodes/node1.yaml"));
-    d.refused(
-        &["apply", "-f", "nodes/node1.yaml", "-f", "side.yaml", "-i"],
-        "side-patch side.yaml carries its own modeline",
-    );
+    d.refuses(&["apply", "-f", "nodes/node1.yaml", "-f", "side.yaml", "-i"], 1, "\
+Error: side-patch side.yaml carries its own modeline; the apply chain treats only the first -f file as the anchor and stacks subsequent files as side-patches
+hint: apply node files one at a time: for f in nodes/*.yaml; do talm apply -f $f; done
+");
     d.write("plain.yaml", "machine:\n  sysctls:\n    a: \"1\"\n");
     d.write("p.yaml", "machine:\n  sysctls:\n    a: \"1\"\n");
-    d.refused(
+    d.refuses(
         &["apply", "-f", "plain.yaml", "-f", "p.yaml", "-i"],
-        "first -f file plain.yaml lacks a modeline; side-patches require a modelined anchor",
+        1,
+        "\
+Error: first -f file plain.yaml lacks a modeline; side-patches require a modelined anchor
+hint: start the chain with a node file made by `talm template`
+",
     );
     d.write(
         "notemplates.yaml",
         &format!("# talm: nodes=[\"{a}\"], endpoints=[\"{a}\"], templates=[]\nmachine: {{}}\n"),
     );
-    d.refused(
+    d.refuses(
         &["apply", "-f", "notemplates.yaml", "-f", "p.yaml", "-i"],
-        "anchor notemplates.yaml declares no templates; side-patches require chart rendering",
+        1,
+        "\
+Error: anchor notemplates.yaml declares no templates; side-patches require chart rendering
+hint: add templates=[...] to the anchor's modeline
+",
     );
     d.write("bad-side.yaml", "# talm: nodes=[oops\nmachine: {}\n");
-    d.refused(
-        &[
+    d.refuses(&[
             "apply",
             "-f",
             "nodes/node1.yaml",
             "-f",
             "bad-side.yaml",
             "-i",
-        ],
-        "parsing modeline in side-patch bad-side.yaml",
-    );
+        ], 1, "Error: parsing modeline in side-patch bad-side.yaml: bad-side.yaml:1: error parsing JSON array for key nodes, value [oops: expected value at line 1 column 2\n");
     // One body, two nodes.
     d.refused(&["apply", "-f", "nodes/node1.yaml", "--nodes", &format!("{a},{b}"), "-i"],
         &format!("anchor \"nodes/node1.yaml\" would be stamped onto 2 nodes ([\"{a}\", \"{b}\"]) but carries a non-empty per-node body"));

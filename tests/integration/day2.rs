@@ -2,6 +2,7 @@
 //! explicit path, merge, from a worker, from an unreachable node), reboot, reset (META kept),
 //! upgrade waiting for the new version.
 
+use crate::common::expect::addrs;
 use crate::common::sim::{template_node, Nodes};
 use crate::common::{net, Dir};
 
@@ -40,15 +41,16 @@ fn kubeconfig_paths_merge_and_refusals() {
     let nodes = Nodes::start(&[&cp, &worker], |_| {});
     let d = cluster(&nodes, &cp, Some(&worker));
     d.talm(["kubeconfig", "-f", "nodes/worker.yaml"])
-        .fails_with(&format!("node {worker}: Kubeconfig: rpc error: code = Unimplemented desc = kubeconfig is only available on control plane nodes"));
+        .expect().stderr(format!("Error: node {worker}: Kubeconfig: rpc error: code = Unimplemented desc = kubeconfig is only available on control plane nodes\n")).status(1).run();
     assert!(!d.exists("kubeconfig"));
     d.talm(["kubeconfig", "-f", "nodes/cp.yaml"]).ok();
     assert_eq!(d.mode("kubeconfig"), 0o600);
     // The encrypted twin is refreshed only where the project keeps one.
     assert!(!d.exists("kubeconfig.encrypted"));
-    d.talm(["kubeconfig", "-f", "nodes/cp.yaml", "other.yaml"]).fails_with(
-        "talm kubeconfig writes to project root by default; positional path is not consumed in this mode",
-    );
+    d.talm(["kubeconfig", "-f", "nodes/cp.yaml", "other.yaml"]).expect().stderr("\
+Error: talm kubeconfig writes to project root by default; positional path is not consumed in this mode
+hint: to write elsewhere, merge into your own kubeconfig: talm kubeconfig --login PATH
+").status(1).run();
     // An explicit path, then a merge into a kubeconfig holding another cluster.
     d.write("other.yaml", "apiVersion: v1\nkind: Config\nclusters:\n  - name: other\n    cluster: {server: https://10.9.9.9:6443}\nusers:\n  - name: admin@other\n    user: {token: x}\ncontexts:\n  - name: admin@other\n    context: {cluster: other, user: admin@other}\ncurrent-context: admin@other\n");
     d.talm(["kubeconfig", "-f", "nodes/cp.yaml", "--login", "other.yaml"])
@@ -81,7 +83,10 @@ fn kubeconfig_paths_merge_and_refusals() {
     assert!(user.get("exec").is_none() && user.get("client-certificate-data").is_some());
     nodes.node(&cp).set_faults(Default::default());
     d.talm(["kubeconfig", "-n", &nobody, "-e", &nobody])
-        .fails_with(&format!("node {nobody}: connect: connection refused"));
+        .expect().stderr(format!("\
+Error: node {nobody}: connect: connection refused
+hint: check the address and that the node is up with its Talos API on port 50000; a node that is rebooting comes back in a moment
+")).status(1).run();
     d.talm([
         "kubeconfig",
         "--nodes",
@@ -89,7 +94,15 @@ fn kubeconfig_paths_merge_and_refusals() {
         "-e",
         &cp,
     ])
-    .fails_with("command \"kubeconfig\" is not supported with multiple nodes");
+    .expect()
+    .stderr(
+        "\
+Error: command \"kubeconfig\" is not supported with multiple nodes
+hint: fetch it from one control-plane node: talm kubeconfig -f nodes/node1.yaml
+",
+    )
+    .status(1)
+    .run();
 }
 
 #[test]
@@ -117,7 +130,10 @@ fn reboot_reset_and_upgrade() {
         o.stderr
     );
     d.talm(["upgrade", "-f", "nodes/cp.yaml", "--image", "ghcr.io/siderolabs/installer:v1.13.8"])
-        .fails_with("ghcr.io/siderolabs/installer:v1.13.8 is older than the running Talos v1.13.9: refusing to downgrade");
+        .expect().mask(addrs).stderr("\
+Error: node $A1: ghcr.io/siderolabs/installer:v1.13.8 is older than the running Talos v1.13.9: refusing to downgrade
+hint: pass --allow-downgrade to go back on purpose, or set a newer image in values.yaml / --image
+").status(1).run();
     let o = d
         .talm([
             "upgrade",
@@ -143,7 +159,17 @@ fn reboot_reset_and_upgrade() {
         "back in maintenance mode"
     );
     d.talm(["reset", "-f", "nodes/cp.yaml", "--wipe-mode", "everything"])
-        .fails_with("invalid value 'everything'");
+        .expect()
+        .stderr(
+            "\
+error: invalid value 'everything' for '--wipe-mode <WIPE_MODE>'
+  [possible values: all, system-disk, user-disks]
+
+For more information, try '--help'.
+",
+        )
+        .status(2)
+        .run();
 }
 
 #[test]
@@ -158,7 +184,16 @@ fn logs_dmesg_and_services() {
     assert_eq!(logs.lines().count(), 3, "{logs}");
     assert!(logs.contains("kubelet: simulated log line 20"), "{logs}");
     d.talm(["logs", "nosuch", "-f", "nodes/cp.yaml"])
-        .fails_with(&format!("node {ip}: Logs:"));
+        .expect()
+        .mask(addrs)
+        .stderr(
+            "\
+ERROR: node $A1: Logs: rpc error: code = Unknown desc = log \"nosuch\" was not registered
+Error: node $A1: Logs: rpc error: code = Unknown desc = log \"nosuch\" was not registered
+",
+        )
+        .status(1)
+        .run();
     let kernel = d
         .talm(["logs", "kernel", "-f", "nodes/cp.yaml"])
         .ok()

@@ -4,6 +4,7 @@
 //! at once), `upgrade --wait=false` printing talosctl's `NODE ACK STARTED` table, and the etcd
 //! checks a control plane makes before an upgrade.
 
+use crate::common::expect::addrs;
 use crate::common::sim::{template_node, Nodes};
 use crate::common::{net, Dir};
 
@@ -192,7 +193,15 @@ fn reboot_shutdown_and_reset_wait_by_default() {
 
     // reset: talosctl refuses to follow a maintenance connection.
     d.talm(["reset", "-f", "nodes/cp.yaml", "-i"])
-        .fails_with("cannot use --wait and --insecure together");
+        .expect()
+        .stderr(
+            "\
+Error: cannot use --wait and --insecure together
+hint: a node in maintenance mode cannot be followed; pass --wait=false
+",
+        )
+        .status(1)
+        .run();
     let o = d.talm(["reset", "-f", "nodes/cp.yaml", "--reboot"]).ok();
     assert!(
         o.stderr.contains(&format!("{a}: back in maintenance mode")),
@@ -208,7 +217,10 @@ fn reboot_shutdown_and_reset_wait_by_default() {
         o.stderr
     );
     e.talm(["version", "-f", "nodes/cp.yaml"])
-        .fails_with(&format!("node {b}: connect: connection refused"));
+        .expect().stderr(format!("\
+Error: node {b}: connect: connection refused
+hint: check the address and that the node is up with its Talos API on port 50000; a node that is rebooting comes back in a moment
+")).status(1).run();
 }
 
 #[test]
@@ -280,9 +292,10 @@ fn a_control_plane_upgrade_that_would_lose_etcd_quorum_is_refused() {
         "nodes/cp1.yaml",
     ])
     .ok();
-    d.talm(upgrade).fails_with(
-        "error validating etcd for upgrade: etcd member count(2) is insufficient to maintain quorum if upgrade commences",
-    );
+    d.talm(upgrade).expect().mask(addrs).stderr("\
+- talm: upgrading $A1 from v1.13.7 to ghcr.io/siderolabs/installer:v1.13.9
+Error: node $A1: Upgrade: rpc error: code = Unknown desc = error validating etcd for upgrade: etcd member count(2) is insufficient to maintain quorum if upgrade commences
+").status(1).run();
     assert!(
         nodes.node(&b).state().last_upgrade.is_none(),
         "refused before anything started"

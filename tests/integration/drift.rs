@@ -35,7 +35,10 @@ fn library_drift_warns_then_fails_when_strict() {
     let before = d.snapshot();
     let o = d
         .talm(["talosconfig", "--strict-charts"])
-        .fails_with("project's vendored charts/talm/ library differs");
+        .expect().stderr("\
+Error: project's vendored charts/talm/ library differs from the copy built into talm 0.1.0 (extra: templates/extra.tera, missing: Chart.yaml, modified: templates/_helpers.tera); run `talm init --update --preset cozystack` to re-sync
+hint: run `talm init --update --preset cozystack`, or unset strictCharts / drop --strict-charts to downgrade this to a warning
+").status(1).run();
     assert!(!o.stderr.contains("or ignore if this is intentional"));
     assert!(o.stderr.contains("hint: run `talm init --update --preset cozystack`, or unset strictCharts / drop --strict-charts to downgrade this to a warning"));
     assert_eq!(
@@ -49,7 +52,10 @@ fn library_drift_warns_then_fails_when_strict() {
         .read("Chart.yaml")
         .replace("strictCharts: false", "strictCharts: true");
     d.write("Chart.yaml", &chart);
-    d.talm(["talosconfig"]).fails_with("library differs");
+    d.talm(["talosconfig"]).expect().stderr("\
+Error: project's vendored charts/talm/ library differs from the copy built into talm 0.1.0 (extra: templates/extra.tera, missing: Chart.yaml, modified: templates/_helpers.tera); run `talm init --update --preset cozystack` to re-sync
+hint: run `talm init --update --preset cozystack`, or unset strictCharts / drop --strict-charts to downgrade this to a warning
+").status(1).run();
     // Re-syncing clears it.
     d.talm(["init", "-u", "-p", "cozystack", "--force"]).ok();
     d.talm(["talosconfig"]).ok();
@@ -73,7 +79,10 @@ fn preset_drift_is_read_from_the_lock() {
         o.stderr
     );
     d.talm(["talosconfig", "--strict-charts"])
-        .fails_with("project's generic preset differs");
+        .expect().stderr("\
+Error: project's generic preset differs from the copy built into talm 0.1.0; run `talm init --update --preset generic` to pull the new preset defaults (your templates/ edits are preserved via the interactive diff)
+hint: run `talm init --update --preset generic`, or unset strictCharts / drop --strict-charts to downgrade this to a warning
+").status(1).run();
     // An unreadable lock is a warning, or an error when strict.
     d.write(".talm-preset.lock", "preset: [\n");
     let o = d.talm(["talosconfig"]).ok();
@@ -84,11 +93,17 @@ fn preset_drift_is_read_from_the_lock() {
         o.stderr
     );
     d.talm(["talosconfig", "--strict-charts"])
-        .fails_with("drift check failed under strict mode: parsing preset lock");
+        .expect().stderr("\
+Error: drift check failed under strict mode: parsing preset lock: preset: invalid type: sequence, expected a string at line 1 column 9
+hint: repair .talm-preset.lock and charts/talm/ with `talm init --update --preset <preset>`, or unset strictCharts / drop --strict-charts
+").status(1).run();
     d.write(".talm-preset.lock", "preset: generic\n");
     d.talm(["talosconfig"]).ok();
     d.talm(["talosconfig", "--strict-charts"])
-        .fails_with("preset lock is missing preset or presetHash");
+        .expect().stderr("\
+Error: drift check failed under strict mode: preset lock is missing preset or presetHash
+hint: repair .talm-preset.lock and charts/talm/ with `talm init --update --preset <preset>`, or unset strictCharts / drop --strict-charts
+").status(1).run();
 }
 
 #[test]
@@ -98,7 +113,10 @@ fn missing_baseline_is_silent_unless_strict() {
     let o = d.talm(["talosconfig"]).ok();
     assert!(!o.stderr.contains("WARN"), "{}", o.stderr);
     d.talm(["talosconfig", "--strict-charts"])
-        .fails_with("drift baseline missing under strict mode");
+        .expect().stderr("\
+Error: drift baseline missing under strict mode: $DIR/.talm-preset.lock does not exist
+hint: run `talm init --update --preset <preset>` to record a baseline, or unset strictCharts / drop --strict-charts
+").status(1).run();
 }
 
 #[test]
@@ -106,8 +124,21 @@ fn broken_chart_yaml_is_named() {
     let d = Dir::project("generic");
     d.write("Chart.yaml", "name: x\napplyOptions:\n  timeout: soon\n");
     d.talm(["talosconfig"])
-        .fails_with("parsing applyOptions.timeout \"soon\" from");
+        .expect().stderr("\
+Error: parsing applyOptions.timeout \"soon\" from $DIR/Chart.yaml
+hint: applyOptions.timeout in Chart.yaml must be a Go duration literal (e.g. \"30s\", \"2m\", \"1h\")
+").status(1).run();
     d.write("Chart.yaml", "name: [x\n");
-    let o = d.talm(["talosconfig"]).fails_with("Chart.yaml:");
+    let o = d
+        .talm(["talosconfig"])
+        .expect()
+        .stderr(
+            "\
+Error: $DIR/Chart.yaml:2:1: invalid YAML: did not find expected ',' or ']'
+hint: fix the YAML syntax in $DIR/Chart.yaml near line 2, column 1
+",
+        )
+        .status(1)
+        .run();
     assert!(o.stderr.contains("invalid YAML"), "{}", o.stderr);
 }

@@ -71,17 +71,44 @@ fn stdout_output_and_refusals() {
         .ok();
     assert_eq!(o.stdout, fixture("v1.13/base-worker.yaml"));
     d.talm(args.iter().copied().chain(["-o", "-"]))
-        .fails_with("needs exactly one --output-types value");
+        .expect()
+        .stderr(
+            "\
+Error: --output - writes to stdout and needs exactly one --output-types value
+hint: for example: talm gen config c https://c:6443 -o - -t controlplane
+",
+        )
+        .status(1)
+        .run();
     d.talm(args).ok();
     let before = d.snapshot();
     d.talm(args)
-        .fails_with("already exists, use --force to overwrite");
+        .expect()
+        .stderr(
+            "\
+Error: \"$DIR/controlplane.yaml\" already exists, use --force to overwrite
+hint: pass --force, or write elsewhere with -o DIR
+",
+        )
+        .status(1)
+        .run();
     assert_eq!(d.snapshot(), before);
     d.talm(args.iter().copied().chain(["--force"])).ok();
     d.talm(["gen", "config", "base", "base:6443"])
-        .fails_with("is not a URL");
+        .expect()
+        .stderr(
+            "\
+Error: endpoint \"base:6443\" is not a URL
+hint: pass the control-plane URL, e.g. https://10.0.0.1:6443
+",
+        )
+        .status(1)
+        .run();
     d.talm(["gen", "config", "Bad_Name", "https://base:6443"])
-        .fails_with("is not a valid DNS-1123 subdomain");
+        .expect().stderr("\
+Error: cluster name \"Bad_Name\" is not a valid DNS-1123 subdomain: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')
+hint: use lower-case letters, digits, '-' and '.'
+").status(1).run();
     d.talm([
         "gen",
         "config",
@@ -90,9 +117,27 @@ fn stdout_output_and_refusals() {
         "--with-secrets",
         "missing.yaml",
     ])
-    .fails_with("cannot read missing.yaml");
+    .expect()
+    .stderr(
+        "\
+Error: cannot read missing.yaml: No such file or directory (os error 2)
+hint: check that the file exists and is readable by you
+",
+    )
+    .status(1)
+    .run();
     d.talm(["gen", "config", "base", "https://base:6443", "-t", "nope"])
-        .fails_with("invalid value 'nope'");
+        .expect()
+        .stderr(
+            "\
+error: invalid value 'nope' for '--output-types <OUTPUT_TYPES>'
+  [possible values: controlplane, worker, talosconfig]
+
+For more information, try '--help'.
+",
+        )
+        .status(2)
+        .run();
 }
 
 #[test]

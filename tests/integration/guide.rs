@@ -4,6 +4,7 @@
 //! (dry run, try mode, upgrade). `talm demo` runs the same on the addresses `--nodes` gives it,
 //! and refuses addresses that are no loopback or are taken.
 
+use crate::common::expect::addrs;
 use std::time::{Duration, Instant};
 
 use crate::common::sim::{template_node, Nodes};
@@ -129,7 +130,11 @@ fn cozystack_guide_end_to_end() {
     );
     // Upgrade takes the image from values.yaml; the preset's is older than the nodes' v1.13.7.
     d.talm(["upgrade", "-f", "nodes/node3.yaml"])
-        .fails_with("refusing to downgrade");
+        .expect().mask(addrs).stderr("\
+Using image from values.yaml: ghcr.io/cozystack/cozystack/talos:v1.12.6
+Error: node $A1: ghcr.io/cozystack/cozystack/talos:v1.12.6 is older than the running Talos v1.13.7: refusing to downgrade
+hint: pass --allow-downgrade to go back on purpose, or set a newer image in values.yaml / --image
+").status(1).run();
     set_value(&d, "image", "ghcr.io/siderolabs/installer:v1.13.8");
     let o = d.talm(["upgrade", "-f", "nodes/node3.yaml"]).ok();
     assert!(
@@ -190,7 +195,15 @@ fn demo_runs_the_guide_by_playbook_on_embedded_nodes() {
     assert_eq!(d.mode("cluster/kubeconfig"), 0o600);
     // The demo's folder must be new or empty.
     d.talm(["demo", "--dir", "cluster", "--nodes", &ips.join(",")])
-        .fails_with("is not empty");
+        .expect()
+        .stderr(
+            "\
+Error: $DIR/cluster is not empty
+hint: give the demo a new or empty folder with --dir
+",
+        )
+        .status(1)
+        .run();
 }
 
 #[test]

@@ -183,36 +183,47 @@ fn generic_and_bare_library_presets() {
 #[test]
 fn bad_flags_are_refused_before_any_write() {
     let d = Dir::new();
-    let err = d.refused(
+    let err = d.refuses(
         &["init", "-p", "nope", "-N", "c"],
-        "invalid preset: nope. Valid presets are: [generic cozystack talm]",
+        1,
+        "\
+Error: invalid preset: nope. Valid presets are: [generic cozystack talm]
+hint: pass one of the listed presets with --preset
+",
     );
     assert!(err.contains("hint:"));
-    d.refused(
+    d.refuses(
         &["init", "-N", "c"],
-        "preset is required (use --preset or -p flag)",
+        1,
+        "\
+Error: preset is required (use --preset or -p flag)
+hint: valid presets: [\"generic\", \"cozystack\", \"talm\"]
+",
     );
-    d.refused(
+    d.refuses(
         &["init", "-p", "generic"],
-        "cluster name is required (use --name or -N flag)",
+        1,
+        "\
+Error: cluster name is required (use --name or -N flag)
+hint: for example: talm init --preset cozystack --name mycluster
+",
     );
-    let err = d.refused(
-        &["init", "-p", "generic", "-N", "My_Cluster"],
-        "--name \"My_Cluster\" is not a valid DNS-1123 subdomain",
-    );
+    let err = d.refuses(&["init", "-p", "generic", "-N", "My_Cluster"], 1, "\
+Error: --name \"My_Cluster\" is not a valid DNS-1123 subdomain: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')
+hint: use lower-case letters, digits, '-' and '.', for example --name mycluster
+");
     assert!(err.contains("hint:"));
-    d.refused(
-        &["init", "-p", "generic", "--name=-bad"],
-        "is not a valid DNS-1123 subdomain",
-    );
+    d.refuses(&["init", "-p", "generic", "--name=-bad"], 1, "\
+Error: --name \"-bad\" is not a valid DNS-1123 subdomain: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')
+hint: use lower-case letters, digits, '-' and '.', for example --name mycluster
+");
     for url in [
         "10.0.0.1:6443",
         "https://10.0.0.1",
         "https://:6443",
         "https://10.0.0.1:99999",
     ] {
-        d.refused(
-            &[
+        d.refuses(&[
                 "init",
                 "-p",
                 "generic",
@@ -220,9 +231,10 @@ fn bad_flags_are_refused_before_any_write() {
                 "c",
                 "--cluster-endpoint",
                 url,
-            ],
-            &format!("cluster-endpoint \"{url}\" is missing scheme, host, or port"),
-        );
+            ], 1, &format!("\
+Error: cluster-endpoint \"{url}\" is missing scheme, host, or port, or its host is not an IP address or DNS name
+hint: pass a full URL such as https://10.0.0.1:6443 or https://[fd00::1]:6443
+"));
     }
     for (image, msg) in [
         (":v1", "is malformed: starts with a reserved separator"),
@@ -238,8 +250,7 @@ fn bad_flags_are_refused_before_any_write() {
             msg,
         );
     }
-    d.refused(
-        &[
+    d.refuses(&[
             "init",
             "-p",
             "generic",
@@ -247,10 +258,8 @@ fn bad_flags_are_refused_before_any_write() {
             "c",
             "--image",
             "ghcr.io/a/b:v1",
-        ],
-        "--image was set but preset \"generic\" does not declare a top-level image: field",
-    );
-    d.refused(
+        ], 1, "Error: --image was set but preset \"generic\" does not declare a top-level image: field in values.yaml; remove --image or choose a preset that exposes it (e.g. cozystack)\n");
+    d.refuses(
         &[
             "init",
             "-p",
@@ -260,17 +269,30 @@ fn bad_flags_are_refused_before_any_write() {
             "--talos-version",
             "latest",
         ],
-        "invalid Talos version \"latest\"",
+        1,
+        "\
+Error: invalid Talos version \"latest\"
+hint: use a version like v1.12 or v1.13.2
+",
     );
     for mode in ["--update", "--encrypt", "--decrypt"] {
-        d.refused(&["init", mode, "--image", "ghcr.io/a/b:v1"],
-            "--image is honored on initial init only; not valid with --encrypt, --decrypt, or --update");
-        d.refused(
-            &["init", mode, "--cluster-endpoint", "https://a:1"],
-            "--cluster-endpoint is honored on initial init only",
+        d.refuses(
+            &["init", mode, "--image", "ghcr.io/a/b:v1"],
+            1,
+            "\
+Error: --image is honored on initial init only; not valid with --encrypt, --decrypt, or --update
+hint: for an existing project, edit the image field in values.yaml directly
+",
         );
+        d.refuses(&["init", mode, "--cluster-endpoint", "https://a:1"], 1, "\
+Error: --cluster-endpoint is honored on initial init only; not valid with --encrypt, --decrypt, or --update
+hint: for an existing project, edit endpoint in values.yaml directly
+");
     }
-    d.refused(&["init", "--encrypt"], "not in a project root: Chart.yaml and secrets.yaml (or secrets.encrypted.yaml) must exist in");
+    d.refuses(&["init", "--encrypt"], 1, "\
+Error: not in a project root: Chart.yaml and secrets.yaml (or secrets.encrypted.yaml) must exist in $DIR or parent directories
+hint: run it inside a project made by `talm init`, or pass --root
+");
     assert!(d.snapshot().is_empty());
 }
 
@@ -279,8 +301,12 @@ fn init_over_existing_files_lists_them_and_writes_nothing() {
     let d = Dir::new();
     d.write("values.yaml", "mine: true\n");
     d.write("templates/worker.yaml", "mine\n");
-    let err = d.refused(&["init", "-p", "cozystack", "-N", "c"],
-        "refusing to init: 2 file(s) already exist in target directory; pass --force to overwrite, or --update to refresh only the talm library chart:\n  - templates/worker.yaml\n  - values.yaml");
+    let err = d.refuses(&["init", "-p", "cozystack", "-N", "c"], 1, "\
+Error: refusing to init: 2 file(s) already exist in target directory; pass --force to overwrite, or --update to refresh only the talm library chart:
+  - templates/worker.yaml
+  - values.yaml
+hint: run `talm init --update --preset <preset>` to refresh an existing project
+");
     assert!(err.contains("hint:"));
     // --force overwrites them.
     d.write("secrets.yaml", STABILITY_SECRETS);
@@ -295,7 +321,7 @@ fn init_inside_an_existing_project_is_refused_unless_root_is_explicit() {
     std::fs::create_dir_all(d.join("sub")).unwrap();
     let before = d.snapshot();
     d.talm_in("sub", ["init", "-p", "generic", "-N", "inner"])
-        .fails_with("is inside an existing talm project at");
+        .expect().stderr("Error: refusing to init: $DIR/sub is inside an existing talm project at $DIR. To create a new project under the current directory, pass --root . explicitly. To re-initialise the parent, run from the parent directory\n").status(1).run();
     assert_eq!(d.snapshot(), before);
     d.talm_in(
         "sub",
@@ -310,7 +336,14 @@ fn broken_secrets_are_refused_with_file_and_position() {
     // A YAML syntax error names the file, line and column.
     let d = Dir::new();
     d.write("secrets.yaml", "cluster:\n    id: a\n  secret: [b\n");
-    let err = d.refused(&["init", "-p", "generic", "-N", "c"], "secrets.yaml:");
+    let err = d.refuses(
+        &["init", "-p", "generic", "-N", "c"],
+        1,
+        "\
+Error: secrets.yaml:3:3: invalid YAML: did not find expected key
+hint: fix the YAML syntax in secrets.yaml near line 3, column 3
+",
+    );
     assert!(err.contains("invalid YAML"), "{err}");
     assert!(
         err.contains("hint: fix the YAML syntax in secrets.yaml near line"),
@@ -322,25 +355,38 @@ fn broken_secrets_are_refused_with_file_and_position() {
         "secrets.yaml",
         include_str!("../fixtures/talos/secrets/invalid-secrets.yaml"),
     );
-    let err = d.refused(
+    let err = d.refuses(
         &["init", "-p", "generic", "-N", "c"],
-        "secrets.yaml is not a valid secrets bundle: 6 errors occurred",
+        1,
+        "\
+Error: secrets.yaml is not a valid secrets bundle: 6 errors occurred:
+\t* cluster.secret is required
+\t* one of [secrets.secretboxencryptionsecret, secrets.aescbcencryptionsecret] is required
+\t* trustdinfo is required
+\t* certs.etcd is invalid: failed to parse PEM block
+\t* certs.k8saggregator is required
+\t* certs.os is invalid: unsupported key type: \"CERTIFICATE\"
+hint: restore secrets.yaml from a backup or secrets.encrypted.yaml (`talm init -d`)
+",
     );
     assert!(err.contains("certs.os is invalid: unsupported key type: \"CERTIFICATE\""));
     // An unreadable file (a folder where the file should be) is named.
     let d = Dir::new();
     std::fs::create_dir_all(d.join("secrets.yaml")).unwrap();
-    d.refused(&["init", "-p", "generic", "-N", "c"], "cannot read");
+    d.refuses(&["init", "-p", "generic", "-N", "c"], 1, "\
+Error: cannot read $DIR/secrets.yaml: it is a directory, not a regular file
+hint: talm reads its inputs from regular files: put the file itself there (a link to a regular file is fine)
+");
     // A malformed talosconfig is refused too.
     let d = Dir::seeded();
     d.write(
         "talosconfig",
         "context: x\ncontexts:\n    x:\n        ca: not-base64-pem\n",
     );
-    d.refused(
-        &["init", "-p", "generic", "-N", "c"],
-        "talosconfig: contexts.x.ca is not base64-encoded PEM",
-    );
+    d.refuses(&["init", "-p", "generic", "-N", "c"], 1, "\
+Error: talosconfig: contexts.x.ca is not base64-encoded PEM
+hint: move it aside (`mv talosconfig talosconfig.damaged`), then run `talm init -d` to restore it from talosconfig.encrypted, or `talm talosconfig` to write a new one from the secrets bundle
+");
 }
 
 #[test]
@@ -348,8 +394,10 @@ fn encrypted_secrets_without_key_are_refused() {
     let d = Dir::project("generic");
     let fresh = Dir::new();
     fresh.write("secrets.encrypted.yaml", &d.read("secrets.encrypted.yaml"));
-    let err = fresh.refused(&["init", "-p", "generic", "-N", "c"],
-        "secrets.encrypted.yaml exists but secrets.yaml and talm.key are missing. Cannot decrypt without key");
+    let err = fresh.refuses(&["init", "-p", "generic", "-N", "c"], 1, "\
+Error: secrets.encrypted.yaml exists but secrets.yaml and talm.key are missing. Cannot decrypt without key
+hint: talm.key is required to decrypt secrets.encrypted.yaml. Restore your backed-up key, or re-run `talm init` to regenerate (this writes new secrets — the old secrets.encrypted.yaml will not be decryptable without the original key; move the *.encrypted* files out of the project first, talm will not seal new files next to ones it cannot open).
+");
     assert!(
         err.contains("Restore your backed-up key, or re-run `talm init` to regenerate"),
         "{err}"
@@ -371,7 +419,20 @@ fn completion_scripts() {
         // Dynamic: the script calls talm back for the candidates (tests/integration/talk.rs).
         assert!(o.stdout.contains("TALM_COMPLETE="), "{shell}");
     }
-    d.talm(["completion", "tcsh"]).fails_with("invalid value");
+    d.talm(["completion", "tcsh"])
+        .expect()
+        .stderr(
+            "\
+error: invalid value 'tcsh' for '<SHELL>'
+  [possible values: bash, elvish, fish, powershell, zsh]
+
+  tip: a similar value exists: 'zsh'
+
+For more information, try '--help'.
+",
+        )
+        .status(2)
+        .run();
 }
 
 #[test]

@@ -102,7 +102,10 @@ fn update_to_a_new_preset_keeps_user_pins() {
     // image line stop the update, and nothing is written.
     let before = d.snapshot();
     d.talm(["init", "--update", "--preset", "cozystack"])
-        .fails_with("file \"templates/worker.yaml\" differs from the preset template");
+        .expect().stderr("\
+Error: file \"templates/worker.yaml\" differs from the preset template, but talm is running non-interactively and cannot prompt for confirmation
+hint: rerun under a tty to answer the prompt, or pass --force to overwrite
+").status(1).run();
     assert_eq!(d.snapshot(), before);
     let old_worker = d.read("templates/worker.yaml");
     std::fs::copy(
@@ -112,7 +115,10 @@ fn update_to_a_new_preset_keeps_user_pins() {
     .unwrap();
     let before = d.snapshot();
     d.talm(["init", "--update", "--preset", "cozystack"])
-        .fails_with("file \"values.yaml\" has lines changed both by you and by the new preset");
+        .expect().stderr("\
+Error: file \"values.yaml\" has lines changed both by you and by the new preset, and talm is running non-interactively and cannot ask which to keep
+hint: rerun in a terminal to choose, or pass --force to keep your lines and take the rest of the preset
+").status(1).run();
     assert_eq!(d.snapshot(), before);
     d.write("templates/worker.yaml", &old_worker);
 
@@ -194,7 +200,10 @@ fn a_changed_template_is_not_overwritten_silently() {
     let before = d.snapshot();
     let err = d
         .talm(["init", "--update", "--preset", "generic"])
-        .fails_with("file \"templates/worker.yaml\" differs from the preset template, but talm is running non-interactively and cannot prompt for confirmation");
+        .expect().stderr("\
+Error: file \"templates/worker.yaml\" differs from the preset template, but talm is running non-interactively and cannot prompt for confirmation
+hint: rerun under a tty to answer the prompt, or pass --force to overwrite
+").status(1).run();
     assert!(err
         .stderr
         .contains("hint: rerun under a tty to answer the prompt, or pass --force to overwrite"));
@@ -213,10 +222,26 @@ fn update_finds_the_preset_in_the_lock_and_refuses_unknown_ones() {
         o.stderr
     );
     d.talm(["init", "-u", "-p", "nope"])
-        .fails_with("invalid preset: nope");
+        .expect()
+        .stderr(
+            "\
+Error: invalid preset: nope. Valid presets are: [generic cozystack talm]
+hint: pass one of the listed presets with --preset
+",
+        )
+        .status(1)
+        .run();
     d.remove(".talm-preset.lock");
     d.talm(["init", "-u"])
-        .fails_with("preset not found in Chart.yaml dependencies or .talm-preset.lock");
+        .expect()
+        .stderr(
+            "\
+Error: preset not found in Chart.yaml dependencies or .talm-preset.lock
+hint: pass the preset the project was made from: talm init --update --preset <preset>
+",
+        )
+        .status(1)
+        .run();
 }
 
 fn talm_in_tty(d: &Dir, args: &str, input: &str) -> String {

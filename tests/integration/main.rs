@@ -40,6 +40,7 @@ mod presets_values;
 mod presets_values_links;
 mod progress;
 mod readme;
+mod refusals;
 mod repl;
 mod rotate;
 mod rotate_resume;

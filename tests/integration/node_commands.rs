@@ -3,6 +3,7 @@
 //! maintenance and authenticated modes.
 
 use crate::common::cluster::until;
+use crate::common::expect::addrs;
 use crate::common::sim::{template_node, Nodes};
 use crate::common::{net, yaml_docs, Dir};
 
@@ -70,7 +71,15 @@ fn template_online_writes_the_node_file_with_discovered_comments() {
         "templates/controlplane.yaml",
         "-i",
     ])
-    .fails_with("command \"talm template\" is not supported with multiple nodes");
+    .expect()
+    .stderr(
+        "\
+Error: command \"talm template\" is not supported with multiple nodes
+hint: render one node at a time (one node file per node), or pass --offline
+",
+    )
+    .status(1)
+    .run();
 }
 
 #[test]
@@ -214,7 +223,16 @@ fn version_and_get_in_both_modes() {
         .stdout;
     assert_eq!(p, format!("{ip} eth0 mtu=1500\n"));
     d.talm(["get", "links", "-n", &ip, "-i", "-o", "wide"])
-        .fails_with("output format \"wide\" is not supported");
+        .expect()
+        .stderr(
+            "\
+error: invalid value 'wide' for '--output <OUTPUT>': output format \"wide\" is not supported
+
+For more information, try '--help'.
+",
+        )
+        .status(2)
+        .run();
     let ns = d
         .talm([
             "get",
@@ -239,13 +257,20 @@ fn version_and_get_in_both_modes() {
         &ip,
         "-i",
     ])
-    .fails_with(&format!(
-        "node {ip}: list AddressStatuses.net.talos.dev: namespace \"runtime\" is not supported"
-    ));
+    .expect().stderr(format!("\
+Error: node {ip}: list AddressStatuses.net.talos.dev: namespace \"runtime\" is not supported
+hint: the node is in maintenance mode, where only reads and applying a config are allowed: apply one first (`talm apply -i`), then talk to it with the talosconfig (without -i)
+")).status(1).run();
     d.talm(["get", "nonsense", "-n", &ip, "-i"])
-        .fails_with(&format!(
-            "node {ip}: resource \"nonsense\" is not registered"
-        ));
+        .expect()
+        .stderr(format!(
+            "\
+Error: node {ip}: resource \"nonsense\" is not registered
+hint: list the node's resource types with `talm get rd`
+"
+        ))
+        .status(1)
+        .run();
 
     // Configure it, then talk through the project's talosconfig, nodes and endpoints from the
     // node file's modeline.
@@ -290,7 +315,16 @@ fn version_and_get_in_both_modes() {
     );
     d.talm(["bootstrap", "-f", "nodes/node1.yaml"]).ok();
     d.talm(["bootstrap", "-f", "nodes/node1.yaml"])
-        .fails_with(&format!("node {ip}: Bootstrap: rpc error: code = AlreadyExists desc = etcd data directory is not empty"));
+        .expect()
+        .mask(addrs)
+        .stderr(
+            "\
+- talm: bootstrapping etcd on $A1
+Error: node $A1: Bootstrap: rpc error: code = AlreadyExists desc = etcd data directory is not empty
+",
+        )
+        .status(1)
+        .run();
     // The online template of a configured node goes through the talosconfig as well.
     let again = d.talm(["template", "-f", "nodes/node1.yaml"]).ok().stdout;
     assert!(again.contains("# -- Discovered interfaces:"), "{again}");
@@ -302,13 +336,24 @@ fn sim_command_serves_nodes_until_stopped() {
     let (listed, extra) = (lan.host(21), lan.host(22));
     let d = Dir::new();
     d.talm(["sim", "--node", "10.0.0.1"])
-        .fails_with("10.0.0.1 is not a loopback address");
+        .expect()
+        .stderr(
+            "\
+Error: 10.0.0.1 is not a loopback address
+hint: simulated nodes listen on 127.0.0.0/8 (or ::1) only, e.g. --node 127.0.0.11
+",
+        )
+        .status(1)
+        .run();
     d.write(
         "bad.yaml",
         &format!("nodes:\n  - address: {}\n    hardwre: {{}}\n", lan.host(20)),
     );
     d.talm(["sim", "--config", "bad.yaml"])
-        .fails_with("bad.yaml: nodes[0]: unknown field `hardwre`");
+        .expect().stderr("\
+Error: bad.yaml: nodes[0]: unknown field `hardwre`, expected one of `address`, `port`, `talos_version`, `hardware`, `faults` at line 3 column 5
+hint: see `talm sim --help` for the format: nodes: [{address: 127.0.0.11, hardware: {disks: [...], links: [...]}, faults: {...}}]
+").status(1).run();
     d.write(
         "sim.yaml",
         &format!("reboot_delay: 200ms\nnodes:\n  - address: {listed}\n    talos_version: v1.13.5\n    hardware:\n      disks:\n        - {{name: sda, size: 500107862016, model: Samsung SSD 870, serial: S6P}}\n      links:\n        - {{name: enp1s0, mac: \"aa:bb:cc:00:00:21\", bus_path: \"0000:01:00.0\", addresses: [{listed}/24]}}\n      gateway: {}\n", lan.host(254)),
@@ -385,7 +430,10 @@ fn sim_command_powers_switched_off_nodes_back_on() {
         o.stderr
     );
     d.talm(["version", "-n", &ip, "-i"])
-        .fails_with(&format!("node {ip}: connect: connection refused"));
+        .expect().stderr(format!("\
+Error: node {ip}: connect: connection refused
+hint: check the address and that the node is up with its Talos API on port 50000; a node that is rebooting comes back in a moment
+")).status(1).run();
     // SIGUSR1 powers it on: it boots again, in maintenance mode after the reset.
     let usr1 = std::process::Command::new("kill")
         .args(["-USR1", &child.0.id().to_string()])
@@ -470,9 +518,20 @@ fn scan_finds_maintenance_and_configured_nodes() {
         "{facts}"
     );
     d.talm(["version", "-n", &three, "-i"])
-        .fails_with("API is not implemented in maintenance mode");
+        .expect().mask(addrs).stderr("\
+Error: node $A1: Version: rpc error: code = Unimplemented desc = API is not implemented in maintenance mode
+hint: the node is in maintenance mode, where this call is not available: apply a config first (`talm apply -f nodes/<node>.yaml -i`)
+").status(1).run();
     d.talm(["scan", "10.0.0.0/8"])
-        .fails_with("holds 16777216 addresses");
+        .expect()
+        .stderr(
+            "\
+Error: 10.0.0.0/8 holds 16777216 addresses
+hint: scan at most a /16 at a time
+",
+        )
+        .status(1)
+        .run();
     // A concurrency that would probe nothing is refused by name (no traffic is sent).
     let o = d.talm(["scan", &range, "--concurrency", "0"]).run();
     assert_eq!(o.code, 2);

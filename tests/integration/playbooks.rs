@@ -67,7 +67,18 @@ fn bundled_playbooks_run_by_name_are_listed_and_a_local_file_wins() {
         "Error: playbook bring-up.rhai: no such file\nhint: give the path of a .rhai file, or the name of a playbook bundled with talm: bringup (`talm run --list`)\n"
     );
     d.talm(["run", "--list", "bringup"])
-        .fails_with("the argument '--list' cannot be used with");
+        .expect()
+        .stderr(
+            "\
+error: the argument '--list' cannot be used with '[FILE]'
+
+Usage: talm run --list [FILE] [ARGS]...
+
+For more information, try '--help'.
+",
+        )
+        .status(2)
+        .run();
 }
 
 #[test]
@@ -122,7 +133,11 @@ out(`${r[0]} ${r[1]} ${is_error(r[2])} ${r[2].message} ${r[3]}`);
         "ff.rhai",
         r#"parallel([1, 2], |x| { fail(`item ${x} failed`) }, #{ limit: 1, fail_fast: true });"#,
     );
-    d.talm(["run", "ff.rhai"]).fails_with("item 1 failed");
+    d.talm(["run", "ff.rhai"])
+        .expect()
+        .stderr("Error: item 1 failed\n")
+        .status(1)
+        .run();
 }
 
 #[test]
@@ -134,28 +149,66 @@ fn project_scripts_are_commands_and_see_their_arguments() {
         o.stdout,
         "hello [\"a\", \"b\"] from mycluster, https://127.0.0.11:6443"
     );
-    d.talm(["nosuch"]).fails_with("unknown command \"nosuch\"");
+    d.talm(["nosuch"])
+        .expect()
+        .stderr(
+            "\
+Error: unknown command \"nosuch\"
+hint: see `talm --help`; a project's scripts/NAME.rhai also runs as `talm NAME`
+",
+        )
+        .status(1)
+        .run();
 }
 
 #[test]
 fn script_errors_name_file_line_and_column() {
     let d = Dir::project("generic");
     d.write("bad.rhai", "let x = 1;\nlet y = (x + ;\n");
-    let o = d.talm(["run", "bad.rhai"]).fails_with("bad.rhai:2:");
+    let o = d
+        .talm(["run", "bad.rhai"])
+        .expect()
+        .stderr(
+            "\
+Error: bad.rhai:2:14: syntax error: Unexpected ';'
+hint: fix the script bad.rhai at the position shown
+",
+        )
+        .status(1)
+        .run();
     assert!(o.code != 0);
     d.write("unknown.rhai", "let x = 1;\nfrobnicate(x);\n");
     d.talm(["run", "unknown.rhai"])
-        .fails_with("unknown.rhai:2:1: Function not found: frobnicate");
+        .expect()
+        .stderr(
+            "\
+Error: unknown.rhai:2:1: Function not found: frobnicate (i64)
+hint: the script unknown.rhai failed at the position shown
+",
+        )
+        .status(1)
+        .run();
     d.write("escape.rhai", "file::write(\"../outside.txt\", \"x\");\n");
     d.talm(["run", "escape.rhai"])
-        .fails_with("path \"../outside.txt\" is outside the project");
+        .expect()
+        .stderr(
+            "\
+Error: path \"../outside.txt\" is outside the project at $DIR
+hint: scripts may only read and write files inside the project root
+",
+        )
+        .status(1)
+        .run();
     assert!(!d.path().parent().unwrap().join("outside.txt").exists());
     d.write(
         "inside.rhai",
         "file::write(\"notes/a.txt\", \"x\"); out(file::read(\"notes/a.txt\"));\n",
     );
     assert_eq!(d.talm(["run", "inside.rhai"]).ok().stdout, "x");
-    d.talm(["run", "missing.rhai"]).fails_with("missing.rhai");
+    d.talm(["run", "missing.rhai"]).expect().stderr("\
+Error: playbook missing.rhai: no such file
+hint: give the path of a .rhai file, or the name of a playbook bundled with talm: bringup (`talm run --list`)
+").status(1).run();
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! pinning the maintenance certificate, and `rotate-ca` (dry run by default; a real rotation
 //! moves the nodes to new CAs, the project's secrets.yaml, talosconfig and twins following).
 
+use crate::common::expect::addrs;
 use crate::common::sim::{template_node, Nodes};
 use crate::common::{net, Dir};
 
@@ -22,8 +23,14 @@ fn cert_fingerprint_pins_the_maintenance_certificate() {
         d.talm(args)
     };
 
-    apply(&["not!base64"]).fails_with("--cert-fingerprint \"not!base64\": not base64");
-    apply(&["AAAA"]).fails_with("3 bytes, a SHA-256 hash has 32");
+    apply(&["not!base64"]).expect().stderr("\
+Error: --cert-fingerprint \"not!base64\": not base64: Invalid symbol 33, offset 3.
+hint: give the SHA-256 of the server certificate's public key (SubjectPublicKeyInfo) in base64, as talosctl prints and takes it, e.g. `openssl x509 -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64`
+").status(1).run();
+    apply(&["AAAA"]).expect().stderr("\
+Error: --cert-fingerprint \"AAAA\": 3 bytes, a SHA-256 hash has 32
+hint: give the SHA-256 of the server certificate's public key (SubjectPublicKeyInfo) in base64, as talosctl prints and takes it, e.g. `openssl x509 -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64`
+").status(1).run();
 
     let o = apply(&[NOBODY]).fails_with("which matches none of --cert-fingerprint");
     let line = o
@@ -283,14 +290,14 @@ fn rotate_ca_dry_run_changes_nothing() {
 fn rotate_ca_refuses_several_nodes_or_endpoints() {
     let [a, b] = net::addrs();
     let d = Dir::project("generic");
-    d.refused(
-        &["rotate-ca", "-n", &a, "-n", &b, "--control-plane-nodes", &a],
-        "rotate-ca requires exactly one control-plane node, but 2 nodes were provided",
-    );
-    d.refused(
-        &["rotate-ca", "-n", &a, "-e", &a, "-e", &b],
-        "rotate-ca requires exactly one control-plane node, but 2 endpoints were provided",
-    );
+    d.refuses(&["rotate-ca", "-n", &a, "-n", &b, "--control-plane-nodes", &a], 1, "\
+Error: rotate-ca requires exactly one control-plane node, but 2 nodes were provided
+hint: rotate-ca reaches the cluster through one control-plane node: pass it with -n (and one -e), and the whole cluster with --control-plane-nodes and --worker-nodes
+");
+    d.refuses(&["rotate-ca", "-n", &a, "-e", &a, "-e", &b], 1, "\
+Error: rotate-ca requires exactly one control-plane node, but 2 endpoints were provided
+hint: rotate-ca reaches the cluster through one control-plane node: pass it with -n (and one -e), and the whole cluster with --control-plane-nodes and --worker-nodes
+");
 }
 
 #[test]
@@ -382,7 +389,10 @@ fn rotate_ca_rotates_both_cas_and_the_project_follows() {
         "--talosconfig",
         "old-talosconfig",
     ])
-    .fails_with("talosconfig's CA");
+    .expect().mask(addrs).stderr("\
+Error: node $A1: connect: the node's certificate is not signed by the talosconfig's CA
+hint: the node belongs to another cluster, or the talosconfig to another project: check --talosconfig and --context
+").status(1).run();
 
     // The project's kubeconfig was fetched again: it carries the new Kubernetes CA.
     assert!(

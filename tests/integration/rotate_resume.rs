@@ -3,6 +3,7 @@
 //! leaves its journal in `.talm/rotate-ca.yaml`; the rerun with the same flags resumes it and
 //! the project ends on the new CAs, while contradicting flags are refused.
 
+use crate::common::expect::addrs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -104,7 +105,11 @@ fn rotate_ca_killed_after_the_first_node_switched_ca_resumes() {
     // failure says a rotation is unfinished and how to carry it on.
     let o = d
         .talm(["version", "-n", &cp, "-e", &cp])
-        .fails_with("the node's certificate is not signed by the talosconfig's CA");
+        .expect().mask(addrs).stderr("\
+Error: node $A1: connect: the node's certificate is not signed by the talosconfig's CA
+hint: the node belongs to another cluster, or the talosconfig to another project: check --talosconfig and --context
+hint: a CA rotation is unfinished (.talm/rotate-ca.yaml): the nodes may be between two CAs; `talm rotate-ca --control-plane-nodes $A1 --worker-nodes $A2,$A3 --dry-run=false` with the same flags as the first run resumes it
+").status(1).run();
     let hint = format!(
         "hint: a CA rotation is unfinished (.talm/rotate-ca.yaml): the nodes may be between two CAs; `talm rotate-ca --control-plane-nodes {cp} --worker-nodes {w1},{w2} --dry-run=false` with the same flags as the first run resumes it"
     );

@@ -1,6 +1,7 @@
 //! `talm sim --node-range`: one simulator process started with a whole block of addresses serves a
 //! node on every one of them, each answering `version -i`; bad ranges are refused by name.
 
+use crate::common::expect::addrs;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -114,15 +115,28 @@ fn bad_ranges_are_refused_by_flag_and_value() {
     let d = Dir::new();
     let a = net::addr();
     d.talm(["sim", "--node-range", "10.0.0.1-10.0.0.5"])
-        .fails_with("--node-range \"10.0.0.1-10.0.0.5\": 10.0.0.1 is not a loopback address");
+        .expect().stderr("\
+Error: --node-range \"10.0.0.1-10.0.0.5\": 10.0.0.1 is not a loopback address
+hint: simulated nodes listen on 127.0.0.0/8 only, e.g. --node-range 127.200.0.1-127.200.19.136 (5,000 nodes) or --node-range 127.200.0.0/22
+").status(1).run();
     let reversed = format!("{a}-127.0.0.1");
     d.talm(["sim", "--node-range", &reversed])
-        .fails_with(&format!(
-            "--node-range \"{reversed}\": the range ends (127.0.0.1) before it starts ({a})"
-        ));
+        .expect()
+        .mask(addrs)
+        .stderr(
+            "\
+Error: --node-range \"$A1-127.0.0.1\": the range ends (127.0.0.1) before it starts ($A1)
+hint: write the lower address first: --node-range 127.0.0.1-$A1
+",
+        )
+        .status(1)
+        .run();
     let o = d
         .talm(["sim", "--node-range", &a])
-        .fails_with(&format!("--node-range \"{a}\" is not a range of addresses"));
+        .expect().stderr(format!("\
+Error: --node-range \"{a}\" is not a range of addresses
+hint: give FIRST-LAST or a CIDR block; a single node is --node IP; e.g. --node-range 127.200.0.1-127.200.19.136 (5,000 nodes) or --node-range 127.200.0.0/22
+")).status(1).run();
     assert!(
         o.stderr.contains("hint: give FIRST-LAST or a CIDR block"),
         "{}",
@@ -130,7 +144,13 @@ fn bad_ranges_are_refused_by_flag_and_value() {
     );
     let range = format!("{a}-{a}");
     d.talm(["sim", "--node", &a, "--node-range", &range])
-        .fails_with(&format!(
-            "{a} is given twice: --node #1 and --node-range {range}"
-        ));
+        .expect()
+        .stderr(format!(
+            "\
+Error: {a} is given twice: --node #1 and --node-range {range}
+hint: each simulated node needs an address of its own: drop one, or give it another loopback address
+"
+        ))
+        .status(1)
+        .run();
 }

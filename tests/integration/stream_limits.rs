@@ -180,7 +180,15 @@ fn read_outlasts_the_call_timeout_while_data_flows() {
     });
     let started = Instant::now();
     d.talm(args)
-        .fails_with(&format!("node {ip}: Read: no answer within 1s"));
+        .expect()
+        .stderr(format!(
+            "\
+Error: node {ip}: Read: no answer within 1s
+hint: the node is slow or unreachable; raise --call-timeout, or check the network
+"
+        ))
+        .status(1)
+        .run();
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "the deadline held"

@@ -2,6 +2,7 @@
 //! layout and contents as talosctl writes them, no secret in it, 0600, an existing bundle kept
 //! unless the user answers `y`, and what a node refuses listed while the rest is written.
 
+use crate::common::expect::addrs;
 use std::collections::BTreeMap;
 
 use talm::talos::block_on;
@@ -250,7 +251,16 @@ fn existing_bundle_is_kept_unless_the_user_says_y() {
             Some(a) => run.stdin(a),
             None => run,
         };
-        let o = run.fails_with("Error: operation aborted");
+        let o = run
+            .expect()
+            .stderr(
+                "\
+support.zip already exists, overwrite? [y/N]: Error: operation aborted
+hint: support.zip is kept; answer y to replace it, or name another file with -O FILE
+",
+            )
+            .status(1)
+            .run();
         assert!(
             o.stderr
                 .starts_with("support.zip already exists, overwrite? [y/N]: "),
@@ -302,7 +312,17 @@ fn existing_bundle_is_kept_unless_the_user_says_y() {
     std::fs::create_dir(d.join("bundles")).unwrap();
     d.talm(["support", "-f", "nodes/cp.yaml", "-O", "bundles"])
         .stdin("y\n")
-        .fails_with("archive::zip: bundles is a folder");
+        .expect()
+        .mask(addrs)
+        .stderr(
+            "\
+bundles already exists, overwrite? [y/N]: $A1: 35/35 collected
+Error: archive::zip: bundles is a folder
+hint: name a file, e.g. -O support.zip
+",
+        )
+        .status(1)
+        .run();
 }
 
 fn cluster_of_one(nodes: &Nodes, cp: &str) -> Dir {
@@ -368,10 +388,35 @@ fn refusals_are_listed_and_the_rest_is_written() {
     d.talm([
         "support", "-n", &nobody, "-e", &nobody, "-i", "-O", "none.zip",
     ])
-    .fails_with("Error: nothing could be collected from any node");
+    .expect()
+    .stderr({
+        let c = column(3, &["SOURCE", &nobody]);
+        format!(
+            "\
+Processed with errors:
+   {}ERROR
+   {}connect: connection refused
+hint: check the address and that the node is up with its Talos API on port 50000; a node that is rebooting comes back in a moment
+Error: nothing could be collected from any node
+hint: check that the nodes answer (talm version -n NODE) and that the talosconfig holds an admin certificate
+",
+            c("SOURCE"),
+            c(&nobody)
+        )
+    })
+    .status(1)
+    .run();
     assert!(!d.exists("none.zip"));
     d.talm(["support", "-i", "-O", "x.zip"])
-        .fails_with("nodes are not set for the command");
+        .expect()
+        .stderr(
+            "\
+Error: nodes are not set for the command
+hint: use --nodes, a node file's modeline (-f), or set nodes in the talosconfig context
+",
+        )
+        .status(1)
+        .run();
 
     // What the command is made of is there for playbooks too.
     let api = d.talm(["help", "api"]).ok().stdout;

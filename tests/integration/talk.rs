@@ -118,9 +118,10 @@ fn skip_verify_keeps_the_client_certificate() {
     let base = ["--talosconfig", "foreign-talosconfig", "-n", &ip, "-e", &ip];
     let mut args = vec!["version"];
     args.extend(base);
-    d.talm(&args).fails_with(&format!(
-        "node {ip}: connect: the node's certificate is not signed by the talosconfig's CA"
-    ));
+    d.talm(&args).expect().stderr(format!("\
+Error: node {ip}: connect: the node's certificate is not signed by the talosconfig's CA
+hint: the node belongs to another cluster, or the talosconfig to another project: check --talosconfig and --context
+")).status(1).run();
     // Unverified, the node still sees the client certificate: a configured node answers
     // only to one (in maintenance mode it would refuse the call).
     args.push("--skip-verify");
@@ -315,9 +316,10 @@ fn a_patch_needs_a_project_to_be_made_whole() {
         "p.rhai",
         &format!("node(\"{nobody}\", #{{ insecure: true }}).apply(\"machine:\\n  type: worker\\n\", #{{}});\n"),
     );
-    let o = d.talm(["run", "p.rhai"]).fails_with(
-        "n.apply: the config is a patch, and there is no project whose secrets make it a whole config",
-    );
+    let o = d.talm(["run", "p.rhai"]).expect().stderr("\
+Error: n.apply: the config is a patch, and there is no project whose secrets make it a whole config
+hint: run inside a talm project (or call use_project(root) first), or pass a whole config (render with `full: true`)
+").status(1).run();
     assert!(
         o.stderr.contains("hint: run inside a talm project"),
         "{}",
@@ -390,7 +392,12 @@ fn parallel_errors_must_be_looked_at() {
         "own.rhai",
         "let r = parallel([1], |x| { fail(\"inner\") });\nfail(\"outer\");\n",
     );
-    let o = d.talm(["run", "own.rhai"]).fails_with("outer");
+    let o = d
+        .talm(["run", "own.rhai"])
+        .expect()
+        .stderr("Error: outer\n")
+        .status(1)
+        .run();
     assert!(!o.stderr.contains("parallel()"), "{}", o.stderr);
 }
 

@@ -76,7 +76,15 @@ fn missing_secrets_are_named() {
     d.remove("secrets.yaml");
     let o = d
         .talm(["talosconfig"])
-        .fails_with("secrets.yaml not found at");
+        .expect()
+        .stderr(
+            "\
+Error: secrets.yaml not found at $DIR/secrets.yaml
+hint: run 'talm init' or restore secrets.yaml (talm init -d opens secrets.encrypted.yaml)
+",
+        )
+        .status(1)
+        .run();
     assert!(o
         .stderr
         .contains("hint: run 'talm init' or restore secrets.yaml"));

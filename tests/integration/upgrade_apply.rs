@@ -2,6 +2,7 @@
 //! the upgrade followed by talosctl's action tracker, its flags honoured by the node (stage,
 //! reboot mode), and the new image written back into the node files (only that line changes).
 
+use crate::common::expect::addrs;
 use crate::common::sim::{template_node, Nodes};
 use crate::common::{net, Dir};
 
@@ -232,7 +233,15 @@ fn upgrade_without_waiting_and_its_refusals() {
     let nodes = Nodes::start(&[&ip], |_| {});
     let d = pinned(&nodes, &ip);
     d.talm(["upgrade", "-f", "nodes/cp.yaml", "-i", NEW, "--insecure"])
-        .fails_with("cannot use --wait and --insecure together");
+        .expect()
+        .stderr(
+            "\
+Error: cannot use --wait and --insecure together
+hint: a node in maintenance mode cannot be followed; pass --wait=false
+",
+        )
+        .status(1)
+        .run();
     d.talm([
         "upgrade",
         "-f",
@@ -242,7 +251,17 @@ fn upgrade_without_waiting_and_its_refusals() {
         "--reboot-mode",
         "force",
     ])
-    .fails_with("invalid value 'force' for '--reboot-mode <REBOOT_MODE>'");
+    .expect()
+    .stderr(
+        "\
+error: invalid value 'force' for '--reboot-mode <REBOOT_MODE>'
+  [possible values: default, powercycle]
+
+For more information, try '--help'.
+",
+    )
+    .status(2)
+    .run();
     assert!(
         d.read("nodes/cp.yaml").contains(OLD),
         "refusals write nothing"
@@ -347,9 +366,17 @@ fn post_apply_verification_is_off_by_default_and_names_what_diverged() {
     ])
     .ok();
     // and is caught when the check is on, naming the node and the paths that differ.
-    let o = d.talm(verify).fails_with(&format!(
-        "Error: node {ip}: post-apply: 1 document(s) on the node diverge from the configuration sent to the node\n"
-    ));
+    let o = d.talm(verify).expect().mask(addrs).stderr("\
+- talm: file=nodes/cp.yaml, nodes=[$A1], endpoints=[$A1]
+WARN: templateOptions.kubernetesVersion is empty: no image is set for kubelet, kube-proxy or the control-plane components, so Talos uses its own defaults. Pin it in Chart.yaml (or --kubernetes-version) to control the Kubernetes version.
+Applied configuration without a reboot
+talm: post-apply divergence (node $A1)
+  ~ MachineConfig
+      machine.sysctls.vm.max_map_count: 262144 -> 524288
+talm: 0 additions, 0 removals, 1 update, 0 unchanged.
+Error: node $A1: post-apply: 1 document(s) on the node diverge from the configuration sent to the node
+hint: a controller on the node may have reverted the fields above, or templateOptions.talosVersion / --talos-version is newer than the node's Talos; look with `talm get machineconfig -o yaml`
+").status(1).run();
     let report: Vec<&str> = o
         .stderr
         .lines()
@@ -404,7 +431,19 @@ fn apply_warns_when_the_contract_is_newer_than_the_node() {
             "--talos-version",
             "v1.12",
         ])
-        .fails_with("talm: the multi-doc renderer cannot translate legacy machine.network.interfaces[] from the running MachineConfig.");
+        .expect().mask(addrs).stderr("\
+- talm: file=nodes/cp.yaml, nodes=[$A1], endpoints=[$A1]
+Error: talm: the multi-doc renderer cannot translate legacy machine.network.interfaces[] from the running MachineConfig. Move the interfaces, vlans, and addresses below into per-node body overlays as v1.12 typed documents (LinkConfig, VLANConfig, BondConfig, RouteConfig) before re-running talm apply, or pin templateOptions.talosVersion to v1.11 in Chart.yaml until the translator lands.
+
+Detected legacy block:
+- addresses:
+    - $A1/24
+  interface: eth0
+  routes:
+    - gateway: $A2
+      network: 0.0.0.0/0
+
+").status(1).run();
     let block =
         format!("Detected legacy block:\n- addresses:\n    - {old}/24\n  interface: eth0\n");
     assert!(o.stderr.contains(&block), "{}", o.stderr);
@@ -491,7 +530,15 @@ fn kubeconfig_login_merges_into_an_existing_file_with_a_clashing_context() {
             "KUBECONFIG",
             format!("{}:{}", d.join("a").display(), d.join("b").display()),
         )
-        .fails_with("multiple kubeconfig files defined");
+        .expect()
+        .stderr(
+            "\
+Error: multiple kubeconfig files defined
+hint: name the file to merge into: talm kubeconfig --login PATH
+",
+        )
+        .status(1)
+        .run();
 }
 
 #[test]

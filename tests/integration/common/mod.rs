@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod expect;
 pub mod net;
 pub mod sim;
 pub mod streaming;
@@ -151,11 +152,20 @@ impl Dir {
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
     {
+        let args: Vec<std::ffi::OsString> =
+            args.into_iter().map(|a| a.as_ref().to_owned()).collect();
         let mut cmd = assert_cmd::Command::cargo_bin("talm").unwrap();
         cmd.current_dir(self.join(sub))
-            .args(args)
+            .args(&args)
             .env_remove("TALM_PRESETS_DIR");
-        Run { cmd }
+        Run {
+            cmd,
+            dir: Some(self.path().to_owned()),
+            args: args
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+        }
     }
 
     /// `talm` whose files may grow to `bytes` at most (RLIMIT_FSIZE), with SIGXFSZ ignored so a
@@ -167,9 +177,11 @@ impl Dir {
         S: AsRef<std::ffi::OsStr>,
     {
         use std::os::unix::process::CommandExt;
+        let args: Vec<std::ffi::OsString> =
+            args.into_iter().map(|a| a.as_ref().to_owned()).collect();
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_talm"));
         cmd.current_dir(self.path())
-            .args(args)
+            .args(&args)
             .env_remove("TALM_PRESETS_DIR");
         // SAFETY: between fork and exec the child calls only setrlimit and signal, which are
         // async-signal-safe, and touches no memory but the copied `bytes`.
@@ -190,6 +202,11 @@ impl Dir {
         }
         Run {
             cmd: assert_cmd::Command::from_std(cmd),
+            dir: Some(self.path().to_owned()),
+            args: args
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
         }
     }
 
@@ -248,6 +265,7 @@ impl Dir {
 
     /// Runs a command that must fail with `needle` on stderr and leave the folder unchanged;
     /// returns stderr.
+    #[track_caller]
     pub fn refused(&self, args: &[&str], needle: &str) -> String {
         let before = self.snapshot();
         let o = self.talm(args).fails_with(needle);
@@ -280,6 +298,10 @@ impl Dir {
 
 pub struct Run {
     pub cmd: assert_cmd::Command,
+    /// The test's folder, read as `$DIR` by [`Run::expect`].
+    pub dir: Option<std::path::PathBuf>,
+    /// The command line, for messages.
+    pub args: Vec<String>,
 }
 
 pub struct Out {
@@ -321,6 +343,7 @@ impl Run {
     }
 
     /// Runs and expects failure with `needle` on stderr.
+    #[track_caller]
     pub fn fails_with(self, needle: &str) -> Out {
         let o = self.run();
         assert_ne!(o.code, 0, "talm unexpectedly succeeded:\n{}", o.stderr);

@@ -87,7 +87,27 @@ fn commands_run_from_the_command_line() {
     );
     // Bad choices are refused by the command line, naming the flag.
     d.talm(["processes", "--sort", "pid", "-n", &cp])
-        .fails_with("invalid value 'pid' for '--sort <SORT>'");
+        .expect()
+        .stderr(
+            "\
+error: invalid value 'pid' for '--sort <SORT>'
+  [possible values: rss, cpu]
+
+For more information, try '--help'.
+",
+        )
+        .status(2)
+        .run();
     d.talm(["image", "list", "--namespace", "k8s", "-n", &cp])
-        .fails_with("invalid value 'k8s' for '--namespace <NAMESPACE>'");
+        .expect()
+        .stderr(
+            "\
+error: invalid value 'k8s' for '--namespace <NAMESPACE>'
+  [possible values: cri, system, inmem]
+
+For more information, try '--help'.
+",
+        )
+        .status(2)
+        .run();
 }

@@ -1,5 +1,6 @@
 //! A node's files: `read`, `list`, `usage`, `copy` (a tar.gz, or unpacked) and `cgroups`.
 
+use crate::common::expect::addrs;
 use std::io::Read;
 
 use super::{cluster, play, words};
@@ -30,10 +31,25 @@ fn files_are_read_listed_measured_and_copied() {
         .stdout;
     assert_eq!(proc_, "/sbin/init\0");
     play(&d, "read", &[cp], "path: \"/etc/nope\"")
-        .fails_with("rpc error: code = NotFound desc = stat /etc/nope: no such file or directory");
-    play(&d, "read", &[cp], "path: \"/etc\"").fails_with("path must be a regular file");
+        .expect().mask(addrs).stderr("Error: node $A1: Read: rpc error: code = NotFound desc = stat /etc/nope: no such file or directory\n").status(1).run();
+    play(&d, "read", &[cp], "path: \"/etc\"")
+        .expect()
+        .mask(addrs)
+        .stderr(
+            "Error: node $A1: Read: rpc error: code = Unknown desc = path must be a regular file\n",
+        )
+        .status(1)
+        .run();
     play(&d, "read", &[cp, worker], "path: \"/etc/hostname\"")
-        .fails_with("command \"read\" is not supported with multiple nodes");
+        .expect()
+        .stderr(
+            "\
+Error: command \"read\" is not supported with multiple nodes
+hint: read from one node: talm read -f nodes/node1.yaml /etc/hostname
+",
+        )
+        .status(1)
+        .run();
 
     let list = |extra: &str| play(&d, "list", &[cp], &format!("{extra}, output: \"\""));
     let out = list(
@@ -82,11 +98,19 @@ fn files_are_read_listed_measured_and_copied() {
     );
     assert!(os.contains(&"system_u:object_r:etc_t:s0"), "{out}");
     list("path: \"/\", long: false, recurse: true, depth: 3, humanize: false, type: []")
-        .fails_with("only one of flags --recurse and --depth can be specified at the same time");
+        .expect()
+        .stderr(
+            "Error: only one of flags --recurse and --depth can be specified at the same time\n",
+        )
+        .status(1)
+        .run();
     list("path: \"/\", long: false, recurse: false, depth: 1, humanize: false, type: [\"fx\"]")
-        .fails_with("invalid file type: x");
+        .expect()
+        .stderr("Error: invalid file type: x\n")
+        .status(1)
+        .run();
     list("path: \"/nope\", long: false, recurse: false, depth: 1, humanize: false, type: []")
-        .fails_with("lstat /nope: no such file or directory");
+        .expect().mask(addrs).stderr("Error: node $A1: List: rpc error: code = Unknown desc = lstat /nope: no such file or directory\n").status(1).run();
 
     // Usage: folders after their contents, the path itself last, one level by default.
     let out = play(
@@ -104,7 +128,10 @@ fn files_are_read_listed_measured_and_copied() {
     assert_eq!(names, ["containerd.toml", "conf.d", "."]);
     let sizes: Vec<u64> = rows[1..].iter().map(|r| r[1].parse().unwrap()).collect();
     assert_eq!(sizes[2], sizes[0] + sizes[1]);
-    let out = play(&d, "usage", &[cp], "paths: [\"/nope\", \"/etc/cri\"], depth: 0, all: false, threshold: 0, humanize: false, output: \"\"").fails_with("1 error occurred:\n lstat /nope: no such file or directory");
+    let out = play(&d, "usage", &[cp], "paths: [\"/nope\", \"/etc/cri\"], depth: 0, all: false, threshold: 0, humanize: false, output: \"\"").expect().stderr("\
+Error: 1 error occurred:
+ lstat /nope: no such file or directory
+").status(1).run();
     assert!(
         out.stdout.ends_with(&format!("{}174    .\n", node(cp))),
         "{}",
@@ -149,17 +176,36 @@ fn files_are_read_listed_measured_and_copied() {
             .to_string(),
         "../usr/lib/os-release"
     );
-    play(&d, "copy", &[cp], "source: \"/etc\", destination: \"out\"").fails_with("error creating");
+    play(&d, "copy", &[cp], "source: \"/etc\", destination: \"out\"").expect().mask(addrs).stderr("\
+Error: node $A1: error copying: the archive the node sent does not unpack: error creating directory \"out/cni\": File exists (os error 17)
+hint: what was unpacked before it stays in out; retry, or look at the node's files with `talm list /etc`
+").status(1).run();
     d.write("file", "x");
     play(&d, "copy", &[cp], "source: \"/etc\", destination: \"file\"")
-        .fails_with("local path \"file\" should be a directory");
+        .expect()
+        .stderr(
+            "\
+Error: local path \"file\" should be a directory
+hint: give a folder to unpack into, or `-` to write the .tar.gz to stdout
+",
+        )
+        .status(1)
+        .run();
     play(
         &d,
         "copy",
         &[cp, worker],
         "source: \"/etc\", destination: \"-\"",
     )
-    .fails_with("command \"copy\" is not supported with multiple nodes");
+    .expect()
+    .stderr(
+        "\
+Error: command \"copy\" is not supported with multiple nodes
+hint: copy from one node: talm copy -f nodes/node1.yaml /etc -
+",
+    )
+    .status(1)
+    .run();
 
     // Cgroups: the tree with pods, containers and processes named.
     let out = play(
@@ -216,14 +262,30 @@ fn files_are_read_listed_measured_and_copied() {
         &[cp],
         "preset: \"disk\", schema_file: \"\", skip_cri_resolve: false, output: \"\"",
     )
-    .fails_with("invalid preset name: disk (valid [cpu cpuset io memory process psi swap])");
+    .expect()
+    .stderr(
+        "\
+Error: invalid preset name: disk (valid [cpu cpuset io memory process psi swap])
+hint: run `talm cgroups --preset memory`, for one
+",
+    )
+    .status(1)
+    .run();
     play(
         &d,
         "cgroups",
         &[cp],
         "preset: \"\", schema_file: \"\", skip_cri_resolve: false, output: \"\"",
     )
-    .fails_with("either schema file or preset must be specified");
+    .expect()
+    .stderr(
+        "\
+Error: either schema file or preset must be specified
+hint: pick a preset: [cpu cpuset io memory process psi swap]
+",
+    )
+    .status(1)
+    .run();
 }
 
 #[test]

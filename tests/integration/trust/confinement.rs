@@ -74,7 +74,10 @@ fn project_natives_in_a_playbook_stay_inside_the_project() {
     );
     let out = d
         .talm(["run", "use.rhai"])
-        .fails_with(&format!("use_project: {o} is not a talm project"));
+        .expect().stderr(format!("\
+Error: use_project: {o} is not a talm project (it has no Chart.yaml and secrets.yaml or secrets.encrypted.yaml)
+hint: a playbook switches only to a talm project: create it first with talm([\"init\", \"--root\", DIR]), or run the playbook inside it
+")).status(1).run();
     assert!(!out.stdout.contains("outside-secret"));
 
     // Inside the project, and in another talm project it switched to, all of it works.

@@ -52,19 +52,19 @@ fn keys_an_encrypted_file_cannot_keep_are_refused_naming_the_line() {
         "values-secret.yaml",
         "registry:\n  password: hunter2\n? [a, b]\n: [c]\n",
     );
-    d.refused(
-        &["init", "--encrypt"],
-        "refusing to encrypt values-secret.yaml:3: a mapping key there is a list or a mapping",
-    );
+    d.refuses(&["init", "--encrypt"], 1, "\
+Error: refusing to encrypt values-secret.yaml:3: a mapping key there is a list or a mapping (`? [a, b]`), which an encrypted file cannot keep
+hint: write the keys of values-secret.yaml as text, numbers or booleans, then run `talm init --encrypt` again
+");
     assert!(!d.exists("values-secret.encrypted.yaml"));
     d.write(
         "values-secret.yaml",
         "registry:\n  ? {user: secretkey}\n  : hunter2\n",
     );
-    let err = d.refused(
-        &["init", "--encrypt"],
-        "values-secret.yaml:2: a mapping key",
-    );
+    let err = d.refuses(&["init", "--encrypt"], 1, "\
+Error: refusing to encrypt values-secret.yaml:2: a mapping key there is a list or a mapping (`? [a, b]`), which an encrypted file cannot keep
+hint: write the keys of values-secret.yaml as text, numbers or booleans, then run `talm init --encrypt` again
+");
     assert!(
         !err.contains("secretkey") && !err.contains("hunter2"),
         "{err}"
@@ -73,10 +73,10 @@ fn keys_an_encrypted_file_cannot_keep_are_refused_naming_the_line() {
         "values-secret.yaml",
         "registry:\n  password: !vault hunter2\n",
     );
-    d.refused(
-        &["init", "--encrypt"],
-        "refusing to encrypt values-secret.yaml:2: it holds a YAML tag",
-    );
+    d.refuses(&["init", "--encrypt"], 1, "\
+Error: refusing to encrypt values-secret.yaml:2: it holds a YAML tag (`!name`), which an encrypted value cannot keep
+hint: remove the tags from values-secret.yaml; values are read as plain text, numbers and booleans
+");
 }
 
 #[test]
@@ -96,10 +96,10 @@ fn a_bundle_of_the_wrong_shape_is_named_by_key_never_by_value() {
         &replace_block(&body, "trustdinfo", &[format!("trustdinfo: {envelope}")]),
     );
     d.remove("secrets.yaml");
-    let err = d.refused(
-        &["init", "--decrypt"],
-        "secrets.encrypted.yaml: not a Talos secrets bundle: the value at trustdinfo is text, expected a mapping",
-    );
+    let err = d.refuses(&["init", "--decrypt"], 1, "\
+Error: secrets.encrypted.yaml: not a Talos secrets bundle: the value at trustdinfo is text, expected a mapping
+hint: secrets.encrypted.yaml must hold cluster, secrets, trustdinfo and certs as `talm init` writes them
+");
     assert!(!err.contains(&secret[..12]), "{err}");
 
     // The plain bundle is the root secret too.
@@ -110,9 +110,13 @@ fn a_bundle_of_the_wrong_shape_is_named_by_key_never_by_value() {
     );
     d.write("secrets.yaml", &plain);
     for args in [&["init", "--encrypt"][..], &["talosconfig"][..]] {
-        let err = d.refused(
+        let err = d.refuses(
             args,
-            "secrets.yaml: not a Talos secrets bundle: the value at trustdinfo is text, expected a mapping",
+            1,
+            "\
+Error: secrets.yaml: not a Talos secrets bundle: the value at trustdinfo is text, expected a mapping
+hint: secrets.yaml must hold cluster, secrets, trustdinfo and certs as `talm init` writes them
+",
         );
         assert!(!err.contains(&secret[..12]), "{args:?}: {err}");
     }
@@ -136,10 +140,10 @@ fn a_damaged_talosconfig_gets_a_hint_that_works() {
         .collect();
     d.write("talosconfig.encrypted", &(broken.join("\n") + "\n"));
     d.remove("talosconfig");
-    let err = d.refused(
-        &["init", "--decrypt"],
-        "talosconfig.encrypted: current context \"nope\" is not among its contexts",
-    );
+    let err = d.refuses(&["init", "--decrypt"], 1, "\
+Error: talosconfig.encrypted: current context \"nope\" is not among its contexts
+hint: restore talosconfig.encrypted from git (`git checkout -- talosconfig.encrypted`) or a backup; or move it aside and run `talm talosconfig` to write a new talosconfig (sealed into a new talosconfig.encrypted) from the secrets bundle
+");
     assert!(
         err.contains("hint: restore talosconfig.encrypted from git (`git checkout -- talosconfig.encrypted`)"),
         "{err}"
@@ -150,10 +154,10 @@ fn a_damaged_talosconfig_gets_a_hint_that_works() {
 
     // A broken plain talosconfig: `talm talosconfig` reads it too, so the hint moves it aside.
     d.write("talosconfig", "context: nope\ncontexts: {}\n");
-    let err = d.refused(
-        &["talosconfig"],
-        "talosconfig: current context \"nope\" is not among its contexts",
-    );
+    let err = d.refuses(&["talosconfig"], 1, "\
+Error: talosconfig: current context \"nope\" is not among its contexts
+hint: move it aside (`mv talosconfig talosconfig.damaged`), then run `talm init -d` to restore it from talosconfig.encrypted, or `talm talosconfig` to write a new one from the secrets bundle
+");
     assert!(
         err.contains("hint: move it aside (`mv talosconfig talosconfig.damaged`), then run `talm init -d` to restore it from talosconfig.encrypted, or `talm talosconfig`"),
         "{err}"
@@ -164,7 +168,10 @@ fn a_damaged_talosconfig_gets_a_hint_that_works() {
     assert_eq!(d.read("talosconfig"), good);
     d.write("talosconfig", "context: nope\ncontexts: {}\n");
     d.talm(["talosconfig"])
-        .fails_with("is not among its contexts");
+        .expect().stderr("\
+Error: talosconfig: current context \"nope\" is not among its contexts
+hint: move it aside (`mv talosconfig talosconfig.damaged`), then run `talm init -d` to restore it from talosconfig.encrypted, or `talm talosconfig` to write a new one from the secrets bundle
+").status(1).run();
     std::fs::rename(d.join("talosconfig"), d.join("talosconfig.damaged")).unwrap();
     d.talm(["talosconfig"]).ok();
     assert!(d.read("talosconfig").contains("context: mycluster"));
@@ -178,10 +185,10 @@ fn only_whole_kubeconfigs_are_encrypted_or_decrypted() {
     // A cut plain kubeconfig is not sealed over anything; git holds no copy of it.
     let cut = replace_block(&replace_block(KUBECONFIG, "users", &[]), "contexts", &[]);
     d.write("kubeconfig", &cut);
-    let err = d.refused(
-        &["init", "--encrypt"],
-        "kubeconfig is not a whole kubeconfig: users, contexts missing or empty",
-    );
+    let err = d.refuses(&["init", "--encrypt"], 1, "\
+Error: kubeconfig is not a whole kubeconfig: users, contexts missing or empty
+hint: fetch it again with `talm kubeconfig -f nodes/NODE.yaml` (kubeconfig is git-ignored, so git holds no copy of it)
+");
     assert!(
         err.contains("talm kubeconfig -f nodes/NODE.yaml") && err.contains("git-ignored"),
         "{err}"
@@ -194,10 +201,10 @@ fn only_whole_kubeconfigs_are_encrypted_or_decrypted() {
     d.write("kubeconfig.encrypted", &replace_block(&twin, "users", &[]));
     d.remove("kubeconfig");
     d.remove("secrets.yaml");
-    let err = d.refused(
-        &["init", "--decrypt"],
-        "kubeconfig.encrypted is not a whole kubeconfig: users missing or empty",
-    );
+    let err = d.refuses(&["init", "--decrypt"], 1, "\
+Error: kubeconfig.encrypted is not a whole kubeconfig: users missing or empty
+hint: restore kubeconfig.encrypted from git (`git checkout -- kubeconfig.encrypted`) or a backup, or fetch a new kubeconfig with `talm kubeconfig -f nodes/NODE.yaml`
+");
     assert!(
         err.contains("git checkout -- kubeconfig.encrypted"),
         "{err}"

@@ -5,6 +5,7 @@
 //! the file and context, and `talm sim` refuses an address given twice before binding anything.
 //! Simulated and fake servers listen on addresses from `common::net` only.
 
+use crate::common::expect::addrs;
 use std::convert::Infallible;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -280,6 +281,7 @@ fn a_server_that_closes_after_the_handshake_cut_the_call() {
     let [a, b] = net::addrs();
     let d = Dir::project("generic");
     let fake = tls_fake(&a, maintenance_tls(&a), Then::CloseAfterRead);
+    // Whether the close reads as closed or reset is a race: checked by its needle.
     let o = d.talm(["version", "-n", &a, "-i"]).fails_with(&format!(
         "node {a}: Version: the connection was cut during the call"
     ));
@@ -332,6 +334,7 @@ fn a_node_refusing_the_client_certificate_is_named_so() {
     for _ in 0..3 {
         let o = d
             .talm(["version", "-n", &addr, "-e", &addr])
+            // Which of two ways the rejection shows depends on timing: checked by parts.
             .fails_with(&format!("node {addr}: "));
         assert!(
             o.stderr
@@ -406,7 +409,10 @@ fn an_old_talos_in_maintenance_mode_is_still_talos() {
     let d = Dir::new();
     let o = d
         .talm(["version", "-n", addr, "-i"])
-        .fails_with("not implemented in maintenance mode");
+        .expect().mask(addrs).stderr("\
+Error: node $A1: Version: rpc error: code = Unimplemented desc = API is not implemented in maintenance mode
+hint: the node is in maintenance mode, where this call is not available: apply a config first (`talm apply -f nodes/<node>.yaml -i`)
+").status(1).run();
     assert!(!o.stderr.contains("not a Talos API"), "{}", o.stderr);
     let o = d.talm(["discover", "-n", addr, "-i"]).ok();
     assert!(o.stdout.contains("nvme0n1"), "{}", o.stdout);
@@ -464,7 +470,16 @@ fn sim_refuses_an_address_given_twice_before_binding() {
         &format!("nodes:\n  - address: {held}\n  - address: {held}\n"),
     );
     d.talm(["sim", "--config", "twice.yaml"])
-        .fails_with("twice.yaml: nodes[0].address and twice.yaml: nodes[1].address");
+        .expect()
+        .mask(addrs)
+        .stderr(
+            "\
+Error: $A1 is given twice: twice.yaml: nodes[0].address and twice.yaml: nodes[1].address
+hint: each simulated node needs an address of its own: drop one, or give it another loopback address
+",
+        )
+        .status(1)
+        .run();
     assert!(
         started.elapsed() < Duration::from_secs(3),
         "refused at once"
@@ -475,17 +490,34 @@ fn sim_refuses_an_address_given_twice_before_binding() {
 fn sim_names_an_address_it_cannot_use() {
     let d = Dir::new();
     d.talm(["sim", "--node", "10.9.1.1"])
-        .fails_with("10.9.1.1 is not a loopback address");
+        .expect()
+        .stderr(
+            "\
+Error: 10.9.1.1 is not a loopback address
+hint: simulated nodes listen on 127.0.0.0/8 (or ::1) only, e.g. --node 127.0.0.11
+",
+        )
+        .status(1)
+        .run();
     d.write("sim.yaml", "nodes:\n  - address: 10.9.1.1\n");
     d.talm(["sim", "--config", "sim.yaml"])
-        .fails_with("sim.yaml: nodes[0].address: 10.9.1.1 is not a loopback address");
+        .expect()
+        .stderr(
+            "\
+Error: sim.yaml: nodes[0].address: 10.9.1.1 is not a loopback address
+hint: simulated nodes listen on 127.0.0.0/8 (or ::1) only, e.g. --node 127.0.0.11
+",
+        )
+        .status(1)
+        .run();
     // Already in use (here by this test): the address, the port and the cause, promptly.
     let held = net::addr();
     let _held = std::net::TcpListener::bind(format!("{held}:50000")).unwrap();
     let started = Instant::now();
-    let o = d.talm(["sim", "--node", &held]).fails_with(&format!(
-        "cannot listen on {held}:50000: the address is already in use"
-    ));
+    let o = d.talm(["sim", "--node", &held]).expect().stderr(format!("\
+Error: cannot listen on {held}:50000: the address is already in use
+hint: another process listens there (another `talm sim`?): stop it, or simulate the node at another loopback address
+")).status(1).run();
     assert!(o.stderr.contains("hint: "), "{}", o.stderr);
     let took = started.elapsed();
     assert!(

@@ -68,11 +68,20 @@ fn a_template_that_prints_a_value_raw_cannot_be_broken_out_of() {
         ))
     };
     raw(&["--set-string", "image=node1\ncluster:\n  evil: true"])
-        .fails_with("templates/raw.yaml: the value at values.image would change the structure of the rendered document: it holds a line break");
+        .expect().stderr("\
+Error: templates/raw.yaml: the value at values.image would change the structure of the rendered document: it holds a line break and is printed as is
+hint: fix the value at values.image; a template that prints free text should pass it through `| to_json`
+").status(1).run();
     raw(&["--set-string", "image=a: b: c"])
-        .fails_with("templates/raw.yaml rendered text that is not valid YAML");
+        .expect().stderr("\
+Error: templates/raw.yaml rendered text that is not valid YAML at line 4: mapping values are not allowed in this context at line 4 column 16
+hint: a value holding a quote, a newline or `: ` may have broken the document: check the values printed near that line, and print them through `| to_json` in the template
+").status(1).run();
     d.write("hostile.yaml", "image: \"[evil]\"\n");
-    raw(&["--values", "hostile.yaml"]).fails_with("it holds a leading YAML indicator");
+    raw(&["--values", "hostile.yaml"]).expect().stderr("\
+Error: templates/raw.yaml: the value at values.image would change the structure of the rendered document: it holds a leading YAML indicator and is printed as is
+hint: fix the value at values.image; a template that prints free text should pass it through `| to_json`
+").status(1).run();
     // An ordinary value renders as before.
     raw(&["--set-string", "image=node1"]).ok();
 }
@@ -89,7 +98,11 @@ fn addresses_are_checked_where_they_enter() {
         "--endpoints",
         "10.0.0.1;reboot",
     ])
-    .fails_with("is not a node address");
+    .expect().stderr("\
+error: invalid value '10.0.0.1;reboot' for '--endpoints <IP>': \"10.0.0.1;reboot\" is not a node address: \"10.0.0.1;reboot\" is neither an IP address nor a DNS name (letters, digits, '-' and '.', labels of at most 63)
+
+For more information, try '--help'.
+").status(2).run();
     d.talm([
         "init",
         "-p",
@@ -99,7 +112,10 @@ fn addresses_are_checked_where_they_enter() {
         "--cluster-endpoint",
         "https://exa mple:6443",
     ])
-    .fails_with("is missing scheme, host, or port, or its host is not an IP address or DNS name");
+    .expect().stderr("\
+Error: cluster-endpoint \"https://exa mple:6443\" is missing scheme, host, or port, or its host is not an IP address or DNS name
+hint: pass a full URL such as https://10.0.0.1:6443 or https://[fd00::1]:6443
+").status(1).run();
     assert!(d.snapshot().is_empty());
     let p = project();
     p.talm([
@@ -110,7 +126,12 @@ fn addresses_are_checked_where_they_enter() {
         "-n",
         "1.2.3.4\nx",
     ])
-    .fails_with("is not a node address");
+    .expect().stderr("\
+error: invalid value '1.2.3.4
+x' for '--nodes <IP>': \"1.2.3.4\\nx\" is not a node address: \"1.2.3.4\\nx\" is neither an IP address nor a DNS name (letters, digits, '-' and '.', labels of at most 63)
+
+For more information, try '--help'.
+").status(2).run();
     p.talm([
         "version",
         "-e",
@@ -118,15 +139,20 @@ fn addresses_are_checked_where_they_enter() {
         "-n",
         &net::addr(),
     ])
-    .fails_with("it holds a scheme or a path");
+    .expect().stderr("\
+error: invalid value 'https://10.0.0.1:50000' for '--endpoints <IP>': \"https://10.0.0.1:50000\" is not a node address: it holds a scheme or a path: give the host (and port) only
+
+For more information, try '--help'.
+").status(2).run();
     p.write(
         "nodes/bad.yaml",
         "# talm: nodes=[\"10.0.0.1 --evil\"], templates=[\"templates/controlplane.yaml\"]\n",
     );
     p.talm(["template", "--offline", "-f", "nodes/bad.yaml"])
-        .fails_with(
-            "nodes/bad.yaml:1: modeline nodes[0] \"10.0.0.1 --evil\" is not a node address",
-        );
+        .expect().stderr("\
+Error: nodes/bad.yaml:1: modeline nodes[0] \"10.0.0.1 --evil\" is not a node address: \"10.0.0.1 --evil\" is neither an IP address nor a DNS name (letters, digits, '-' and '.', labels of at most 63)
+hint: nodes and endpoints are IP addresses or DNS names, with an optional port
+").status(1).run();
 }
 
 #[test]
@@ -158,21 +184,27 @@ fn wrong_value_shapes_are_refused_naming_key_and_file() {
 fn empty_values_and_facts_without_resources_say_so() {
     let d = project();
     d.write("values.yaml", "# nothing here\n");
-    d.talm(super::RENDER_CP).fails_with("values.yaml is empty");
+    d.talm(super::RENDER_CP).expect().stderr("\
+Error: values.yaml is empty: the templates read the cluster's settings (endpoint, image, subnets...) from it
+hint: restore it with `git checkout -- values.yaml`, or see the preset's own in a scratch folder: `talm init -p <preset> -N x`
+").status(1).run();
     let d = project();
     d.write("facts.yaml", "node: 10.0.0.1\nlinks: []\n");
     d.talm(super::RENDER_CP)
-        .fails_with("facts.yaml has no `resources:` key: it is not a talm facts file");
+        .expect().stderr("\
+Error: facts.yaml has no `resources:` key: it is not a talm facts file
+hint: record one with `talm discover --nodes IP > facts.yaml` (it lists the node's links, addresses, routes, disks... under `resources:`)
+").status(1).run();
 }
 
 #[test]
 fn a_damaged_preset_baseline_is_named_with_the_way_out() {
     let d = project();
     d.write(".talm-preset.base", "values.yaml: [unclosed\n");
-    let err = d.refused(
-        &["init", "--update", "--force"],
-        ".talm-preset.base is damaged",
-    );
+    let err = d.refuses(&["init", "--update", "--force"], 1, "\
+Error: .talm-preset.base is damaged: it is not YAML (did not find expected ',' or ']' at line 2 column 1, while parsing a flow sequence at line 1 column 14)
+hint: it records the preset's Chart.yaml and values.yaml as talm last wrote them; restore it with `git checkout -- .talm-preset.base`, or delete it and run `talm init --update --force` (without a baseline your Chart.yaml and values.yaml are kept as they are, and the next update records a new one)
+");
     assert!(err.contains("git checkout -- .talm-preset.base"), "{err}");
     // Bytes that are not text at all are damage too, with the same way out.
     std::fs::write(
@@ -180,10 +212,10 @@ fn a_damaged_preset_baseline_is_named_with_the_way_out() {
         b"values.yaml: |\n  \xff\xfe\x00\x9c\n",
     )
     .unwrap();
-    let err = d.refused(
-        &["init", "--update", "--force"],
-        ".talm-preset.base is damaged: it is not UTF-8 text (byte 17)",
-    );
+    let err = d.refuses(&["init", "--update", "--force"], 1, "\
+Error: .talm-preset.base is damaged: it is not UTF-8 text (byte 17)
+hint: it records the preset's Chart.yaml and values.yaml as talm last wrote them; restore it with `git checkout -- .talm-preset.base`, or delete it and run `talm init --update --force` (without a baseline your Chart.yaml and values.yaml are kept as they are, and the next update records a new one)
+");
     assert!(err.contains("git checkout -- .talm-preset.base"), "{err}");
     assert!(!err.contains("readable"), "{err}");
 }
@@ -198,16 +230,21 @@ fn in_place_never_replaces_a_good_node_file_with_a_bad_render() {
         "templates/probe.yaml",
         "machine:\n  type: worker\n  notAKey: 1\n",
     );
-    d.refused(
-        super::IN_PLACE,
-        "nodes/n.yaml: the render does not decode as Talos config documents",
-    );
+    d.refuses(super::IN_PLACE, 1, "\
+- talm: file=nodes/n.yaml, nodes=[127.9.3.21], endpoints=[127.0.0.11], templates=[templates/probe.yaml]
+Error: nodes/n.yaml: the render does not decode as Talos config documents: error decoding document /v1alpha1/ (line 1): unknown keys found during decoding:
+machine:
+    notAKey: 1
+
+hint: nodes/n.yaml was left as it was; fix the template or the values behind the line shown (run without -I to see the render)
+");
     // A render that is not YAML at all.
     d.write("templates/probe.yaml", "machine:\n  type: [worker\n");
-    d.refused(
-        super::IN_PLACE,
-        "templates/probe.yaml rendered text that is not valid YAML",
-    );
+    d.refuses(super::IN_PLACE, 1, "\
+- talm: file=nodes/n.yaml, nodes=[127.9.3.21], endpoints=[127.0.0.11], templates=[templates/probe.yaml]
+Error: templates/probe.yaml rendered text that is not valid YAML at line 3: did not find expected ',' or ']' at line 3 column 1, while parsing a flow sequence at line 2 column 9
+hint: a value holding a quote, a newline or `: ` may have broken the document: check the values printed near that line, and print them through `| to_json` in the template
+");
     assert_eq!(d.read("nodes/n.yaml"), good);
 }
 

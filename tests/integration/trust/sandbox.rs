@@ -145,7 +145,15 @@ fn playbooks_run_under_generous_limits_that_max_ops_sets() {
     assert!(o.stderr.contains("scripts/spin.rhai:2:"), "{}", o.stderr);
     d.talm(["spin"])
         .env("TALM_MAX_OPS", "lots")
-        .fails_with("TALM_MAX_OPS=\"lots\" is not a number of operations");
+        .expect()
+        .stderr(
+            "\
+Error: TALM_MAX_OPS=\"lots\" is not a number of operations
+hint: set TALM_MAX_OPS to a whole number (0 = no limit), or unset it
+",
+        )
+        .status(1)
+        .run();
     // A playbook may count far beyond a template's limit; 0 lifts the limit.
     d.write(
         "count.rhai",
@@ -362,13 +370,33 @@ fn parallel_runs_on_a_bounded_pool() {
 
     d.write("zero.rhai", "parallel([1, 2], |x| x, 0);\n");
     d.talm(["run", "zero.rhai"])
-        .fails_with("parallel: limit 0 is not a number of items at once");
+        .expect()
+        .stderr(
+            "\
+Error: parallel: limit 0 is not a number of items at once
+hint: give a limit of 1 or more (at most 32 run at once), or leave it out
+",
+        )
+        .status(1)
+        .run();
     d.write("neg.rhai", "parallel([1, 2], |x| x, #{ limit: -3 });\n");
     d.talm(["run", "neg.rhai"])
-        .fails_with("parallel: limit -3 is not a number of items at once");
+        .expect()
+        .stderr(
+            "\
+Error: parallel: limit -3 is not a number of items at once
+hint: give a limit of 1 or more (at most 32 run at once), or leave it out
+",
+        )
+        .status(1)
+        .run();
     d.write("typo.rhai", "parallel([1, 2], |x| x, #{ limt: 2 });\n");
     d.talm(["run", "typo.rhai"])
-        .fails_with("unknown option \"limt\" for parallel; the options are: limit, fail_fast");
+        .expect().stderr("\
+Error: unknown option \"limt\" for parallel; the options are: limit, fail_fast, quiet, stop_after_failure
+hint: did you mean \"limit\" instead of \"limt\"?
+hint: `talm help api parallel` describes the options
+").status(1).run();
 }
 
 // ---- option maps and map properties -------------------------------------------------------
@@ -382,7 +410,16 @@ fn missing_map_properties_are_errors() {
     );
     let o = d
         .talm(["run", "prop.rhai"])
-        .fails_with("prop.rhai:3:11: Property not found: b");
+        .expect()
+        .stderr(
+            "\
+Error: prop.rhai:3:11: Property not found: b
+hint: the script prop.rhai failed at the position shown
+hint: a map has no \"b\": read an optional key with `m.get(\"b\")` (or test `\"b\" in m`)
+",
+        )
+        .status(1)
+        .run();
     assert_eq!(o.stdout, "5 false\n");
     assert!(
         o.stderr
@@ -392,7 +429,11 @@ fn missing_map_properties_are_errors() {
     );
     d.write("templates/t.rhai", "#{ a: ARGS.values.no_such_value }\n");
     d.talm(["template", "--offline", "-t", "templates/t.rhai"])
-        .fails_with("templates/t.rhai:1:19: Property not found: no_such_value");
+        .expect().stderr("\
+Error: templates/t.rhai:1:19: Property not found: no_such_value
+hint: the script templates/t.rhai failed at the position shown
+hint: a map has no \"no_such_value\": read an optional key with `m.get(\"no_such_value\")` (or test `\"no_such_value\" in m`)
+").status(1).run();
 }
 
 #[test]
@@ -411,9 +452,18 @@ fn apply_options_are_typed() {
         "typo.rhai",
         &format!("let n = node(\"{ip}\", #{{ insecure: true }});\nn.apply(file::read(\"cfg.yaml\"), #{{ dryrun: true }});\n"),
     );
-    let o = d.talm(["run", "typo.rhai"]).fails_with(
-        "unknown option \"dryrun\" for n.apply; the options are: mode, dry_run, timeout",
-    );
+    let o = d
+        .talm(["run", "typo.rhai"])
+        .expect()
+        .stderr(
+            "\
+Error: unknown option \"dryrun\" for n.apply; the options are: mode, dry_run, timeout, as_is
+hint: did you mean \"dry_run\" instead of \"dryrun\"?
+hint: `talm help api apply` describes the options
+",
+        )
+        .status(1)
+        .run();
     assert!(
         o.stderr
             .contains("hint: did you mean \"dry_run\" instead of \"dryrun\"?"),
@@ -432,7 +482,15 @@ fn apply_options_are_typed() {
         &format!("node(\"{ip}\", #{{ insecure: \"yes\" }});\n"),
     );
     d.talm(["run", "bad.rhai"])
-        .fails_with("option \"insecure\" of node must be true or false, not \"yes\" (string)");
+        .expect()
+        .stderr(
+            "\
+Error: option \"insecure\" of node must be true or false, not \"yes\" (string)
+hint: `talm help api node` describes the options
+",
+        )
+        .status(1)
+        .run();
     d.write(
         "dry.rhai",
         &format!("let n = node(\"{ip}\", #{{ insecure: true }});\nout(n.apply(file::read(\"cfg.yaml\"), #{{ dry_run: true }}).mode);\n"),
@@ -478,15 +536,25 @@ fn reset_never_defaults_to_everything() {
             "typo.rhai",
             &format!("let n = node(\"{ip}\");\nn.reset(#{{ system_label: [\"STATE\"] }});\n"),
         );
-        d.talm(["run", "typo.rhai"]).fails_with(
-            "unknown option \"system_label\" for n.reset; the options are: graceful, reboot, wipe_mode, system_labels, user_disks",
-        );
+        d.talm(["run", "typo.rhai"]).expect().stderr("\
+Error: unknown option \"system_label\" for n.reset; the options are: graceful, reboot, wipe_mode, system_labels, user_disks
+hint: did you mean \"system_labels\" instead of \"system_label\"?
+hint: `talm help api reset` describes the options
+").status(1).run();
         d.write(
             "mode.rhai",
             &format!("let n = node(\"{ip}\");\nn.reset(#{{ wipe_mode: \"everything\" }});\n"),
         );
         d.talm(["run", "mode.rhai"])
-            .fails_with("unknown wipe mode \"everything\" for n.reset");
+            .expect()
+            .stderr(
+                "\
+Error: unknown wipe mode \"everything\" for n.reset
+hint: use all, system-disk or user-disks, or leave wipe_mode out to wipe only STATE and EPHEMERAL
+",
+            )
+            .status(1)
+            .run();
         assert_eq!(labels(&nodes, ip), None, "nothing was reset");
         assert!(!nodes.node(ip).state().in_maintenance());
 

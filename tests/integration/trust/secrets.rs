@@ -35,10 +35,10 @@ fn decrypt_refuses_a_cut_envelope_naming_file_and_key() {
         "secrets.encrypted.yaml",
         &format!("{}{}", &enc[..first_close], &enc[first_close + 1..]),
     );
-    let err = d.refused(
-        &["init", "--decrypt", "--force"],
-        "secrets.encrypted.yaml: cannot decrypt the value at cluster.id",
-    );
+    let err = d.refuses(&["init", "--decrypt", "--force"], 1, "\
+Error: secrets.encrypted.yaml: cannot decrypt the value at cluster.id: it does not end with `]`: the envelope was cut short
+hint: secrets.encrypted.yaml is damaged or was cut short at cluster.id; nothing was written: restore it from git (`git checkout -- secrets.encrypted.yaml`) or from a backup
+");
     assert!(err.contains("it does not end with `]`"), "{err}");
     assert!(
         err.contains("git checkout -- secrets.encrypted.yaml"),
@@ -62,10 +62,10 @@ fn decrypt_refuses_truncated_and_tampered_files() {
         "secrets.encrypted.yaml",
         &(lines[..lines.len() / 2].join("\n") + "\n"),
     );
-    d.refused(
-        &["init", "--decrypt"],
-        "secrets.encrypted.yaml does not hold what was encrypted into it",
-    );
+    d.refuses(&["init", "--decrypt"], 1, "\
+Error: secrets.encrypted.yaml does not hold what was encrypted into it: values were removed, added or changed outside talm (the file may have been cut short); nothing was written
+hint: restore secrets.encrypted.yaml from git (`git checkout -- secrets.encrypted.yaml`) or a backup; if you edited it by hand on purpose, edit the plain file instead and run `talm init --encrypt`
+");
     // Without a digest line (a file the Go talm wrote), the bundle check catches it.
     let plain_body = without_digest(&good);
     let blines: Vec<&str> = plain_body.lines().collect();
@@ -73,9 +73,18 @@ fn decrypt_refuses_truncated_and_tampered_files() {
         "secrets.encrypted.yaml",
         &(blines[..blines.len() / 2].join("\n") + "\n"),
     );
-    let err = d.refused(
+    let err = d.refuses(
         &["init", "--decrypt"],
-        "secrets.encrypted.yaml is not a valid secrets bundle",
+        1,
+        "\
+Error: secrets.encrypted.yaml is not a valid secrets bundle: 5 errors occurred:
+\t* certs.etcd is invalid: failed to parse PEM block
+\t* certs.k8s is required
+\t* certs.k8saggregator is required
+\t* certs.os is required
+\t* certs.k8sserviceaccount is required
+hint: restore secrets.encrypted.yaml from a backup or secrets.encrypted.yaml (`talm init -d`)
+",
     );
     assert!(!err.contains("BEGIN"), "no key material in messages: {err}");
     // One base64 character flipped inside a ciphertext: authenticated decryption refuses it.
@@ -85,6 +94,7 @@ fn decrypt_refuses_truncated_and_tampered_files() {
         "secrets.encrypted.yaml",
         &format!("{}{flipped}{}", &good[..at], &good[at + 1..]),
     );
+    // The age library's own words depend on which byte of the random ciphertext was flipped.
     d.refused(
         &["init", "--decrypt"],
         "secrets.encrypted.yaml: cannot decrypt the value at cluster.id",
@@ -105,7 +115,15 @@ fn decrypt_refuses_truncated_and_tampered_files() {
         cut.push('\n');
     }
     d.write("secrets.encrypted.yaml", &cut);
-    d.refused(&["init", "--decrypt"], "certs.os is required");
+    d.refuses(
+        &["init", "--decrypt"],
+        1,
+        "\
+Error: secrets.encrypted.yaml is not a valid secrets bundle: 1 error occurred:
+\t* certs.os is required
+hint: restore secrets.encrypted.yaml from a backup or secrets.encrypted.yaml (`talm init -d`)
+",
+    );
 }
 
 #[test]
@@ -114,7 +132,14 @@ fn decrypt_keeps_plain_edits_unless_forced() {
     // A local edit never encrypted, and a newer talosconfig.
     edit(&d, "values-secret.yaml", "hunter2", "changed-locally");
     edit(&d, "talosconfig", "- 127.0.0.11", "- 127.0.0.99");
-    let err = d.refused(&["init", "--decrypt"], "refusing to overwrite plain files");
+    let err = d.refuses(&["init", "--decrypt"], 1, "\
+Error: refusing to overwrite plain files that hold what their encrypted twins do not:
+talosconfig holds 1 value(s) its encrypted twin does not:
+  ~ contexts.mycluster.endpoints[0] (a different value)
+values-secret.yaml holds 1 value(s) its encrypted twin does not:
+  ~ registry.password (a different value)
+hint: run `talm init --encrypt` first to keep your plain edits, or pass --force to replace them with the decrypted files
+");
     assert!(err.contains("values-secret.yaml holds 1 value(s) its encrypted twin does not:\n  ~ registry.password (a different value)"), "{err}");
     assert!(err.contains("talosconfig holds 1 value(s) its encrypted twin does not:\n  ~ contexts.mycluster.endpoints[0] (a different value)"), "{err}");
     assert!(
@@ -153,24 +178,35 @@ fn encrypt_refuses_a_broken_bundle_and_a_lost_key() {
     let d = sealed_project("password: hunter2\n");
     let good = d.read("secrets.encrypted.yaml");
     edit(&d, "secrets.yaml", "trustdinfo:", "trustdinfo_broken:");
-    d.refused(
+    d.refuses(
         &["init", "--encrypt"],
-        "secrets.yaml is not a valid secrets bundle",
+        1,
+        "\
+Error: secrets.yaml is not a valid secrets bundle: 1 error occurred:
+\t* trustdinfo is required
+hint: restore secrets.yaml from a backup or secrets.encrypted.yaml (`talm init -d`)
+",
     );
     assert_eq!(d.read("secrets.encrypted.yaml"), good);
     d.write("secrets.yaml", STABILITY_SECRETS);
     // talm.key gone while files sealed to it exist: no new key.
     d.remove("talm.key");
-    let err = d.refused(
-        &["init", "--encrypt"],
-        "talm.key is missing, but 3 encrypted file(s) sealed to it exist",
-    );
+    let err = d.refuses(&["init", "--encrypt"], 1, "\
+Error: talm.key is missing, but 3 encrypted file(s) sealed to it exist: secrets.encrypted.yaml, talosconfig.encrypted, values-secret.encrypted.yaml; refusing to generate a new key (it could not open them)
+hint: restore talm.key from your backup into $DIR
+hint: if that key is lost for good, move the encrypted files out of the project first (they cannot be opened by anyone), then run the command again to seal the plain files to a new key
+");
     assert!(
         err.contains("secrets.encrypted.yaml, talosconfig.encrypted, values-secret.encrypted.yaml"),
         "{err}"
     );
     assert!(err.contains("restore talm.key from your backup"), "{err}");
-    d.refused(&["talosconfig"], "refusing to generate a new key");
+    d.refuses(&["talosconfig"], 1, "\
+Regenerating talosconfig from secrets.yaml...
+Error: talm.key is missing, but 3 encrypted file(s) sealed to it exist: secrets.encrypted.yaml, talosconfig.encrypted, values-secret.encrypted.yaml; refusing to generate a new key (it could not open them)
+hint: restore talm.key from your backup into $DIR
+hint: if that key is lost for good, move the encrypted files out of the project first (they cannot be opened by anyone), then run the command again to seal the plain files to a new key
+");
 }
 
 #[test]
@@ -291,7 +327,7 @@ fn values_from_encrypted_files_never_appear_in_messages() {
             "-t",
             "templates/controlplane.yaml",
         ])
-        .fails_with("values-secret.encrypted.yaml: network.extraLinks[0].mtu");
+        .expect().stderr("Error: values-secret.encrypted.yaml: network.extraLinks[0].mtu=*** (LinkConfig \"***\") is outside the kernel's 68-65535 range.\n").status(1).run();
     assert!(!o.stderr.contains("topsecret-mtu-value"), "{}", o.stderr);
     assert!(o.stderr.contains("***"), "{}", o.stderr);
     assert!(!o.stderr.contains("values.yaml: network"), "{}", o.stderr);
@@ -328,10 +364,11 @@ fn full_renders_are_not_written_into_node_files_without_consent() {
         "nodes/n.yaml",
         "# talm: nodes=[\"127.9.3.2\"], templates=[\"templates/controlplane.yaml\"]\n",
     );
-    d.refused(
-        &super::args(super::IN_PLACE, &["--full"]),
-        "refusing to write the whole machine config into nodes/n.yaml",
-    );
+    d.refuses(&super::args(super::IN_PLACE, &["--full"]), 1, "\
+- talm: file=nodes/n.yaml, nodes=[127.9.3.2], endpoints=[127.0.0.11], templates=[templates/controlplane.yaml]
+Error: refusing to write the whole machine config into nodes/n.yaml: it holds the cluster's private keys and tokens (CAs, service-account key, bootstrap token), and node files are meant to be committed to git
+hint: render node files without --full (apply merges them with secrets.yaml when it sends them); or pass --allow-private-keys and keep the file out of git
+");
     let o = d
         .talm(super::args(
             super::IN_PLACE,
@@ -357,10 +394,10 @@ fn a_values_file_cut_at_a_line_is_refused_by_its_digest() {
         &(lines[..lines.len() - 1].join("\n") + "\n"),
     );
     d.remove("values-secret.yaml");
-    d.refused(
-        &["init", "--decrypt"],
-        "values-secret.encrypted.yaml does not hold what was encrypted into it",
-    );
+    d.refuses(&["init", "--decrypt"], 1, "\
+Error: values-secret.encrypted.yaml does not hold what was encrypted into it: values were removed, added or changed outside talm (the file may have been cut short); nothing was written
+hint: restore values-secret.encrypted.yaml from git (`git checkout -- values-secret.encrypted.yaml`) or a backup; if you edited it by hand on purpose, edit the plain file instead and run `talm init --encrypt`
+");
 }
 
 #[test]
@@ -372,10 +409,12 @@ fn encrypt_does_not_replace_a_newer_twin_with_a_stale_plain_file() {
     std::thread::sleep(std::time::Duration::from_millis(20));
     let enc = d.read("values-secret.encrypted.yaml");
     d.write("values-secret.encrypted.yaml", &enc);
-    let err = d.refused(
-        &["init", "--encrypt"],
-        "refusing to replace newer encrypted files with stale plain ones",
-    );
+    let err = d.refuses(&["init", "--encrypt"], 1, "\
+Error: refusing to replace newer encrypted files with stale plain ones:
+values-secret.encrypted.yaml is newer than values-secret.yaml and holds 1 value(s) it does not:
+  - registry.user (only in values-secret.encrypted.yaml)
+hint: run `talm init --decrypt` first to take the newer values (it asks before overwriting your plain edits), or pass --force to keep the plain files
+");
     assert!(
         err.contains("- registry.user (only in values-secret.encrypted.yaml)"),
         "{err}"
@@ -466,7 +505,7 @@ fn encrypted_values_are_masked_in_messages_whatever_their_quoting() {
                 "-t",
                 "templates/controlplane.yaml",
             ])
-            .fails_with("values-secret.encrypted.yaml: clusterName=");
+            .expect().stderr("Error: values-secret.encrypted.yaml: clusterName=\"***\" is not a valid DNS-1123 subdomain (must be lowercase, only [a-z0-9-.], start and end with [a-z0-9])\n").status(1).run();
         assert!(!o.stderr.contains(clear), "{value}: {}", o.stderr);
         assert!(
             o.stderr.starts_with("Error: values-secret.encrypted.yaml: clusterName=\"***\" is not a valid DNS-1123 subdomain"),
@@ -495,10 +534,11 @@ fn a_line_break_that_would_fold_a_secret_into_a_node_file_is_refused() {
     );
     let node = "# talm: nodes=[\"127.9.3.1\"], templates=[\"templates/probe.yaml\"]\nmachine:\n  type: worker\n";
     d.write("nodes/n.yaml", node);
-    let err = d.refused(
-        super::IN_PLACE,
-        "values-secret.encrypted.yaml: registryPassword holds a line break",
-    );
+    let err = d.refuses(super::IN_PLACE, 1, "\
+- talm: file=nodes/n.yaml, nodes=[127.9.3.1], endpoints=[127.0.0.11], templates=[templates/probe.yaml]
+Error: values-secret.encrypted.yaml: registryPassword holds a line break, and the template prints it so that it no longer reads as the value: it would be written in clear (node files) or printed unmasked; nothing was rendered
+hint: keep registryPassword on one line in values-secret.encrypted.yaml, or print it whole in the template (as a block: `key: |` then the value indented, or with `| to_json`)
+");
     assert!(
         err.ends_with("Error: values-secret.encrypted.yaml: registryPassword holds a line break, and the template prints it so that it no longer reads as the value: it would be written in clear (node files) or printed unmasked; nothing was rendered\nhint: keep registryPassword on one line in values-secret.encrypted.yaml, or print it whole in the template (as a block: `key: |` then the value indented, or with `| to_json`)\n"),
         "{err}"

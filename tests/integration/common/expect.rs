@@ -1,0 +1,406 @@
+//! Exact expectations of one `talm` run, in the manner of just's test builder: the whole stdout,
+//! stderr and exit code, compared after substituting what varies per run (the test's folder,
+//! addresses, durations), with a line diff that points at the test on a mismatch.
+//!
+//! ```ignore
+//! d.talm(["apply", "--mode", "soon"])
+//!     .expect()
+//!     .stderr("error: ...\n")
+//!     .status(1)
+//!     .run();
+//! ```
+//!
+//! stdout and stderr are compared only when given; the exit code is always compared and is 0
+//! unless `.status(..)` says otherwise, so an expectation cannot pass on a failure by forgetting
+//! it. The test's folder reads `$DIR` in both streams.
+
+use super::{Dir, Out, Run};
+use std::path::Path;
+
+/// What one run must print and return.
+pub struct Expect {
+    run: Run,
+    stdout: Option<String>,
+    stderr: Option<String>,
+    status: i32,
+    norm: Normalise,
+}
+
+/// What varies per run, read as placeholders before comparing.
+#[derive(Default)]
+struct Normalise {
+    subs: Vec<(String, String)>,
+    masks: Vec<fn(&str) -> String>,
+}
+
+impl Normalise {
+    /// `dir` (and its canonical path, if that differs) as `$DIR`.
+    fn folder(dir: &Path) -> Normalise {
+        let mut subs = Vec::new();
+        if let Ok(real) = dir.canonicalize() {
+            if real != dir {
+                subs.push((real.display().to_string(), "$DIR".to_string()));
+            }
+        }
+        subs.push((dir.display().to_string(), "$DIR".to_string()));
+        Normalise {
+            subs,
+            masks: Vec::new(),
+        }
+    }
+
+    fn apply(&self, text: &str) -> String {
+        let mut text = text.to_string();
+        for (actual, placeholder) in &self.subs {
+            if !actual.is_empty() {
+                text = text.replace(actual.as_str(), placeholder);
+            }
+        }
+        for mask in &self.masks {
+            text = mask(&text);
+        }
+        text
+    }
+}
+
+impl Run {
+    /// An exact expectation of this run: add `.stdout(..)`, `.stderr(..)`, `.status(..)`, then
+    /// `.run()`.
+    pub fn expect(self) -> Expect {
+        let norm = self
+            .dir
+            .as_deref()
+            .map(Normalise::folder)
+            .unwrap_or_default();
+        Expect {
+            run: self,
+            stdout: None,
+            stderr: None,
+            status: 0,
+            norm,
+        }
+    }
+}
+
+impl Expect {
+    /// The whole of stdout, after substitutions.
+    pub fn stdout(mut self, text: impl Into<String>) -> Expect {
+        self.stdout = Some(text.into());
+        self
+    }
+
+    /// The whole of stderr, after substitutions.
+    pub fn stderr(mut self, text: impl Into<String>) -> Expect {
+        self.stderr = Some(text.into());
+        self
+    }
+
+    /// The exit code (0 when not given).
+    pub fn status(mut self, code: i32) -> Expect {
+        self.status = code;
+        self
+    }
+
+    /// Reads every `actual` in both streams as `placeholder` (an address from `common::net`
+    /// as `$A`, say). Substitutions apply in the order given, after the folder's `$DIR`.
+    pub fn replace(mut self, actual: impl AsRef<str>, placeholder: &str) -> Expect {
+        self.norm
+            .subs
+            .push((actual.as_ref().to_string(), placeholder.to_string()));
+        self
+    }
+
+    /// Passes both streams through `mask` after the substitutions ([`durations`], say).
+    pub fn mask(mut self, mask: fn(&str) -> String) -> Expect {
+        self.norm.masks.push(mask);
+        self
+    }
+
+    /// Runs talm and compares; on a mismatch, panics at the test with a diff of each stream
+    /// that differs. Returns the output as talm printed it.
+    #[track_caller]
+    pub fn run(self) -> Out {
+        let Expect {
+            run,
+            stdout,
+            stderr,
+            status,
+            norm,
+        } = self;
+        let args = run.args.clone();
+        let out = run.run();
+        let mut report = String::new();
+        if out.code != status {
+            report += &format!("exit code: expected {status}, got {}\n", out.code);
+        }
+        for (name, want, got) in [
+            ("stdout", &stdout, &out.stdout),
+            ("stderr", &stderr, &out.stderr),
+        ] {
+            if let Some(want) = want {
+                let got = norm.apply(got);
+                if *want != got {
+                    report += &format!(
+                        "{name} differs (- expected, + actual):\n{}",
+                        diff(want, &got)
+                    );
+                }
+            }
+        }
+        if !report.is_empty() {
+            panic!(
+                "talm {:?}\n{report}\n--- whole stdout ---\n{}--- whole stderr ---\n{}",
+                args, out.stdout, out.stderr
+            );
+        }
+        out
+    }
+}
+
+/// One refused command line: the arguments, the exit code and the whole of stderr (stdout must
+/// be empty and the folder unchanged).
+pub type Refusal<'a> = (&'a [&'a str], i32, &'a str);
+
+impl Dir {
+    /// Runs a command that must fail with exactly `stderr` and `status`, print nothing on
+    /// stdout and leave the folder unchanged; returns stderr as talm printed it.
+    #[track_caller]
+    pub fn refuses(&self, args: &[&str], status: i32, stderr: &str) -> String {
+        let before = self.snapshot();
+        let out = self
+            .talm(args)
+            .expect()
+            .stdout("")
+            .stderr(stderr)
+            .status(status)
+            .run();
+        assert_eq!(
+            self.snapshot(),
+            before,
+            "a refused command changed the folder"
+        );
+        out.stderr
+    }
+
+    /// Runs every row in this folder and checks each exactly; reports every row that differs
+    /// at once, at the test.
+    #[track_caller]
+    pub fn refuses_each(&self, rows: &[Refusal<'_>]) {
+        let before = self.snapshot();
+        let mut report = String::new();
+        for (args, status, stderr) in rows {
+            let out = self.talm(*args).run();
+            let got = Normalise::folder(self.path()).apply(&out.stderr);
+            let mut row = String::new();
+            if out.code != *status {
+                row += &format!("  exit code: expected {status}, got {}\n", out.code);
+            }
+            if !out.stdout.is_empty() {
+                row += &format!("  stdout is not empty:\n{}", out.stdout);
+            }
+            if got != *stderr {
+                row += &format!(
+                    "  stderr differs (- expected, + actual):\n{}",
+                    diff(stderr, &got)
+                );
+            }
+            if self.snapshot() != before {
+                row += "  the folder changed\n";
+            }
+            if !row.is_empty() {
+                report += &format!("talm {args:?}\n{row}");
+            }
+        }
+        assert!(report.is_empty(), "refused command lines differ:\n{report}");
+    }
+}
+
+/// Reads every Go duration (`1.5s`, `120ms`, `2m3s`, `850µs`) as `<DURATION>`.
+pub fn durations(text: &str) -> String {
+    const UNITS: [&str; 7] = ["ns", "µs", "us", "ms", "h", "m", "s"];
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut prev: Option<char> = None;
+    while let Some(c) = rest.chars().next() {
+        let starts_word = !prev.is_some_and(|p| p.is_alphanumeric() || p == '.');
+        if starts_word && c.is_ascii_digit() {
+            if let Some(len) = duration_len(rest, &UNITS) {
+                out += "<DURATION>";
+                prev = rest[..len].chars().last();
+                rest = &rest[len..];
+                continue;
+            }
+        }
+        out.push(c);
+        prev = Some(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// The length of the duration at the start of `s` (one or more number-unit pairs, not followed
+/// by a letter or digit), if there is one.
+fn duration_len(s: &str, units: &[&str]) -> Option<usize> {
+    let mut at = 0;
+    loop {
+        let digits = s[at..]
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(s.len() - at);
+        if digits == 0 {
+            break;
+        }
+        let after = at + digits;
+        let unit = units.iter().find(|u| s[after..].starts_with(**u))?;
+        at = after + unit.len();
+        if !s[at..].starts_with(|c: char| c.is_ascii_digit()) {
+            break;
+        }
+    }
+    let ends = !s[at..].starts_with(|c: char| c.is_alphanumeric());
+    (at > 0 && ends).then_some(at)
+}
+
+/// A line diff of `want` against `got`: `  ` common, `- ` expected only, `+ ` actual only.
+/// A missing or extra final newline is said in words.
+pub fn diff(want: &str, got: &str) -> String {
+    let a: Vec<&str> = want.lines().collect();
+    let b: Vec<&str> = got.lines().collect();
+    let mut out = String::new();
+    if a.len() * b.len() > 4_000_000 {
+        out += &format!("- {want}\n+ {got}\n");
+        return out;
+    }
+    // lcs[i][j]: the longest common subsequence of a[i..] and b[j..].
+    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            out += &format!("  {}\n", a[i]);
+            i += 1;
+            j += 1;
+        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
+            out += &format!("- {}\n", a[i]);
+            i += 1;
+        } else {
+            out += &format!("+ {}\n", b[j]);
+            j += 1;
+        }
+    }
+    if want.ends_with('\n') != got.ends_with('\n') {
+        out += &format!(
+            "(the expected text {} with a newline, the actual text {})\n",
+            if want.ends_with('\n') {
+                "ends"
+            } else {
+                "does not end"
+            },
+            if got.ends_with('\n') {
+                "does"
+            } else {
+                "does not"
+            }
+        );
+    }
+    if want != got && a == b && want.ends_with('\n') == got.ends_with('\n') {
+        out += &format!("(the texts differ in line endings)\n- {want:?}\n+ {got:?}\n");
+    }
+    out
+}
+
+/// Reads every address of `common::net`'s range (127.100.0.0/14) as `$A1`, `$A2`... in the order
+/// each first appears, so an expectation keeps which lines name the same node.
+pub fn addrs(text: &str) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while at < text.len() {
+        let prev = text[..at].chars().last();
+        let starts = !prev.is_some_and(|p| p.is_ascii_digit() || p == '.');
+        if starts {
+            if let Some(len) = net_addr_len(&text[at..]) {
+                let addr = &text[at..at + len];
+                let n = match seen.iter().position(|s| s == addr) {
+                    Some(i) => i + 1,
+                    None => {
+                        seen.push(addr.to_string());
+                        seen.len()
+                    }
+                };
+                out += &format!("$A{n}");
+                at += len;
+                continue;
+            }
+        }
+        let c = text[at..].chars().next().expect("inside the text");
+        out.push(c);
+        at += c.len_utf8();
+    }
+    out
+}
+
+/// The length of the address of 127.100.0.0/14 at the start of `s`, if there is one.
+fn net_addr_len(s: &str) -> Option<usize> {
+    let mut octets = Vec::new();
+    let mut at = 0;
+    for i in 0..4 {
+        if i > 0 {
+            s[at..].starts_with('.').then_some(())?;
+            at += 1;
+        }
+        let digits = s[at..]
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(s.len() - at);
+        if digits == 0 || digits > 3 {
+            return None;
+        }
+        octets.push(s[at..at + digits].parse::<u32>().ok()?);
+        at += digits;
+    }
+    let whole =
+        octets.iter().all(|o| *o < 256) && octets[0] == 127 && (100..=103).contains(&octets[1]);
+    let ends = !s[at..].starts_with(|c: char| c.is_ascii_digit());
+    (whole && ends).then_some(at)
+}
+
+#[test]
+fn the_masks_read_what_varies_and_keep_the_rest() {
+    assert_eq!(
+        durations("took 1.5s, then 2m3s and 850µs; v1.13 and 30sec stay"),
+        "took <DURATION>, then <DURATION> and <DURATION>; v1.13 and 30sec stay"
+    );
+    assert_eq!(
+        addrs("node 127.100.0.5: down; 127.103.1.2 and 127.100.0.5 again; 127.0.0.1 and 127.100.0.50 stay apart"),
+        "node $A1: down; $A2 and $A1 again; 127.0.0.1 and $A3 stay apart"
+    );
+}
+
+#[test]
+fn a_diff_marks_the_lines_that_differ() {
+    assert_eq!(diff("a\nb\nc\n", "a\nx\nc\n"), "  a\n- b\n+ x\n  c\n");
+    assert_eq!(
+        diff("a\n", "a"),
+        "  a\n(the expected text ends with a newline, the actual text does not)\n"
+    );
+}
+
+#[test]
+#[should_panic(
+    expected = "stderr differs (- expected, + actual):\n- Error: no\n+ Error: unknown command \"nosuch\""
+)]
+fn an_expectation_that_differs_fails_with_a_diff() {
+    super::Dir::new()
+        .talm(["nosuch"])
+        .expect()
+        .stderr("Error: no\nhint: see `talm --help`; a project's scripts/NAME.rhai also runs as `talm NAME`\n")
+        .status(1)
+        .run();
+}
