@@ -22,6 +22,7 @@ impl Choice for UpgradeRebootMode {
 
 impl Choice for WipeMode {
     const WHAT: &'static str = "wipe mode";
+    const ABSENT: Option<&'static str> = Some("wipe only STATE and EPHEMERAL");
 }
 
 impl From<ApplyMode> for apply_configuration_request::Mode {
@@ -208,7 +209,8 @@ mod tests {
         assert_eq!(
             crate::error::render(&err),
             "Error: unknown wipe mode \"everything\" for n.modes\n\
-             hint: use all, system-disk or user-disks\n\
+             hint: use all, system-disk or user-disks, or leave wipe out to wipe only STATE and \
+             EPHEMERAL\n\
              hint: `talm help api modes` describes the options\n"
         );
         let err = modes("apply", "sometimes".into()).unwrap_err();

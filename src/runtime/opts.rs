@@ -149,6 +149,9 @@ impl<T: FromOpt> FromOpt for Option<T> {
 pub trait Choice: clap::ValueEnum + Default {
     /// What the choice is called in errors: `apply mode`.
     const WHAT: &'static str;
+    /// What leaving the option out does, when that differs from every name (a reset without a
+    /// wipe mode wipes only STATE and EPHEMERAL): the hint offers it beside the names.
+    const ABSENT: Option<&'static str> = None;
 }
 
 /// The names of a choice, as the flag takes them.
@@ -191,7 +194,10 @@ impl<T: Choice> FromOpt for T {
             Hinted {
                 message,
                 hints: vec![
-                    format!("use {valid}"),
+                    match T::ABSENT {
+                        Some(absent) => format!("use {valid}, or leave {key} out to {absent}"),
+                        None => format!("use {valid}"),
+                    },
                     format!("`talm help api {}` describes the options", topic(function)),
                 ],
             }

@@ -551,6 +551,7 @@ hint: `talm help api reset` describes the options
                 "\
 Error: unknown wipe mode \"everything\" for n.reset
 hint: use all, system-disk or user-disks, or leave wipe_mode out to wipe only STATE and EPHEMERAL
+hint: `talm help api reset` describes the options
 ",
             )
             .status(1)
