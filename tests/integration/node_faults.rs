@@ -123,19 +123,12 @@ hint: the node belongs to another cluster, or the talosconfig to another project
         &talosconfig(&d, &["os:reader"], OffsetDateTime::now_utc()),
     );
     d.talm(["version", "-f", "nodes/node1.yaml"]).ok();
-    let o = d
-        .talm(["bootstrap", "-f", "nodes/node1.yaml"])
+    d.talm(["bootstrap", "-f", "nodes/node1.yaml"])
         .expect().mask(addrs).stderr("\
 - talm: bootstrapping etcd on $A1
 Error: node $A1: Bootstrap: not authorized
 hint: the talosconfig's client certificate lacks the role this call needs (os:admin for changes and secrets): regenerate it with `talm talosconfig`
 ").status(1).run();
-    assert!(
-        o.stderr
-            .contains("hint: the talosconfig's client certificate lacks the role"),
-        "{}",
-        o.stderr
-    );
     d.talm(["get", "machineconfig", "-f", "nodes/node1.yaml"])
         .expect().stderr(format!("\
 Error: node {ip}: list MachineConfigs.config.talos.dev: not authorized
@@ -143,24 +136,19 @@ hint: the talosconfig's client certificate lacks the role this call needs (os:ad
 ")).status(1).run();
 
     // An expired certificate is caught before connecting, naming the file.
-    let past = OffsetDateTime::now_utc() - time::Duration::days(800);
+    // A fixed day long gone, so the date in the message never moves with the clock.
+    let past = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
     d.write("talosconfig", &talosconfig(&d, &["os:admin"], past));
-    let o = d
-        .talm(["version", "-f", "nodes/node1.yaml"])
+    d.talm(["version", "-f", "nodes/node1.yaml"])
         .expect()
         .stderr(
             "\
-Error: $DIR/talosconfig: contexts.mycluster.crt: the client certificate expired on 2025-09-26
+Error: $DIR/talosconfig: contexts.mycluster.crt: the client certificate expired on 2024-11-13
 hint: run `talm talosconfig` to issue a fresh client certificate from secrets.yaml
 ",
         )
         .status(1)
         .run();
-    assert!(
-        o.stderr.contains("hint: run `talm talosconfig`"),
-        "{}",
-        o.stderr
-    );
 }
 
 #[test]
