@@ -1,5 +1,6 @@
 //! Helm's `--set` path syntax: `a.b[0].c=x,d={1,2}` into a values tree, with Helm's typing
-//! (`true`/`false`/`null`/integers without leading zeros) or all strings, and `\` escapes.
+//! (`true`/`false`/`null`/integers without leading zeros) or all strings, and `\` escapes;
+//! and the warning for a `--set` value that typing would not keep as written.
 
 use anyhow::{bail, Result};
 use serde_yaml_ng::{Mapping, Value};
@@ -208,6 +209,66 @@ impl Parser<'_> {
     }
 }
 
+/// Whether a `--set` value looks like an IPv4 address or CIDR, or a version.
+pub fn looks_like_literal(v: &str) -> bool {
+    let (ip, prefix) = match v.split_once('/') {
+        Some((ip, p)) => (ip, Some(p)),
+        None => (v, None),
+    };
+    let octets: Vec<&str> = ip.split('.').collect();
+    let is_ipv4 = octets.len() == 4
+        && octets
+            .iter()
+            .all(|o| !o.is_empty() && o.len() <= 3 && o.parse::<u16>().is_ok_and(|n| n <= 255));
+    if is_ipv4 {
+        return prefix.is_none_or(|p| p.parse::<u8>().is_ok_and(|n| n <= 32));
+    }
+    if prefix.is_some() {
+        return false;
+    }
+    let (body, had_v) = match v.strip_prefix('v') {
+        Some(b) => (b, true),
+        None => (v, false),
+    };
+    let parts: Vec<&str> = body.split('.').collect();
+    let numeric = parts
+        .iter()
+        .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+    numeric && ((had_v && (parts.len() == 2 || parts.len() == 3)) || (!had_v && parts.len() == 3))
+}
+
+/// The warnings for `--set` pairs whose value looks like an IP, CIDR or version.
+pub fn literal_warnings(arg: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pair = String::new();
+    let mut escaped = false;
+    let mut pairs = Vec::new();
+    for c in arg.chars() {
+        if escaped {
+            pair.push(c);
+            escaped = false;
+        } else if c == '\\' {
+            pair.push(c);
+            escaped = true;
+        } else if c == ',' {
+            pairs.push(std::mem::take(&mut pair));
+        } else {
+            pair.push(c);
+        }
+    }
+    pairs.push(pair);
+    for p in pairs {
+        if let Some((_, v)) = p.split_once('=') {
+            if looks_like_literal(v) {
+                out.push(format!(
+                    "talm: --set {p} looks like an IP / CIDR / version literal; --set guesses value types, so pass --set-string {p} to keep the literal verbatim."
+                ));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,5 +350,24 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("list must terminate"));
+    }
+
+    #[test]
+    fn literal_shapes() {
+        for v in ["10.0.0.1", "10.0.0.0/8", "v1.12", "v1.12.3", "1.2.3"] {
+            assert!(looks_like_literal(v), "{v}");
+        }
+        for v in [
+            "1.5",
+            "42",
+            "10.0.0.256",
+            "10.0.0.1/33",
+            "fd00::1",
+            "abc",
+            "v1",
+        ] {
+            assert!(!looks_like_literal(v), "{v}");
+        }
+        assert_eq!(literal_warnings("a=10.0.0.1,b=2,c=v1.2").len(), 2);
     }
 }
