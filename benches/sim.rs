@@ -8,29 +8,6 @@
 //! figures are printed, not asserted. Run: `cargo bench --bench sim [-- N ...]`.
 //! `TALM_SIM_BIN=/path/to/talm` measures another build's simulator (an older one, for a
 //! before/after): its nodes are then listed in a `--config` file, which every build reads.
-//!
-//! Measured on the 2-core machine of issue 12 (bench profile, other builds competing for the
-//! cores; "before" is main at ed589a1 through `TALM_SIM_BIN`, one run; "after" two runs):
-//!
-//! | nodes | what | before | after |
-//! |---|---|---|---|
-//! | 1,000 | resident once all listen | 60 MiB | 42–43 MiB |
-//! | 1,000 | peak RSS after every node answered | 73 MiB | 48–49 MiB |
-//! | 5,000 | resident once all listen | 364 MiB | 153 MiB |
-//! | 5,000 | peak RSS after every node answered | 403 MiB | 160 MiB |
-//! | 5,000 | start-up (all listening) | 1.3 s | 0.7–1.9 s |
-//! | 5,000 | Version p99 / max (64 at a time) | 80 / 105 ms | 67–116 / 77–158 ms |
-//! | 5,000 | sim CPU, start-up and every Version | 3.8 s | 3.3–3.4 s |
-//!
-//! Where the memory went before (heaptrack, 5,000 nodes, once all listen; heap per node): the
-//! channel that hands accepted connections to each node's gRPC server allocated a 32-slot block
-//! holding TLS streams inline (40 KiB); rustls's default server session cache reserved 256
-//! entries (31 KiB); each node's boot-loop and tonic server future (7 KiB); tonic's router
-//! (3.5 KiB); node state, journal, event ring, hardware and certificates (a few KiB). After
-//! boxing the stream in the channel and replacing the session cache by Go's behaviour (one
-//! stateless ticket, no server-side cache): 26 KiB of heap per node, most of it the boot-loop
-//! future, the router, the ticket key (2.3 KiB) and the event ring. A live client connection
-//! adds the h2 codec buffers (24 KiB) and TLS buffers while it is open.
 
 /// Measured on the binary's heap.
 #[global_allocator]

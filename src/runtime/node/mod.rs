@@ -16,6 +16,7 @@ pub(crate) mod stream;
 pub(crate) mod support;
 pub(crate) mod upgrade;
 pub(crate) mod verify;
+mod watch_print;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

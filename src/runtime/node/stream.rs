@@ -14,13 +14,13 @@ use crate::proto::cosi::resource as cosi;
 use crate::proto::machine;
 use crate::runtime::native;
 use crate::runtime::node::lines::{Last, Lines};
+use crate::runtime::node::watch_print::WatchPrinter;
 use crate::runtime::node::Node;
 use crate::runtime::opts::options;
 use crate::sandbox::interrupt;
 use crate::talos::client::Client;
 use crate::talos::resources::{self, Definition, Output};
 use crate::talos::streams::DataStream;
-use talm_base::jsonpath::Template;
 
 options! {
     /// `n.follow(service, #{...}, f)` and `talos::follow_logs(nodes, service, #{...})`.
@@ -358,102 +358,6 @@ fn goes_on(v: Dynamic) -> bool {
     v.as_bool().unwrap_or(true)
 }
 
-/// Prints `get -w` output for one node's events: rows are held until the watch has sent what
-/// exists (BOOTSTRAPPED), then printed as they come.
-struct WatchPrinter {
-    output: Output,
-    header_done: bool,
-    held: Vec<Vec<String>>,
-    flowing: bool,
-    first_doc: bool,
-}
-
-impl WatchPrinter {
-    fn event(&mut self, node: &str, def: &Definition, name: &str, e: &cosi::Event) -> Result<()> {
-        if name == "bootstrapped" {
-            self.flowing = true;
-            return self.flush_held(def);
-        }
-        let Some(r) = &e.resource else { return Ok(()) };
-        let v = resources::to_value(r);
-        match &self.output {
-            Output::Table => {
-                let mark = match name {
-                    "created" => "+",
-                    "destroyed" => "-",
-                    _ => " ",
-                };
-                let meta = |k: &str| {
-                    v.get("metadata")
-                        .and_then(|m| m.get(k))
-                        .map(|x| match x {
-                            serde_yaml_ng::Value::String(s) => s.clone(),
-                            serde_yaml_ng::Value::Number(n) => n.to_string(),
-                            _ => String::new(),
-                        })
-                        .unwrap_or_default()
-                };
-                let spec: serde_json::Value =
-                    serde_json::to_value(v.get("spec").cloned().unwrap_or_default())?;
-                let mut row = vec![
-                    node.to_string(),
-                    mark.to_string(),
-                    meta("namespace"),
-                    def.display.clone(),
-                    meta("id"),
-                    meta("version"),
-                ];
-                for c in &def.columns {
-                    row.push(Template::parse(&c.json_path)?.render(&spec));
-                }
-                self.held.push(row);
-                if self.flowing {
-                    self.flush_held(def)?;
-                }
-            }
-            out => {
-                let mut m = serde_yaml_ng::Mapping::new();
-                m.insert("node".into(), node.into());
-                m.insert("event".into(), name.into());
-                if let serde_yaml_ng::Value::Mapping(r) = &v {
-                    for (k, x) in r {
-                        m.insert(k.clone(), x.clone());
-                    }
-                }
-                let doc = serde_yaml_ng::Value::Mapping(m);
-                let text = match out {
-                    Output::Yaml => {
-                        let sep = if self.first_doc { "" } else { "---\n" };
-                        format!("{sep}{}", crate::yaml::to_string(&doc))
-                    }
-                    Output::JsonPath(t) => format!("{}\n", t.render(&serde_json::to_value(&doc)?)),
-                    _ => format!("{}\n", resources::json_4(&serde_json::to_value(&doc)?)?),
-                };
-                self.first_doc = false;
-                crate::output::write(text.as_bytes())?;
-            }
-        }
-        Ok(())
-    }
-
-    fn flush_held(&mut self, def: &Definition) -> Result<()> {
-        if !matches!(self.output, Output::Table) {
-            return Ok(());
-        }
-        let mut rows = Vec::new();
-        if !self.header_done {
-            let mut head: Vec<String> = ["NODE", "*", "NAMESPACE", "TYPE", "ID", "VERSION"]
-                .map(str::to_string)
-                .to_vec();
-            head.extend(def.columns.iter().map(|c| c.name.to_uppercase()));
-            rows.push(head);
-            self.header_done = true;
-        }
-        rows.append(&mut self.held);
-        crate::output::write(crate::printable::printable(&resources::table(&rows)).as_bytes())
-    }
-}
-
 fn nodes_of(items: Array) -> Result<Vec<Node>> {
     items
         .into_iter()
@@ -585,7 +489,7 @@ pub fn add_to_talos(m: &mut rhai::Module) {
                 for n in nodes {
                     let (kind, o, output) = (kind.to_string(), o.clone(), output.clone());
                     handles.push(std::thread::spawn(move || -> Result<()> {
-                        let mut p = WatchPrinter { output, header_done: false, held: Vec::new(), flowing: false, first_doc: true };
+                        let mut p = WatchPrinter::new(output);
                         let name = n.name.clone();
                         watch_events(&n, &kind, o.id.as_deref(), o.namespace.as_deref(), |def, ev, e| {
                             p.event(&name, def, ev, e)?;

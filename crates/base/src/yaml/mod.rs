@@ -6,6 +6,7 @@ mod fast;
 pub mod located;
 pub mod ordered;
 pub mod risky;
+mod scalar;
 mod stream;
 
 pub use stream::{documents, parsed, stream};

@@ -1,9 +1,8 @@
 //! The node-inspection calls of a simulated node (Containers, Stats, Processes, Memory, Mounts,
-//! Netstat, Read, List, Copy, DiskUsage, ServiceList, TimeService, ImageService.List) over the
-//! node's `inspect::World`, with apid's routing (`nodes` one-to-many with hostnames and in-band
-//! errors, `node` one-to-one; ImageService refuses `nodes`), Talos's roles (Read and Copy need
-//! os:admin, the rest any of admin/operator/reader) and its refusals (no CRI before the
-//! Kubernetes runtime starts, maintenance readers).
+//! Netstat, Read, List, Copy, DiskUsage, ServiceList) over the node's `world::World`, with apid's
+//! routing (`nodes` one-to-many with hostnames and in-band errors, `node` one-to-one), Talos's
+//! roles (Read and Copy need os:admin, the rest any of admin/operator/reader) and its refusals
+//! (no CRI before the Kubernetes runtime starts, maintenance readers).
 
 use std::sync::Arc;
 
@@ -12,10 +11,9 @@ use tonic::{Request, Response, Status};
 use super::{error_meta, peer, Route, Routed, Stream_, Svc};
 use crate::node::{denied, Node};
 use crate::world::workload::{Pod, Workload};
-use crate::world::{images, meminfo, mounts, netstat, rootfs, services, walk, World};
+use crate::world::{meminfo, mounts, netstat, rootfs, services, walk, World};
 use talm_wire::proto::common;
 use talm_wire::proto::machine;
-use talm_wire::proto::time as timeapi;
 
 routed!(
     machine::Container,
@@ -23,8 +21,7 @@ routed!(
     machine::Process,
     machine::Memory,
     machine::Mounts,
-    machine::Netstat,
-    timeapi::Time
+    machine::Netstat
 );
 
 /// Stream messages whose field 1 is `common.Metadata`: apid adds the hostname to it.
@@ -37,7 +34,8 @@ macro_rules! hosted {
 }
 hosted!(common::Data, machine::FileInfo, machine::DiskUsageInfo);
 
-const READERS: [&str; 3] = ["os:admin", "os:operator", "os:reader"];
+/// Who may look at a node.
+pub(super) const READERS: [&str; 3] = ["os:admin", "os:operator", "os:reader"];
 /// Who may change services, containers and images.
 pub(super) const OPERATORS: [&str; 2] = ["os:admin", "os:operator"];
 
@@ -486,116 +484,5 @@ impl Svc {
             ))
         })
         .await
-    }
-
-    fn time_reply(n: &Node, server: Option<&str>) -> Result<timeapi::Time, Status> {
-        let w = World::of(n);
-        let server = match server {
-            None => w.ntp.clone(),
-            Some("") => return Err(Status::invalid_argument("ntp server is required")),
-            Some(s) if s.starts_with("/dev/") => {
-                return Err(Status::unknown(format!(
-                    "error querying PTP device {s:?}: open {s}: no such file or directory"
-                )))
-            }
-            Some(s)
-                if s.contains(char::is_whitespace)
-                    || [".invalid", ".test", ".example"]
-                        .iter()
-                        .any(|t| s.ends_with(t)) =>
-            {
-                return Err(Status::unknown(format!(
-                    "error querying NTP server {s:?}: lookup {s} on 127.0.0.53:53: no such host"
-                )))
-            }
-            Some(s) => s.to_string(),
-        };
-        let stamp = |t: f64| prost_types::Timestamp {
-            seconds: t.floor() as i64,
-            nanos: (t.fract() * 1e9) as i32,
-        };
-        let skew = ((w.rand(&server) % 6000) as f64 - 3000.0) / 1e6;
-        Ok(timeapi::Time {
-            metadata: None,
-            server,
-            // A node whose clock is off (the `clock_skew` fault) shows it next to its server's.
-            localtime: Some(stamp(w.now + n.faults().skew().seconds())),
-            remotetime: Some(stamp(w.now + 0.0004 + skew)),
-        })
-    }
-}
-
-#[tonic::async_trait]
-impl timeapi::time_service_server::TimeService for Svc {
-    async fn time(&self, req: Request<()>) -> Result<Response<timeapi::TimeResponse>, Status> {
-        let messages = self
-            .unary(&req, "Time", |n, roles| {
-                allow(roles, &READERS)?;
-                Self::time_reply(n, None)
-            })
-            .await?;
-        Ok(Response::new(timeapi::TimeResponse { messages }))
-    }
-
-    async fn time_check(
-        &self,
-        req: Request<timeapi::TimeRequest>,
-    ) -> Result<Response<timeapi::TimeResponse>, Status> {
-        let server = req.get_ref().server.clone();
-        let messages = self
-            .unary(&req, "TimeCheck", |n, roles| {
-                allow(roles, &READERS)?;
-                Self::time_reply(n, Some(&server))
-            })
-            .await?;
-        Ok(Response::new(timeapi::TimeResponse { messages }))
-    }
-}
-
-#[tonic::async_trait]
-impl machine::image_service_server::ImageService for Svc {
-    type ListStream = Stream_<machine::ImageServiceListResponse>;
-    type PullStream = Stream_<machine::ImageServicePullResponse>;
-
-    async fn pull(
-        &self,
-        req: Request<machine::ImageServicePullRequest>,
-    ) -> Result<Response<Self::PullStream>, Status> {
-        self.change_pull(req).await
-    }
-
-    async fn list(
-        &self,
-        req: Request<machine::ImageServiceListRequest>,
-    ) -> Result<Response<Self::ListStream>, Status> {
-        let peer = peer(&req);
-        let drops = self.faults("ImageList", &peer).await?;
-        let node = match self.route(&req, "/machine.ImageService/List", false)? {
-            Route::One(n) => self.target(&n)?,
-            _ => Arc::clone(&self.node),
-        };
-        allow(&peer.roles, &READERS)?;
-        let instance = req.get_ref().containerd.unwrap_or_default();
-        let store = images::store(&instance)?;
-        let w = World::of(&node);
-        if store != images::Store::InMem && !w.running("cri") {
-            return Err(cri_down("error connecting to containerd: "));
-        }
-        let listed = images::list(&w, store);
-        let items =
-            crate::machined::changes::images::with_pulled(listed, store, &node.state().changes)
-                .into_iter()
-                .map(|i| machine::ImageServiceListResponse {
-                    name: i.name,
-                    digest: i.digest,
-                    size: i.size,
-                    created_at: Some(prost_types::Timestamp {
-                        seconds: i.created,
-                        nanos: 0,
-                    }),
-                    labels: i.labels.into_iter().collect(),
-                })
-                .collect();
-        Ok(Response::new(Self::stream(items, drops, peer)))
     }
 }

@@ -1,8 +1,9 @@
 //! The gRPC face of a simulated node: MachineService, with apid's node routing (`node`
 //! one-to-one, `nodes` one-to-many with metadata and in-band errors; ignored in maintenance) and
 //! the node's injected faults. One file per service family: MachineService's methods in
-//! `machine_service.rs` over `inspect`, `change` and `etcd`; COSI in `cosi.rs`; logs and events
-//! in `logs.rs` and `events.rs`; the routing they all share in `routing.rs`.
+//! `machine_service.rs` over `inspect`, `change` and `etcd`; ImageService in `images.rs`,
+//! TimeService in `time.rs`, COSI in `cosi.rs`; logs and events in `logs.rs` and `events.rs`; the
+//! routing they all share in `routing.rs`.
 
 pub mod cluster;
 pub mod cosi;
@@ -64,8 +65,10 @@ routed!(
 
 mod change;
 mod etcd;
+mod images;
 mod inspect;
 mod machine_service;
 mod routing;
+mod time;
 
 use routing::{error_meta, peer, Route};

@@ -21,6 +21,7 @@ use crate::net::certs;
 use crate::net::faults::Faults;
 use crate::node::hardware::Hardware;
 use crate::node::journal::Journal;
+pub use crate::node::state::services;
 use crate::node::state::{Config, State};
 use talm_wire::proto::machine;
 
@@ -568,39 +569,4 @@ impl Node {
             actor_id,
         })
     }
-}
-
-/// The services a node runs and their states: maintenance runs only the API; a configured
-/// node runs the Kubernetes stack, with etcd up once bootstrapped on a control plane.
-pub fn services(st: &State) -> Vec<(&'static str, &'static str)> {
-    let Some(cfg) = &st.config else {
-        return vec![
-            ("apid", "Running"),
-            ("machined", "Running"),
-            ("udevd", "Running"),
-        ];
-    };
-    let mut out = vec![
-        ("apid", "Running"),
-        ("containerd", "Running"),
-        ("cri", "Running"),
-    ];
-    if cfg.is_control_plane() {
-        out.push((
-            "etcd",
-            match &st.etcd_down {
-                Some(crate::etcd::Down::Left) => "Finished",
-                Some(crate::etcd::Down::Failed(_)) => "Failed",
-                None if st.etcd_bootstrapped => "Running",
-                None => "Preparing",
-            },
-        ));
-    }
-    out.extend([
-        ("kubelet", "Running"),
-        ("machined", "Running"),
-        ("trustd", "Running"),
-        ("udevd", "Running"),
-    ]);
-    out
 }

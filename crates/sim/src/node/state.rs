@@ -304,3 +304,38 @@ pub fn stable_hostname(node_id: &str) -> String {
     let part = |r: std::ops::Range<usize>| s.get(r).unwrap_or("000").to_string();
     format!("talos-{}-{}", part(1..4), part(4..7))
 }
+
+/// The services a node runs and their states: maintenance runs only the API; a configured
+/// node runs the Kubernetes stack, with etcd up once bootstrapped on a control plane.
+pub fn services(st: &State) -> Vec<(&'static str, &'static str)> {
+    let Some(cfg) = &st.config else {
+        return vec![
+            ("apid", "Running"),
+            ("machined", "Running"),
+            ("udevd", "Running"),
+        ];
+    };
+    let mut out = vec![
+        ("apid", "Running"),
+        ("containerd", "Running"),
+        ("cri", "Running"),
+    ];
+    if cfg.is_control_plane() {
+        out.push((
+            "etcd",
+            match &st.etcd_down {
+                Some(crate::etcd::Down::Left) => "Finished",
+                Some(crate::etcd::Down::Failed(_)) => "Failed",
+                None if st.etcd_bootstrapped => "Running",
+                None => "Preparing",
+            },
+        ));
+    }
+    out.extend([
+        ("kubelet", "Running"),
+        ("machined", "Running"),
+        ("trustd", "Running"),
+        ("udevd", "Running"),
+    ]);
+    out
+}
