@@ -24,6 +24,7 @@ mod drift;
 mod fleet;
 mod follow;
 mod gen_config;
+mod get_shapes;
 mod guide;
 mod health_etcd;
 mod init_create;

@@ -207,7 +207,8 @@ fn version_and_get_in_both_modes() {
         j.contains(&format!("        \"gateway\": \"{}\"", lan.host(1))),
         "{j}"
     );
-    // JSONPath over each resource (with its node), as talosctl's -o jsonpath=.
+    // JSONPath over each resource (with its node), as talosctl's -o jsonpath=: every value found
+    // and every piece of literal text is a result of its own, each on its own line.
     let p = d
         .talm([
             "get",
@@ -221,7 +222,7 @@ fn version_and_get_in_both_modes() {
         ])
         .ok()
         .stdout;
-    assert_eq!(p, format!("{ip} eth0 mtu=1500\n"));
+    assert_eq!(p, format!("{ip}\n \neth0\n mtu=\n1500\n"));
     d.talm(["get", "links", "-n", &ip, "-i", "-o", "wide"])
         .expect()
         .stderr(

@@ -1,8 +1,9 @@
 //! Kubernetes-style JSONPath templates, as talosctl evaluates them for `get -o jsonpath=...`
 //! and for the print columns of resource definitions: literal text with `{...}` expressions
 //! (`.a.b`, `['k.e.y']`, `[0]`, `[-1]`, `[1:3]`, `[*]`, `..name`, `[?(@.x == "y")]`,
-//! `{range ...}...{end}`). Missing keys give nothing; several results are joined by spaces;
-//! maps and lists print as indented JSON, scalars as text.
+//! `{range ...}...{end}`). Missing keys give nothing. `render` is client-go's `Execute` (a
+//! print column): several results joined by spaces, maps and lists as compact JSON, scalars as
+//! text; `results` is its `FindResults` (`get -o jsonpath`), every result on its own.
 
 use anyhow::{bail, Result};
 use serde_json::Value;
@@ -64,6 +65,13 @@ impl Template {
     pub fn render(&self, v: &Value) -> String {
         let mut out = String::new();
         render_parts(&self.parts, v, &mut out);
+        out
+    }
+
+    /// Each value the template finds in `v`, in order; its literal text counts as results too.
+    pub fn results(&self, v: &Value) -> Vec<Value> {
+        let mut out = Vec::new();
+        results_of(&self.parts, v, &mut out);
         out
     }
 }
@@ -327,13 +335,31 @@ fn keep(e: &Value, f: &Filter) -> bool {
     })
 }
 
-/// A value as talosctl prints it: text for scalars, indented JSON for maps and lists.
+/// A value as client-go's JSONPath prints a result: text for scalars, compact JSON for maps and
+/// lists.
 pub fn text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
         Value::Bool(_) | Value::Number(_) => v.to_string(),
-        _ => serde_json::to_string_pretty(v).unwrap_or_default(),
+        _ => crate::gojson::compact(v),
+    }
+}
+
+fn results_of(parts: &[Part], v: &Value, out: &mut Vec<Value>) {
+    for p in parts {
+        match p {
+            Part::Text(t) => out.push(Value::String(t.clone())),
+            Part::Path(steps) => out.extend(select(v, steps).into_iter().cloned()),
+            Part::Range(steps, inner) => {
+                for x in select(v, steps) {
+                    match x {
+                        Value::Array(a) => a.iter().for_each(|item| results_of(inner, item, out)),
+                        other => results_of(inner, other, out),
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -394,9 +420,10 @@ mod tests {
                 "{range .spec.routes[*]}{.gw}{\"\\n\"}{end}",
                 "10.0.0.254\n10.0.0.253\n",
             ),
+            ("{.spec.addrs}", r#"["10.0.0.1/24","fd00::1/64"]"#),
             (
-                "{.spec.addrs}",
-                "[\n  \"10.0.0.1/24\",\n  \"fd00::1/64\"\n]",
+                "{.spec.routes[1]}",
+                r#"{"dst":"10.1.0.0/16","gw":"10.0.0.253"}"#,
             ),
         ];
         for (t, want) in table {
@@ -416,6 +443,22 @@ mod tests {
         assert_eq!(
             eval("{.conditions[?(@.type==\"Ready\")].status}", &pod),
             "False"
+        );
+    }
+
+    #[test]
+    fn results_are_each_value_found_and_each_literal() {
+        let v = json!({"a": [1, {"b": "x"}], "c": "y"});
+        let t = Template::parse("{.a[*]}-{.c}{\"\\n\"}{.missing}").unwrap();
+        assert_eq!(
+            t.results(&v),
+            vec![
+                json!(1),
+                json!({"b": "x"}),
+                json!("-"),
+                json!("y"),
+                json!("\n")
+            ]
         );
     }
 

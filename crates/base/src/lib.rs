@@ -8,6 +8,7 @@ pub mod ahead;
 pub mod caches;
 pub mod duration;
 pub mod error;
+pub mod gojson;
 pub mod heap;
 pub mod humanize;
 pub mod input;

@@ -228,44 +228,112 @@ fn untagged_line(indent: &str, key: &str, value: &str) -> String {
     }
 }
 
-/// Resources as `talosctl support` writes them to `resources/<definition>.yaml`: a YAML
-/// document `{metadata, spec}` each in yaml.v3's layout, `---` between; with `redact` every
-/// spec is `<REDACTED>` (the sensitive types). "" when there are none.
-pub fn bundle_documents(items: &[cosi::Resource], redact: bool) -> String {
-    let mut docs = Vec::new();
-    for res in items {
-        let v = to_value(res);
-        let mut out = String::from("metadata:\n");
-        if let Some(md) = v.get("metadata").and_then(Value::as_mapping) {
-            for (k, x) in md {
-                let key = k.as_str().unwrap_or_default();
-                match x {
-                    Value::Mapping(m) => {
-                        out.push_str(&format!("    {key}:\n"));
-                        for (lk, lv) in m {
-                            let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
-                            out.push_str(&untagged_line("        ", &text(lk), &text(lv)));
-                        }
+/// A resource's YAML as talosctl's writers print it after `node:`: `metadata:` as COSI
+/// marshals it (untagged scalars: `version: 1`, `owner:` when empty), then `spec:`; with
+/// `redact` the spec is `<REDACTED>` (a support bundle's sensitive types).
+fn document(r: &Value, redact: bool) -> String {
+    let mut out = String::from("metadata:\n");
+    if let Some(Value::Mapping(md)) = r.get("metadata").map(ordered_metadata) {
+        for (k, x) in &md {
+            let key = k.as_str().unwrap_or_default();
+            match x {
+                Value::Mapping(m) => {
+                    out.push_str(&format!("    {key}:\n"));
+                    for (lk, lv) in m {
+                        out.push_str(&untagged_line("        ", &scalar(lk), &scalar(lv)));
                     }
-                    other => out.push_str(&untagged_line(
-                        "    ",
-                        key,
-                        other.as_str().unwrap_or_default(),
-                    )),
                 }
+                other => out.push_str(&untagged_line("    ", key, &scalar(other))),
             }
         }
-        let spec = if redact {
-            Value::String("<REDACTED>".into())
-        } else {
-            v.get("spec").cloned().unwrap_or(Value::Null)
-        };
-        let mut m = Mapping::new();
-        m.insert("spec".into(), spec);
-        out.push_str(&talm_base::yaml::to_string(&Value::Mapping(m)));
-        docs.push(out);
     }
-    docs.join("---\n")
+    let spec = if redact {
+        Value::String("<REDACTED>".into())
+    } else {
+        r.get("spec").cloned().unwrap_or(Value::Null)
+    };
+    let mut m = Mapping::new();
+    m.insert("spec".into(), spec);
+    out.push_str(&talm_base::yaml::to_string(&Value::Mapping(m)));
+    out
+}
+
+/// A metadata scalar's text.
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// The lines talosctl's YAML writer prints before a resource's document.
+fn heading(node: &str, event: Option<&str>) -> String {
+    match event {
+        Some(e) => format!("node: {node}\nevent: {e}\n"),
+        None => format!("node: {node}\n"),
+    }
+}
+
+/// One resource as `talm get -o yaml` (and `-w`) prints it: `node:`, `event:` when watching,
+/// then its document.
+pub fn yaml_document(node: &str, event: Option<&str>, r: &Value) -> String {
+    format!("{}{}", heading(node, event), document(r, false))
+}
+
+/// What talosctl's JSON and JSONPath writers read: the resource's YAML read back as data (so
+/// `version` is a number and an empty `owner` null), with `node` and `event` added.
+fn encodable(node: &str, event: Option<&str>, r: &Value) -> anyhow::Result<serde_json::Value> {
+    let text = document(r, false);
+    let data: Value = talm_base::yaml::from_str(&text).unwrap_or_else(|_| r.clone());
+    let mut data = serde_json::to_value(data)?;
+    if let serde_json::Value::Object(m) = &mut data {
+        m.insert("node".into(), node.into());
+        if let Some(e) = event {
+            m.insert("event".into(), e.into());
+        }
+    }
+    Ok(data)
+}
+
+/// One resource as `talm get -o json` prints it: Go's JSON of that data, keys sorted, 4-space
+/// indent, a newline after.
+pub fn json_document(node: &str, event: Option<&str>, r: &Value) -> anyhow::Result<String> {
+    Ok(json_4(&encodable(node, event, r)?) + "\n")
+}
+
+/// One resource as `talm get -o jsonpath=...` prints it: each result on its own line, maps and
+/// lists as 4-space JSON.
+pub fn jsonpath_document(
+    node: &str,
+    event: Option<&str>,
+    r: &Value,
+    t: &talm_base::jsonpath::Template,
+) -> anyhow::Result<String> {
+    let data = encodable(node, event, r)?;
+    let mut out = String::new();
+    for found in t.results(&data) {
+        match found {
+            serde_json::Value::Object(_) | serde_json::Value::Array(_) => {
+                out.push_str(&json_4(&found))
+            }
+            other => out.push_str(&talm_base::jsonpath::text(&other)),
+        }
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// Resources as `talosctl support` writes them to `resources/<definition>.yaml`: their
+/// documents, `---` between; with `redact` every spec is `<REDACTED>` (the sensitive types).
+/// "" when there are none.
+pub fn bundle_documents(items: &[cosi::Resource], redact: bool) -> String {
+    items
+        .iter()
+        .map(|res| document(&to_value(res), redact))
+        .collect::<Vec<_>>()
+        .join("---\n")
 }
 
 /// The output formats of `talm get`.
@@ -306,39 +374,17 @@ pub fn format(
     output: &Output,
     def: &Definition,
 ) -> anyhow::Result<String> {
-    let with_node = |r: &Value| -> Value {
-        let mut m = Mapping::new();
-        m.insert("node".into(), node.into());
-        if let Some(md) = r.get("metadata") {
-            m.insert("metadata".into(), ordered_metadata(md));
-        }
-        m.insert("spec".into(), r.get("spec").cloned().unwrap_or(Value::Null));
-        Value::Mapping(m)
-    };
     match output {
         Output::Yaml => Ok(items
             .iter()
-            .map(|r| talm_base::yaml::to_string(&with_node(r)))
+            .map(|r| yaml_document(node, None, r))
             .collect::<Vec<_>>()
             .join("---\n")),
-        Output::Json => {
-            let mut out = String::new();
-            for r in items {
-                let j: serde_json::Value = serde_json::to_value(with_node(r))?;
-                out.push_str(&json_4(&j)?);
-                out.push('\n');
-            }
-            Ok(out)
-        }
-        Output::JsonPath(t) => {
-            let mut out = String::new();
-            for r in items {
-                let j: serde_json::Value = serde_json::to_value(with_node(r))?;
-                out.push_str(&t.render(&j));
-                out.push('\n');
-            }
-            Ok(out)
-        }
+        Output::Json => items.iter().map(|r| json_document(node, None, r)).collect(),
+        Output::JsonPath(t) => items
+            .iter()
+            .map(|r| jsonpath_document(node, None, r, t))
+            .collect(),
         Output::Table => {
             let mut head: Vec<String> = ["NODE", "NAMESPACE", "TYPE", "ID", "VERSION"]
                 .map(str::to_string)
@@ -368,14 +414,9 @@ pub fn format(
     }
 }
 
-/// JSON indented with 4 spaces, as talosctl prints it.
-pub fn json_4(v: &serde_json::Value) -> anyhow::Result<String> {
-    use serde::Serialize;
-    let mut buf = Vec::new();
-    let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
-    let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-    v.serialize(&mut ser)?;
-    Ok(String::from_utf8(buf)?)
+/// JSON as talosctl prints it: Go's encoding, keys sorted, indented with 4 spaces.
+pub fn json_4(v: &serde_json::Value) -> String {
+    talm_base::gojson::indented(v, "    ")
 }
 
 /// Rows as talosctl's tables print them (Go's tabwriter, padding 3).
@@ -409,7 +450,23 @@ mod tests {
              10.0.0.1   network     LinkStatus   lo     1         loopback   \n"
         );
         let j = format("10.0.0.1", &items[..1], &Output::Json, &def).unwrap();
-        assert!(j.starts_with("{\n    \"node\": \"10.0.0.1\",\n    \"metadata\": {\n        \"namespace\": \"network\""), "{j}");
+        assert_eq!(
+            j,
+            r#"{
+    "metadata": {
+        "id": "eth0",
+        "namespace": "network",
+        "type": "LinkStatuses.net.talos.dev",
+        "version": 3
+    },
+    "node": "10.0.0.1",
+    "spec": {
+        "operationalState": "up",
+        "type": "ether"
+    }
+}
+"#
+        );
         assert!(Output::parse("wide").is_err());
     }
 

@@ -79,22 +79,14 @@ impl WatchPrinter {
                 }
             }
             out => {
-                let mut m = serde_yaml_ng::Mapping::new();
-                m.insert("node".into(), node.into());
-                m.insert("event".into(), name.into());
-                if let serde_yaml_ng::Value::Mapping(r) = &v {
-                    for (k, x) in r {
-                        m.insert(k.clone(), x.clone());
-                    }
-                }
-                let doc = serde_yaml_ng::Value::Mapping(m);
+                let event = Some(name);
                 let text = match out {
                     Output::Yaml => {
                         let sep = if self.first_doc { "" } else { "---\n" };
-                        format!("{sep}{}", crate::yaml::to_string(&doc))
+                        format!("{sep}{}", resources::yaml_document(node, event, &v))
                     }
-                    Output::JsonPath(t) => format!("{}\n", t.render(&serde_json::to_value(&doc)?)),
-                    _ => format!("{}\n", resources::json_4(&serde_json::to_value(&doc)?)?),
+                    Output::JsonPath(t) => resources::jsonpath_document(node, event, &v, t)?,
+                    _ => resources::json_document(node, event, &v)?,
                 };
                 self.first_doc = false;
                 crate::output::write(text.as_bytes())?;

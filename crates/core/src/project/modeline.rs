@@ -16,18 +16,7 @@ pub struct Modeline {
 }
 
 fn json_list(items: &[String]) -> String {
-    let escaped: Vec<String> = items
-        .iter()
-        .map(|s| {
-            serde_json::to_string(s)
-                // Cannot fail: serialising strings to JSON cannot fail.
-                .expect("strings serialise")
-                .replace('<', "\\u003c")
-                .replace('>', "\\u003e")
-                .replace('&', "\\u0026")
-        })
-        .collect();
-    format!("[{}]", escaped.join(","))
+    talm_base::gojson::compact(&serde_json::Value::from(items.to_vec()))
 }
 
 impl Modeline {

@@ -59,10 +59,11 @@ fn to_yaml(value: &tera::Value, _: Kwargs, _: &State) -> tera::TeraResult<String
     Ok(text.trim_end_matches('\n').to_string())
 }
 
-/// `value | to_json`: compact JSON, as Go's `toJson` prints it (`["a","b"]`).
+/// `value | to_json`: compact JSON, as Go's `toJson` prints it (`["a","b"]`, map keys sorted,
+/// `<>&` escaped).
 fn to_json(value: &tera::Value, _: Kwargs, _: &State) -> tera::TeraResult<String> {
     let v: serde_json::Value = serde_json::to_value(value).map_err(msg)?;
-    serde_json::to_string(&v).map_err(msg)
+    Ok(talm_base::gojson::compact(&v))
 }
 
 /// `value | scalar`: a string as a YAML scalar — as it is when plain YAML reads it back as the

@@ -1,0 +1,151 @@
+//! `talm get`'s output shapes, whole, as talosctl v1.13 prints them: the YAML writer's COSI
+//! metadata (untagged scalars), the JSON writer (the YAML read back: keys sorted, `version` a
+//! number, an empty owner null, 4-space indent), the JSONPath writer (one line per result, maps
+//! and lists as 4-space JSON) and print columns holding lists (compact JSON on one line).
+
+use crate::common::sim::Nodes;
+use crate::common::{net, Dir};
+
+/// One maintenance node and the timestamp its resources carry.
+fn node() -> (Nodes, String, Dir, String) {
+    let ip = net::subnet(24).host(7);
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = Dir::new();
+    let stamp = d
+        .talm([
+            "get",
+            "nodeaddress",
+            "current",
+            "-n",
+            &ip,
+            "-i",
+            "-o",
+            "jsonpath={.metadata.created}",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    (nodes, ip, d, stamp)
+}
+
+#[test]
+fn yaml_prints_cosi_metadata_untagged() {
+    let (_nodes, ip, d, stamp) = node();
+    d.talm([
+        "get",
+        "nodeaddress",
+        "current",
+        "-n",
+        &ip,
+        "-i",
+        "-o",
+        "yaml",
+    ])
+    .expect()
+    .replace(&ip, "$IP")
+    .replace(&stamp, "$STAMP")
+    .stdout(
+        "\
+node: $IP
+metadata:
+    namespace: network
+    type: NodeAddresses.net.talos.dev
+    id: current
+    version: 1
+    owner: network.NodeAddressController
+    phase: running
+    created: $STAMP
+    updated: $STAMP
+spec:
+    addresses:
+        - $IP/24
+    sortAlgorithm: v1
+",
+    )
+    .run();
+}
+
+#[test]
+fn json_is_the_yaml_read_back_with_sorted_keys() {
+    let (_nodes, ip, d, stamp) = node();
+    d.talm([
+        "get",
+        "nodeaddress",
+        "current",
+        "-n",
+        &ip,
+        "-i",
+        "-o",
+        "json",
+    ])
+    .expect()
+    .replace(&ip, "$IP")
+    .replace(&stamp, "$STAMP")
+    .stdout(
+        r#"{
+    "metadata": {
+        "created": "$STAMP",
+        "id": "current",
+        "namespace": "network",
+        "owner": "network.NodeAddressController",
+        "phase": "running",
+        "type": "NodeAddresses.net.talos.dev",
+        "updated": "$STAMP",
+        "version": 1
+    },
+    "node": "$IP",
+    "spec": {
+        "addresses": [
+            "$IP/24"
+        ],
+        "sortAlgorithm": "v1"
+    }
+}
+"#,
+    )
+    .run();
+}
+
+#[test]
+fn jsonpath_prints_each_result_on_its_own_line() {
+    let (_nodes, ip, d, _) = node();
+    d.talm([
+        "get",
+        "nodeaddress",
+        "current",
+        "-n",
+        &ip,
+        "-i",
+        "-o",
+        "jsonpath=v{.metadata.version}{.spec}",
+    ])
+    .expect()
+    .replace(&ip, "$IP")
+    .stdout(
+        r#"v
+1
+{
+    "addresses": [
+        "$IP/24"
+    ],
+    "sortAlgorithm": "v1"
+}
+"#,
+    )
+    .run();
+}
+
+#[test]
+fn a_column_holding_a_list_prints_compact_json() {
+    let (_nodes, ip, d, _) = node();
+    let node = format!("{:<w$}", "NODE", w = ip.len() + 3);
+    d.talm(["get", "resolvers", "-n", &ip, "-i"])
+        .expect()
+        .stdout(format!(
+            r#"{node}NAMESPACE   TYPE             ID          VERSION   RESOLVERS               SEARCH DOMAINS
+{ip}   network     ResolverStatus   resolvers   1         ["1.1.1.1","8.8.8.8"]   []
+"#
+        ))
+        .run();
+}
