@@ -382,7 +382,7 @@ hint: see `talm sim --help` for the format: nodes: [{address: 127.0.0.11, hardwa
         .stdout;
     assert!(
         v.starts_with(&format!(
-            "Talos v1.13.7\nServer:\n\tNODE:        {listed}\n\tTag:         v1.13.5\n"
+            "Client:\nTalos v1.13.7\nServer:\n\tNODE:        {listed}\n\tTag:         v1.13.5\n"
         )),
         "{v}"
     );
@@ -553,8 +553,9 @@ fn a_nodes_words_cannot_drive_the_terminal() {
     let d = project(&ip);
     let v = d.talm(["version", "-n", &ip, "-i", "--short"]).ok().stdout;
     assert_eq!(
-        v.lines().take(4).collect::<Vec<_>>(),
+        v.lines().take(5).collect::<Vec<_>>(),
         [
+            "Client:".to_string(),
             "Talos v1.13.7".to_string(),
             "Server:".to_string(),
             format!("\tNODE:        {ip}"),

@@ -104,7 +104,7 @@ fn a_block_of_addresses_serves_a_node_on_each() {
         assert_eq!(
             v,
             format!(
-                "Talos v1.13.7\nServer:\n\tNODE:        {ip}\n\tTag:         v1.13.7\n\tSHA:         simulated\n\tBuilt:       \n\tGo version:  go1.26.5\n\tOS/Arch:     linux/amd64\n\tEnabled:     \n"
+                "Client:\nTalos v1.13.7\nServer:\n\tNODE:        {ip}\n\tTag:         v1.13.7\n\tSHA:         simulated\n\tBuilt:       \n\tGo version:  go1.26.5\n\tOS/Arch:     linux/amd64\n\tEnabled:     \n"
             ),
         );
     }

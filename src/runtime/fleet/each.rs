@@ -13,7 +13,8 @@ use crate::runtime::node::opts::TargetsOpts;
 use crate::runtime::node::{targets, Node};
 use crate::runtime::opts::{get, options, FromOpt};
 use crate::runtime::session::Session;
-use crate::sandbox::ScriptError;
+use crate::sandbox::{NodeFailure, ScriptError};
+use talm_base::error::node::Kind;
 
 /// What the fan-out does when nodes fail.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -125,12 +126,15 @@ fn target_flags(args: &Map) -> Result<TargetsOpts> {
     })
 }
 
-/// One node's failure: its text as a script's `${e}` reads it, and the node it names.
+/// One node's failure: its text as a script's `${e}` reads it, the node it names, and what the
+/// error carried besides (its hints, its kind), so the fan-out's error keeps them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Failure {
     pub node: String,
     pub text: String,
     pub names_node: bool,
+    pub hints: Vec<String>,
+    pub kind: Option<Kind>,
 }
 
 /// The failures as `listing` reads them, `prefix` first.
@@ -168,16 +172,28 @@ fn lines(failures: &[Failure]) -> Vec<String> {
         .collect()
 }
 
-/// A failure as `fail(text)` raises it: the text alone, no hints, no node kind.
-fn fail(message: String) -> Box<EvalAltResult> {
+/// The fan-out's error: `message` with every hint the failures carried (each once, in order)
+/// and their kind when they share one, so the hints a lone node's error had are still said.
+fn fail(message: String, failures: &[Failure]) -> Box<EvalAltResult> {
+    let mut hints: Vec<String> = Vec::new();
+    for h in failures.iter().flat_map(|f| &f.hints) {
+        if !hints.contains(h) {
+            hints.push(h.clone());
+        }
+    }
+    let kind = failures
+        .first()
+        .and_then(|f| f.kind)
+        .filter(|k| failures.iter().all(|f| f.kind == Some(*k)));
+    let failure = kind.map(|kind| NodeFailure {
+        kind,
+        node: match failures {
+            [one] if one.names_node => one.node.clone(),
+            _ => String::new(),
+        },
+    });
     Box::new(EvalAltResult::ErrorRuntime(
-        Dynamic::from(ScriptError(
-            Hinted {
-                message,
-                hints: Vec::new(),
-            },
-            None,
-        )),
+        Dynamic::from(ScriptError(Hinted { message, hints }, failure)),
         rhai::Position::NONE,
     ))
 }
@@ -194,13 +210,17 @@ fn caught(node: &str, err: &EvalAltResult) -> Option<Failure> {
     Some(match value.clone().try_cast::<ScriptError>() {
         Some(ScriptError(h, failure)) => Failure {
             node: node.to_string(),
-            names_node: failure.is_some_and(|f| f.node == node),
+            names_node: failure.as_ref().is_some_and(|f| f.node == node),
             text: h.message,
+            hints: h.hints,
+            kind: failure.map(|f| f.kind),
         },
         None => Failure {
             node: node.to_string(),
             text: value.to_string(),
             names_node: false,
+            hints: Vec::new(),
+            kind: None,
         },
     })
 }
@@ -214,7 +234,10 @@ pub fn settle(
 ) -> Result<Dynamic, Box<EvalAltResult>> {
     let none_answered = !failures.is_empty() && failures.len() == asked;
     if none_answered || (o.on_error == OnError::Fail && !failures.is_empty()) {
-        return Err(fail(failure_text(&failures, o.errors, &o.prefix)));
+        return Err(fail(
+            failure_text(&failures, o.errors, &o.prefix),
+            &failures,
+        ));
     }
     match o.on_error {
         OnError::Keep => {
@@ -233,9 +256,12 @@ pub fn settle(
         OnError::Warn | OnError::Fail => {
             if !failures.is_empty() {
                 let texts: Vec<String> = failures.into_iter().map(|f| f.text).collect();
+                // As talosctl's cli.Warning: a message that ends its own line gets no second
+                // line break.
+                let text = crate::runtime::node::inspect::text::multierror(&texts);
                 crate::runtime::log::line(&format!(
                     "WARNING: {}",
-                    crate::runtime::node::inspect::text::multierror(&texts)
+                    text.strip_suffix('\n').unwrap_or(&text)
                 ));
             }
             Ok(items.into())
@@ -322,6 +348,8 @@ mod tests {
             node: node.into(),
             text: text.into(),
             names_node,
+            hints: Vec::new(),
+            kind: None,
         }
     }
 

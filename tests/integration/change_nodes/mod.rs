@@ -136,7 +136,7 @@ fn services_start_stop_restart_and_containers_restart() {
     d.talm(["service", "apid", "restart", "-n", &fresh, "-i"])
         .expect()
         .stderr(format!(
-            "Error: error starting service: node {fresh}: ServiceRestart: not authorized\n"
+            "Error: error starting service: node {fresh}: ServiceRestart: not authorized\nhint: the node is in maintenance mode, where only reads and applying a config are allowed: apply one first (`talm apply -i`), then talk to it with the talosconfig (without -i)\n"
         ))
         .status(1)
         .run();
@@ -365,12 +365,12 @@ fn meta_keys_are_written_read_and_deleted() {
         .run();
     run(&["meta", "write", "256", "x"])
         .expect()
-        .stderr("Error: strconv.ParseUint: parsing \"256\": value out of range\n")
+        .stderr("Error: strconv.ParseUint: parsing \"256\": value out of range\nhint: META keys are 0 to 255 (0x00 to 0xff); 0x0c to 0x0e are free for users\n")
         .status(1)
         .run();
     d.talm(["meta", "write", "0x0d", "x", "-n", &fresh, "-i"])
         .expect()
-        .stderr(format!("Error: node {fresh}: MetaWrite: not authorized\n"))
+        .stderr(format!("Error: node {fresh}: MetaWrite: not authorized\nhint: the node is in maintenance mode, where only reads and applying a config are allowed: apply one first (`talm apply -i`), then talk to it with the talosconfig (without -i)\n"))
         .status(1)
         .run();
 }

@@ -106,7 +106,7 @@ hint: read from one node: talm read -f nodes/node1.yaml /etc/hostname
         .run();
     list("path: \"/\", long: false, recurse: false, depth: 1, humanize: false, type: [\"fx\"]")
         .expect()
-        .stderr("Error: invalid file type: x\n")
+        .stderr("Error: invalid file type: x\nhint: use f (regular file), d (directory) or l (symbolic link)\n")
         .status(1)
         .run();
     list("path: \"/nope\", long: false, recurse: false, depth: 1, humanize: false, type: []")

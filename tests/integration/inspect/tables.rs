@@ -480,7 +480,7 @@ fn tables_are_printed_as_talosctl_prints_them() {
     play(&d, "image_list", &[cp], "namespace: \"nope\", output: \"\"")
         .expect()
         .mask(addrs)
-        .stderr("Error: error from node $A1: unsupported namespace \"nope\"\n")
+        .stderr("Error: error from node $A1: unsupported namespace \"nope\"\nhint: use cri (Kubernetes images), system (etcd, kubelet) or inmem\n")
         .status(1)
         .run();
 

@@ -1,7 +1,8 @@
-//! `talm get`'s output shapes, whole, as talosctl v1.13 prints them: the YAML writer's COSI
+//! talm's output, whole, where talosctl v1.13 defines it. `get`: the YAML writer's COSI
 //! metadata (untagged scalars), the JSON writer (the YAML read back: keys sorted, `version` a
 //! number, an empty owner null, 4-space indent), the JSONPath writer (one line per result, maps
 //! and lists as 4-space JSON) and print columns holding lists (compact JSON on one line).
+//! `version`: the client block always, a node that does not answer a warning.
 
 use crate::common::sim::Nodes;
 use crate::common::{net, Dir};
@@ -147,5 +148,53 @@ fn a_column_holding_a_list_prints_compact_json() {
 {ip}   network     ResolverStatus   resolvers   1         ["1.1.1.1","8.8.8.8"]   []
 "#
         ))
+        .run();
+}
+
+#[test]
+fn version_warns_of_a_node_that_does_not_answer_while_another_does() {
+    let lan = net::subnet(24);
+    let (a, b) = (lan.host(8), lan.host(9));
+    let nodes = Nodes::start(&[&a, &b], |_| {});
+    nodes.node(&b).set_faults(talm::sim::net::faults::Faults {
+        fail: [("Version".to_string(), "Unavailable: down".to_string())].into(),
+        ..Default::default()
+    });
+    let d = Dir::new();
+    let both = format!("{a},{b}");
+    d.talm(["version", "--short", "-i", "-n", &both])
+        .expect()
+        .replace(&a, "$A")
+        .replace(&b, "$B")
+        .stdout(
+            "\
+Client:
+Talos v1.13.7
+Server:
+\tNODE:        $A
+\tTag:         v1.13.7
+\tSHA:         simulated
+\tBuilt:       
+\tGo version:  go1.26.5
+\tOS/Arch:     linux/amd64
+\tEnabled:     
+",
+        )
+        .stderr(
+            "\
+WARNING: 1 error occurred:
+\t* node $B: Version: rpc error: code = Unavailable desc = down
+
+",
+        )
+        .status(0)
+        .run();
+    // With no node answering, it is that node's error.
+    d.talm(["version", "--short", "-i", "-n", &b])
+        .expect()
+        .replace(&b, "$B")
+        .stdout("Client:\nTalos v1.13.7\nServer:\n")
+        .stderr("Error: node $B: Version: rpc error: code = Unavailable desc = down\n")
+        .status(1)
         .run();
 }
