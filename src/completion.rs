@@ -242,13 +242,13 @@ pub fn presets() -> Vec<CompletionCandidate> {
 pub fn kinds() -> Vec<CompletionCandidate> {
     let mut out: Vec<CompletionCandidate> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
-    for d in crate::sim::cosi::facts::DEFS {
+    for d in crate::sim::cosi::facts::defs() {
         let names = std::iter::once(d.display.to_lowercase())
             .chain(d.aliases.iter().map(|a| a.to_string()));
         for n in names {
             if !seen.contains(&n) {
                 seen.push(n.clone());
-                out.push(candidate(n, d.ty));
+                out.push(candidate(n, &d.ty));
             }
         }
     }

@@ -7,7 +7,7 @@ pub use talm_base::{
 pub use talm_client as talos;
 pub use talm_core::{config, embedded, project, render, sandbox, secrets};
 pub use talm_sim as sim;
-pub use talm_wire::{facts, proto, version, zip};
+pub use talm_wire::{facts, proto, registry, version, zip};
 
 /// The library's own tests run on the binary's heap.
 #[cfg(test)]

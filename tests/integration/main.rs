@@ -49,6 +49,7 @@ mod secrets_bundle;
 mod sim_fidelity;
 mod sim_lifecycle;
 mod sim_node;
+mod sim_registry;
 mod sim_scale;
 mod stdlib_links;
 mod stdlib_net;

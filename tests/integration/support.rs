@@ -316,7 +316,7 @@ hint: support.zip is kept; answer y to replace it, or name another file with -O 
         .mask(addrs)
         .stderr(
             "\
-bundles already exists, overwrite? [y/N]: $A1: 35/35 collected
+bundles already exists, overwrite? [y/N]: $A1: 188/188 collected
 Error: archive::zip: bundles is a folder
 hint: name a file, e.g. -O support.zip
 ",
@@ -344,12 +344,24 @@ fn refusals_are_listed_and_the_rest_is_written() {
         .talm(["support", "-n", &maint, "-i", "-O", "maint.zip"])
         .ok();
     let source = column(3, &["SOURCE", &maint]);
-    let refused = format!(
-        "Processed with errors:\n   {}ERROR\n   \
-         {}resources/machineconfigs.config.talos.dev.yaml: list MachineConfigs.config.talos.dev: not authorized\n   \
-         {}machineconfig.yaml: get MachineConfigs.config.talos.dev: not authorized\n",
-        source("SOURCE"),
-        source(&maint),
+    // Every sensitive type (by ID), then the config itself.
+    let mut sensitive: Vec<&str> = talm::registry::registry()
+        .types
+        .iter()
+        .filter(|t| t.sensitive)
+        .map(|t| t.ty.as_str())
+        .collect();
+    sensitive.sort_by_key(|t| t.to_ascii_lowercase());
+    let mut refused = format!("Processed with errors:\n   {}ERROR\n", source("SOURCE"));
+    for ty in sensitive {
+        refused += &format!(
+            "   {}resources/{}.yaml: list {ty}: not authorized\n",
+            source(&maint),
+            ty.to_ascii_lowercase()
+        );
+    }
+    refused += &format!(
+        "   {}machineconfig.yaml: get MachineConfigs.config.talos.dev: not authorized\n",
         source(&maint)
     );
     assert!(o.stderr.contains(&refused), "{}", o.stderr);

@@ -90,6 +90,14 @@ pub const KEPT: &[Kept] = &[
         bound: Bound::Once,
     },
     Kept {
+        name: "REGISTRY",
+        owner: "crates/wire/src/registry.rs",
+        holds: "the resource types and namespaces Talos registers, parsed from the embedded data",
+        key: "none: the data is embedded",
+        why: "every simulated COSI call looks its type up; `get rd` builds every definition",
+        bound: Bound::Once,
+    },
+    Kept {
         name: "CERTIFIED",
         owner: "crates/client/src/creds.rs",
         holds: "client certificates ready for TLS (rustls CertifiedKey)",

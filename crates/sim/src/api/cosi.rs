@@ -33,7 +33,7 @@ impl Svc {
             return Err(denied());
         }
         let ns = if namespace.is_empty() {
-            def.namespace
+            def.namespace.as_str()
         } else {
             namespace
         };

@@ -1,6 +1,7 @@
 //! The COSI resources a simulated node serves: discovery resources built from its hardware and
 //! state (disks, links, addresses, routes, hostname, node addresses, resolvers, machine type and
-//! config, system disk), resource definitions with talosctl's aliases, and namespaces.
+//! config, system disk), the definitions of every type Talos registers (from `talm_wire`'s
+//! registry) with talosctl's aliases, and Talos's namespaces.
 
 use serde_yaml_ng::{Mapping, Value};
 
@@ -20,130 +21,16 @@ pub struct Res {
     pub annotations: Vec<(String, String)>,
 }
 
-/// A resource type the node knows: type, display name, default namespace, explicit aliases,
-/// sensitivity.
-pub struct Def {
-    pub ty: &'static str,
-    pub display: &'static str,
-    pub namespace: &'static str,
-    pub aliases: &'static [&'static str],
-    pub sensitive: bool,
-}
+/// A resource type the node registers: its definition as Talos declares it.
+pub use talm_wire::registry::Definition as Def;
 
-const fn def(
-    ty: &'static str,
-    display: &'static str,
-    namespace: &'static str,
-    aliases: &'static [&'static str],
-    sensitive: bool,
-) -> Def {
-    Def {
-        ty,
-        display,
-        namespace,
-        aliases,
-        sensitive,
-    }
+/// The types a simulated node registers: every type Talos v1.13 registers, in its order.
+pub fn defs() -> &'static [Def] {
+    &talm_wire::registry::registry().types
 }
-
-/// The types a simulated node serves.
-pub const DEFS: &[Def] = &[
-    def("Disks.block.talos.dev", "Disk", "runtime", &[], false),
-    def(
-        "SystemDisks.block.talos.dev",
-        "SystemDisk",
-        "runtime",
-        &[],
-        false,
-    ),
-    def(
-        "LinkStatuses.net.talos.dev",
-        "LinkStatus",
-        "network",
-        &["link", "links"],
-        false,
-    ),
-    def(
-        "AddressStatuses.net.talos.dev",
-        "AddressStatus",
-        "network",
-        &["address", "addresses"],
-        false,
-    ),
-    def(
-        "RouteStatuses.net.talos.dev",
-        "RouteStatus",
-        "network",
-        &["route", "routes"],
-        false,
-    ),
-    def(
-        "HostnameStatuses.net.talos.dev",
-        "HostnameStatus",
-        "network",
-        &["hostname"],
-        false,
-    ),
-    def(
-        "NodeAddresses.net.talos.dev",
-        "NodeAddress",
-        "network",
-        &[],
-        false,
-    ),
-    def(
-        "ResolverStatuses.net.talos.dev",
-        "ResolverStatus",
-        "network",
-        &["resolvers"],
-        false,
-    ),
-    def(
-        "MachineTypes.config.talos.dev",
-        "MachineType",
-        "config",
-        &[],
-        false,
-    ),
-    def(
-        "MachineConfigs.config.talos.dev",
-        "MachineConfig",
-        "config",
-        &[],
-        true,
-    ),
-    def(
-        crate::machined::changes::disks::TYPE,
-        "DiscoveredVolume",
-        "runtime",
-        &[],
-        false,
-    ),
-    def(
-        crate::machined::changes::meta::TYPE,
-        "MetaKey",
-        "runtime",
-        &["meta"],
-        false,
-    ),
-    def(
-        "ResourceDefinitions.meta.cosi.dev",
-        "ResourceDefinition",
-        "meta",
-        &["api-resources"],
-        false,
-    ),
-    def(
-        "Namespaces.meta.cosi.dev",
-        "Namespace",
-        "meta",
-        &["ns"],
-        false,
-    ),
-];
 
 pub fn find_def(ty: &str) -> Option<&'static Def> {
-    DEFS.iter().find(|d| d.ty == ty)
+    talm_wire::registry::registry().find(ty)
 }
 
 /// A YAML mapping from pairs, in their order.
@@ -161,9 +48,12 @@ fn s(v: impl Into<String>) -> Value {
 }
 
 /// talosctl's aliases of a definition: the singular name, its capital initials, the plural
-/// type with its suffixes.
+/// type with its suffixes (only the declared ones where the definition skips the automatic).
 fn all_aliases(d: &Def) -> (Vec<String>, Vec<String>) {
-    let (plural, suffix) = d.ty.split_once('.').unwrap_or((d.ty, ""));
+    if d.no_automatic_aliases {
+        return (d.aliases.clone(), d.aliases.clone());
+    }
+    let (plural, suffix) = d.ty.split_once('.').unwrap_or((&d.ty, ""));
     let mut aliases = vec![d.display.to_ascii_lowercase()];
     let initials: String = d
         .display
@@ -177,7 +67,7 @@ fn all_aliases(d: &Def) -> (Vec<String>, Vec<String>) {
             aliases.push(format!("{initials}s"));
         }
     }
-    aliases.extend(d.aliases.iter().map(|a| a.to_string()));
+    aliases.extend(d.aliases.iter().cloned());
     let mut all = vec![plural.to_ascii_lowercase()];
     let mut acc = plural.to_ascii_lowercase();
     for part in suffix.split('.').take(2).filter(|p| !p.is_empty()) {
@@ -197,17 +87,17 @@ fn definition(d: &Def) -> Res {
         id: d.ty.to_ascii_lowercase(),
         owner: "",
         spec: map(vec![
-            ("type", s(d.ty)),
-            ("displayType", s(d.display)),
-            ("defaultNamespace", s(d.namespace)),
+            ("type", s(&d.ty)),
+            ("displayType", s(&d.display)),
+            ("defaultNamespace", s(&d.namespace)),
             ("aliases", seq(aliases)),
             ("allAliases", seq(all)),
             (
                 "printColumns",
                 Value::Sequence(
-                    crate::cosi::columns::of(d.ty)
+                    d.columns
                         .iter()
-                        .map(|(name, path)| map(vec![("name", s(*name)), ("jsonPath", s(*path))]))
+                        .map(|(name, path)| map(vec![("name", s(name)), ("jsonPath", s(path))]))
                         .collect(),
                 ),
             ),
@@ -246,14 +136,14 @@ fn family(cidr: &str) -> &'static str {
 
 /// Every resource of the node in its current state.
 pub fn all(hw: &Hardware, st: &State) -> Vec<Res> {
-    let mut out: Vec<Res> = DEFS.iter().map(definition).collect();
-    for ns in ["config", "meta", "network", "runtime"] {
+    let mut out: Vec<Res> = defs().iter().map(definition).collect();
+    for ns in &talm_wire::registry::registry().namespaces {
         out.push(res(
             "meta",
             "Namespaces.meta.cosi.dev",
-            ns,
+            ns.name.clone(),
             "",
-            map(vec![("description", s(format!("{ns} resources")))]),
+            map(vec![("description", s(&ns.description))]),
         ));
     }
     disks(hw, &mut out);
@@ -552,5 +442,29 @@ mod tests {
             &all[..3],
             ["linkstatuses", "linkstatuses.net", "linkstatuses.net.talos"]
         );
+    }
+
+    #[test]
+    fn every_registered_type_is_defined_and_skipped_aliases_stay_declared_only() {
+        let (aliases, every) = all_aliases(find_def("MountStatuses.runtime.talos.dev").unwrap());
+        assert_eq!(
+            (aliases, every),
+            (vec!["mounts".into()], vec!["mounts".into()])
+        );
+        let (aliases, _) = all_aliases(find_def("Services.v1alpha1.talos.dev").unwrap());
+        assert_eq!(aliases, ["service", "svc"]);
+        let node = all(
+            &Hardware::default_for("127.0.0.11".parse().unwrap()),
+            &State::new("v1.13.7", "n"),
+        );
+        let of = |ty: &str| node.iter().filter(|r| r.ty == ty).count();
+        assert_eq!(of("ResourceDefinitions.meta.cosi.dev"), defs().len());
+        assert_eq!(of("Namespaces.meta.cosi.dev"), 17);
+        let rd = node
+            .iter()
+            .find(|r| r.id == "nodenames.kubernetes.talos.dev")
+            .unwrap();
+        assert_eq!(rd.spec["defaultNamespace"], "k8s");
+        assert_eq!(rd.spec["printColumns"][0]["jsonPath"], "{.nodename}");
     }
 }

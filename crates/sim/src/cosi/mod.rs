@@ -1,7 +1,6 @@
-//! A simulated node's COSI resources: the definitions and columns Talos declares, the
-//! resources built from the node's state, their protobuf specs, the store, queries and watches.
+//! A simulated node's COSI resources: the definitions Talos declares (from `talm_wire`'s
+//! registry), the resources built from the node's state, their protobuf specs, the store, queries and watches.
 
-pub mod columns;
 pub mod facts;
 pub mod protospec;
 pub mod query;

@@ -235,8 +235,8 @@ impl Store {
             inner.kinds.clear();
         }
         let mut desired: HashMap<(String, String), BTreeMap<String, Res>> = HashMap::new();
-        for def in facts::DEFS {
-            desired.insert((def.namespace.into(), def.ty.into()), BTreeMap::new());
+        for def in facts::defs() {
+            desired.insert((def.namespace.clone(), def.ty.clone()), BTreeMap::new());
         }
         for r in facts::all(hw, st) {
             desired
