@@ -54,9 +54,10 @@ fn all_aliases(d: &Def) -> (Vec<String>, Vec<String>) {
         return (d.aliases.clone(), d.aliases.clone());
     }
     let (plural, suffix) = d.ty.split_once('.').unwrap_or((&d.ty, ""));
-    let mut aliases = vec![d.display.to_ascii_lowercase()];
-    let initials: String = d
-        .display
+    // The declared aliases come first, then the singular name and the capitals' initials.
+    let mut aliases = d.aliases.clone();
+    aliases.push(d.display.to_ascii_lowercase());
+    let initials: String = plural
         .chars()
         .filter(char::is_ascii_uppercase)
         .collect::<String>()
@@ -67,12 +68,15 @@ fn all_aliases(d: &Def) -> (Vec<String>, Vec<String>) {
             aliases.push(format!("{initials}s"));
         }
     }
-    aliases.extend(d.aliases.iter().cloned());
+    // The plural, then the plural with each leading part of the suffix but the whole.
+    let parts: Vec<&str> = suffix.split('.').filter(|p| !p.is_empty()).collect();
     let mut all = vec![plural.to_ascii_lowercase()];
-    let mut acc = plural.to_ascii_lowercase();
-    for part in suffix.split('.').take(2).filter(|p| !p.is_empty()) {
-        acc = format!("{acc}.{part}");
-        all.push(acc.clone());
+    for i in 1..parts.len() {
+        all.push(format!(
+            "{}.{}",
+            plural.to_ascii_lowercase(),
+            parts[..i].join(".")
+        ));
     }
     all.extend(aliases.iter().cloned());
     (aliases, all)
@@ -432,10 +436,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn aliases_follow_talosctl() {
+    fn aliases_follow_cosi() {
+        // COSI's own vector for its ResourceDefinitions.
+        let (_, all) = all_aliases(find_def("ResourceDefinitions.meta.cosi.dev").unwrap());
+        assert_eq!(
+            all,
+            [
+                "resourcedefinitions",
+                "resourcedefinitions.meta",
+                "resourcedefinitions.meta.cosi",
+                "api-resources",
+                "resourcedefinition",
+                "rd",
+                "rds"
+            ]
+        );
         let d = find_def("LinkStatuses.net.talos.dev").unwrap();
         let (aliases, all) = all_aliases(d);
-        assert_eq!(aliases, ["linkstatus", "ls", "link", "links"]);
+        assert_eq!(aliases, ["link", "links", "linkstatus", "ls"]);
         let (aliases, _) = all_aliases(find_def("MachineConfigs.config.talos.dev").unwrap());
         assert_eq!(aliases, ["machineconfig", "mc", "mcs"]);
         assert_eq!(
@@ -452,7 +470,7 @@ mod tests {
             (vec!["mounts".into()], vec!["mounts".into()])
         );
         let (aliases, _) = all_aliases(find_def("Services.v1alpha1.talos.dev").unwrap());
-        assert_eq!(aliases, ["service", "svc"]);
+        assert_eq!(aliases, ["svc", "service"]);
         let node = all(
             &Hardware::default_for("127.0.0.11".parse().unwrap()),
             &State::new("v1.13.7", "n"),
