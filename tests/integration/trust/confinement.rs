@@ -1,6 +1,7 @@
 //! Playbooks stay inside their project (issue 9 §4): the `project::` natives, `use_project` and
 //! `n.copy_to`'s local folder refuse paths outside it, links followed; and `template -I` does
-//! not write through a linked `nodes/` folder that leads outside the project.
+//! not write through a linked `nodes/` folder that leads outside the project; Chart.yaml's value
+//! files stay inside it too.
 
 use std::os::unix::fs::symlink;
 
@@ -169,4 +170,46 @@ fn template_in_place_does_not_write_through_a_linked_nodes_folder() {
         written != node && written.starts_with(&format!("# talm: nodes=[\"{ip}\"]")),
         "{written}"
     );
+}
+
+#[test]
+fn chart_value_files_stay_inside_the_project() {
+    let d = Dir::project("cozystack");
+    let outside = Dir::new();
+    outside.write("stolen.yaml", "endpoint: https://10.0.0.1:6443\n");
+    let abs = outside.join("stolen.yaml").display().to_string();
+    super::secrets::edit(
+        &d,
+        "Chart.yaml",
+        "valueFiles: []",
+        &format!("valueFiles: [{abs:?}]"),
+    );
+    d.write("facts.yaml", crate::common::GOLDEN_FACTS);
+    d.talm(super::RENDER_CP)
+        .expect()
+        .replace(outside.path().display().to_string(), "$OUTSIDE")
+        .stdout("")
+        .stderr("\
+Error: Chart.yaml templateOptions.valueFiles: path \"$OUTSIDE/stolen.yaml\" is outside the project at $DIR
+hint: files Chart.yaml names must lie inside the project; pass a file from elsewhere on the command line (--values, --set-file) instead
+")
+        .status(1)
+        .run();
+    std::os::unix::fs::symlink(outside.join("stolen.yaml"), d.join("linked.yaml")).unwrap();
+    super::secrets::edit(
+        &d,
+        "Chart.yaml",
+        &format!("valueFiles: [{abs:?}]"),
+        "valueFiles: [linked.yaml]",
+    );
+    d.talm(super::RENDER_CP)
+        .expect()
+        .replace(outside.path().display().to_string(), "$OUTSIDE")
+        .stdout("")
+        .stderr("\
+Error: Chart.yaml templateOptions.valueFiles: linked.yaml leads outside the project at $DIR: through a symbolic link it resolves to $OUTSIDE/stolen.yaml
+hint: files Chart.yaml names must lie inside the project; pass a file from elsewhere on the command line (--values, --set-file) instead
+")
+        .status(1)
+        .run();
 }
