@@ -9,12 +9,14 @@ fn a_clean_project_has_no_drift() {
     d.talm(["talosconfig"])
         .expect()
         .stdout("")
-        .stderr("\
+        .stderr(
+            "\
 Regenerating talosconfig from secrets.yaml...
 Preserved endpoints and nodes from existing config
 Updated $DIR/talosconfig
 Encrypting talosconfig -> talosconfig.encrypted
-")
+",
+        )
         .run();
     d.talm(["talosconfig", "--strict-charts"]).ok();
 }
@@ -123,12 +125,14 @@ fn missing_baseline_is_silent_unless_strict() {
     d.talm(["talosconfig"])
         .expect()
         .stdout("")
-        .stderr("\
+        .stderr(
+            "\
 Regenerating talosconfig from secrets.yaml...
 Preserved endpoints and nodes from existing config
 Updated $DIR/talosconfig
 Encrypting talosconfig -> talosconfig.encrypted
-")
+",
+        )
         .run();
     d.talm(["talosconfig", "--strict-charts"])
         .expect().stderr("\

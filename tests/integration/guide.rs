@@ -110,26 +110,30 @@ fn cozystack_guide_end_to_end() {
         .expect()
         .mask(addrs)
         .stdout("")
-        .stderr("\
+        .stderr(
+            "\
 - talm: file=nodes/node1.yaml, nodes=[$A1], endpoints=[$A1]
 talm: drift preview (node $A1)
 talm: 0 additions, 0 removals, 0 updates, 6 unchanged.
 Dry run summary:
 Applied configuration without a reboot (skipped in dry-run).
 No changes.
-")
+",
+        )
         .run();
     d.talm(["apply", "-f", "nodes/node2.yaml", "-m", "try"])
         .expect()
         .mask(addrs)
         .stdout("")
-        .stderr("\
+        .stderr(
+            "\
 - talm: file=nodes/node2.yaml, nodes=[$A1], endpoints=[$A1]
 talm: drift preview (node $A1)
 talm: 0 additions, 0 removals, 0 updates, 6 unchanged.
 Applied configuration without a reboot
 The config is applied in 'try' mode and will be automatically reverted back in 1m0s
-")
+",
+        )
         .run();
     // Upgrade takes the image from values.yaml; the preset's is older than the nodes' v1.13.7.
     d.talm(["upgrade", "-f", "nodes/node3.yaml"])

@@ -85,8 +85,7 @@ hint: the node is in maintenance mode, where only reads and applying a config ar
 ").status(1).run();
     // Maintenance calls to a configured node.
     nodes.configure(&d, &ip);
-    d
-        .talm(["template", "-f", "nodes/node1.yaml", "-i"])
+    d.talm(["template", "-f", "nodes/node1.yaml", "-i"])
         .expect()
         .mask(addrs)
         .stderr(

@@ -238,12 +238,14 @@ fn a_binary_template_stops_the_dry_run_as_it_stops_the_run() {
     let hint = "hint: move each edit where the listing says (values.yaml, a _context.rhai function, a side-patch node file), then rerun; or pass --force to migrate without them\n";
     d.talm(["migrate", "--dry-run"])
         .expect()
-        .stdout(format!("{GENERIC_PLAN}\
+        .stdout(format!(
+            "{GENERIC_PLAN}\
 Custom template edits (talm's presets do not read Go templates; these would be lost):
   extra file no Go talm release wrote: templates/controlplane.yaml (edited; not UTF-8 text)
 Proof, node by node (talm's render against the node file's body):
 Dry run: nothing was changed.
-"))
+"
+        ))
         .stderr(format!("{refusal}\n{hint}"))
         .status(1)
         .run();

@@ -51,10 +51,14 @@ fn call_timeout_zero_huge_and_negative_are_named() {
     let ip = net::addr();
     let d = Dir::new();
     let version = |t: &'static str| vec!["version", "-n", ip.as_str(), "-i", "--call-timeout", t];
-    refused(&d, &version("0s"), "\
+    refused(
+        &d,
+        &version("0s"),
+        "\
 Error: --call-timeout \"0s\" is zero, which leaves no time at all
 hint: every connection and call would give up at once; give e.g. 30s or 2m
-");
+",
+    );
     // Each of these panicked: tonic's grpc-timeout header (over 99999999 hours) and
     // Duration::from_secs_f64 (over u64 seconds).
     for huge in ["999999999h", "99999999999999999999s", "2562048h"] {
@@ -67,7 +71,7 @@ hint: every connection and call would give up at once; give e.g. 30s or 2m
     refused(
         &d,
         &["version", "-n", &ip, "-i", "--call-timeout=-5s"],
-"\
+        "\
 Error: --call-timeout \"-5s\" is negative
 hint: give a positive duration, such as 30s or 2m
 ",
@@ -75,7 +79,7 @@ hint: give a positive duration, such as 30s or 2m
     refused(
         &d,
         &version("1e30s"),
-"\
+        "\
 Error: --call-timeout \"1e30s\" is not a duration: time: unknown unit \"e\" in duration \"1e30s\"
 hint: give Go duration text such as 30s, 2m or 1m30s
 ",
@@ -99,7 +103,7 @@ fn command_timeouts_refuse_zero_and_huge() {
     refused(
         &d,
         &["apply", "-f", "nodes/n.yaml", "--timeout", "0s"],
-"\
+        "\
 Error: --timeout \"0s\" is zero, which leaves no time at all
 hint: --timeout is how long a try-mode config stays before it is rolled back; give e.g. 1m
 ",
@@ -115,7 +119,7 @@ hint: give a shorter duration, such as 10m or 1h
     refused(
         &d,
         &["upgrade", "-n", &ip, "--image", "x", "--timeout", "0s"],
-"\
+        "\
 Error: --timeout \"0s\" is zero, which leaves no time at all
 hint: the upgrade waits for each node up to --timeout; to not wait at all, pass --wait=false
 ",
@@ -138,7 +142,7 @@ hint: the upgrade waits for each node up to --timeout; to not wait at all, pass 
     refused(
         &d,
         &["scan", &range, "--timeout", "0s"],
-"\
+        "\
 Error: --timeout \"0s\" is zero, which leaves no time at all
 hint: --timeout is how long each address gets to answer; give e.g. 500ms
 ",
@@ -163,7 +167,7 @@ hint: give a shorter duration, such as 10m or 1h
     refused(
         &d,
         &["sim", "--node", "10.9.4.9", "--reboot-delay", "0s"],
-"\
+        "\
 Error: 10.9.4.9 is not a loopback address
 hint: simulated nodes listen on 127.0.0.0/8 (or ::1) only, e.g. --node 127.0.0.11
 ",
