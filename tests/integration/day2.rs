@@ -111,8 +111,12 @@ fn reboot_reset_and_upgrade() {
     let nodes = Nodes::start(&[&ip], |_| {});
     let d = cluster(&nodes, &ip, None);
     let boots = nodes.boots(&ip);
-    let o = d.talm(["reboot", "-f", "nodes/cp.yaml", "--wait"]).ok();
-    assert!(o.stderr.contains(&format!("{ip}: back")), "{}", o.stderr);
+    d.talm(["reboot", "-f", "nodes/cp.yaml", "--wait"])
+        .expect()
+        .mask(addrs)
+        .stdout("")
+        .stderr("- talm: rebooting $A1\n$A1: back\n")
+        .run();
     assert!(nodes.boots(&ip) > boots);
 
     let o = d
@@ -147,12 +151,18 @@ hint: pass --allow-downgrade to go back on purpose, or set a newer image in valu
     assert!(o.stderr.contains("running v1.13.8"), "{}", o.stderr);
 
     let boots = nodes.boots(&ip);
-    let o = d.talm(["reset", "-f", "nodes/cp.yaml", "--reboot"]).ok();
-    assert!(
-        o.stderr.contains("(wipe: [\"STATE\", \"EPHEMERAL\"])"),
-        "META is kept: {}",
-        o.stderr
-    );
+    // META is kept.
+    d.talm(["reset", "-f", "nodes/cp.yaml", "--reboot"])
+        .expect()
+        .mask(addrs)
+        .stdout("")
+        .stderr(
+            "\
+- talm: resetting $A1 (wipe: [\"STATE\", \"EPHEMERAL\"])
+$A1: back in maintenance mode
+",
+        )
+        .run();
     nodes.wait_reboot(&ip, boots);
     assert!(
         nodes.node(&ip).state().in_maintenance(),

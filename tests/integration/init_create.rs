@@ -11,12 +11,62 @@ const SECRET_FILES: &[&str] = &[
     "talm.key",
 ];
 
+/// What `init` prints when it makes a key for kept or new secrets and seals them.
+const KEYED: &str = "\
+Generated new encryption key: talm.key
+Encrypting secrets.yaml -> secrets.encrypted.yaml
+Created $DIR/talosconfig
+Encrypting talosconfig -> talosconfig.encrypted
+";
+/// The project files `init` writes, as it names them.
+const CREATED: &str = "\
+Created $DIR/.gitignore
+Created $DIR/Chart.yaml
+Created $DIR/templates/config.tera
+Created $DIR/templates/controlplane.yaml
+Created $DIR/templates/worker.yaml
+Created $DIR/values.yaml
+Created $DIR/charts/talm/Chart.yaml
+Created $DIR/charts/talm/templates/_context.rhai
+Created $DIR/charts/talm/templates/_helpers.tera
+Created $DIR/charts/talm/templates/_network_legacy.tera
+Created $DIR/charts/talm/templates/_network_multidoc.tera
+Created $DIR/charts/talm/templates/_time_legacy.tera
+Created $DIR/.talm-preset.lock
+";
+/// The banner `init` prints once it made a key.
+const BANNER: &str = "\
+┌─────────────────────────────────────────────────────────────────────────────┐
+│ Security Information                                                        │
+│                                                                             │
+│ These files hold secrets and are git-ignored; never commit them:            │
+│   secrets.yaml, talosconfig, talm.key, kubeconfig, values-secret.yaml       │
+│ Their *.encrypted* copies are safe to commit: they open only with talm.key. │
+│                                                                             │
+│ Back up talm.key somewhere safe now (a password manager, a vault).          │
+│ Without it the encrypted files cannot be decrypted, by anyone.              │
+└─────────────────────────────────────────────────────────────────────────────┘
+";
+/// The hint `init` prints while values.yaml::endpoint is empty.
+const NEXT: &str = "
+Next: set values.yaml::endpoint to the cluster's control-plane URL, e.g. https://192.168.0.1:6443.
+  --endpoints fills in the talosconfig endpoints, and with exactly one address also sets
+  values.yaml::endpoint to https://<address>:6443; --cluster-endpoint URL sets it directly
+  (use it for a VIP or a load balancer in front of several control-plane nodes).
+";
+
 #[test]
 fn cozystack_project_from_scratch() {
     let d = Dir::new();
-    let o = d
-        .talm(["init", "--preset", "cozystack", "--name", "mycluster"])
-        .ok();
+    // A key was made: the banner names the secret files; endpoint is empty: the hint shows.
+    // Nothing on stdout: progress goes to stderr.
+    d.talm(["init", "--preset", "cozystack", "--name", "mycluster"])
+        .expect()
+        .stdout("")
+        .stderr(format!(
+            "Created $DIR/secrets.yaml\n{KEYED}{CREATED}{BANNER}{NEXT}"
+        ))
+        .run();
     for f in [
         "Chart.yaml",
         "values.yaml",
@@ -52,45 +102,32 @@ fn cozystack_project_from_scratch() {
         d.read(".gitignore"),
         "# Sensitive files\nsecrets.yaml\ntalosconfig\ntalm.key\nvalues-secret.yaml\nkubeconfig\n"
     );
-    // A key was made: the banner names the secret files; endpoint is empty: the hint shows.
-    assert!(o.stderr.contains("Security Information"), "{}", o.stderr);
-    for f in [
-        "secrets.yaml",
-        "talosconfig",
-        "talm.key",
-        "kubeconfig",
-        "values-secret.yaml",
-    ] {
-        assert!(o.stderr.contains(f));
-    }
-    assert!(o.stderr.contains("Next: set values.yaml::endpoint"));
     assert!(
         d.read("values.yaml").contains("\nendpoint: \"\"\n")
             || d.read("values.yaml").starts_with("endpoint: \"\"")
             || d.read("values.yaml").contains("endpoint: \"\"")
     );
-    // Nothing on stdout: progress goes to stderr.
-    assert_eq!(o.stdout, "");
 }
 
 #[test]
 fn one_endpoint_sets_the_cluster_endpoint() {
     let d = Dir::seeded();
-    let o = d
-        .talm([
-            "init",
-            "-p",
-            "cozystack",
-            "-N",
-            "mycluster",
-            "--endpoints",
-            "127.0.0.11",
-        ])
-        .ok();
+    d.talm([
+        "init",
+        "-p",
+        "cozystack",
+        "-N",
+        "mycluster",
+        "--endpoints",
+        "127.0.0.11",
+    ])
+    .expect()
+    .stdout("")
+    .stderr(format!("{KEYED}{CREATED}{BANNER}"))
+    .run();
     assert!(d
         .read("values.yaml")
         .contains("\nendpoint: \"https://127.0.0.11:6443\"\n"));
-    assert!(!o.stderr.contains("Next: set values.yaml::endpoint"));
     assert!(d
         .read("talosconfig")
         .contains("endpoints:\n            - 127.0.0.11\n"));
@@ -120,19 +157,20 @@ fn ipv6_endpoint_is_bracketed() {
 #[test]
 fn several_endpoints_leave_endpoint_empty_with_a_hint() {
     let d = Dir::seeded();
-    let o = d
-        .talm([
-            "init",
-            "-p",
-            "cozystack",
-            "-N",
-            "c",
-            "--endpoints",
-            "127.0.0.11,127.0.0.12",
-        ])
-        .ok();
+    d.talm([
+        "init",
+        "-p",
+        "cozystack",
+        "-N",
+        "c",
+        "--endpoints",
+        "127.0.0.11,127.0.0.12",
+    ])
+    .expect()
+    .stdout("")
+    .stderr(format!("{KEYED}{CREATED}{BANNER}{NEXT}"))
+    .run();
     assert!(d.read("values.yaml").contains("\nendpoint: \"\"\n"));
-    assert!(o.stderr.contains("Next: set values.yaml::endpoint"));
     let tc = d.read("talosconfig");
     assert!(
         tc.contains("- 127.0.0.11\n            - 127.0.0.12\n"),
@@ -183,7 +221,7 @@ fn generic_and_bare_library_presets() {
 #[test]
 fn bad_flags_are_refused_before_any_write() {
     let d = Dir::new();
-    let err = d.refuses(
+    d.refuses(
         &["init", "-p", "nope", "-N", "c"],
         1,
         "\
@@ -191,7 +229,6 @@ Error: invalid preset: nope. Valid presets are: [generic cozystack talm]
 hint: pass one of the listed presets with --preset
 ",
     );
-    assert!(err.contains("hint:"));
     d.refuses(
         &["init", "-N", "c"],
         1,
@@ -208,11 +245,10 @@ Error: cluster name is required (use --name or -N flag)
 hint: for example: talm init --preset cozystack --name mycluster
 ",
     );
-    let err = d.refuses(&["init", "-p", "generic", "-N", "My_Cluster"], 1, "\
+    d.refuses(&["init", "-p", "generic", "-N", "My_Cluster"], 1, "\
 Error: --name \"My_Cluster\" is not a valid DNS-1123 subdomain: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')
 hint: use lower-case letters, digits, '-' and '.', for example --name mycluster
 ");
-    assert!(err.contains("hint:"));
     d.refuses(&["init", "-p", "generic", "--name=-bad"], 1, "\
 Error: --name \"-bad\" is not a valid DNS-1123 subdomain: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')
 hint: use lower-case letters, digits, '-' and '.', for example --name mycluster
@@ -237,7 +273,10 @@ hint: pass a full URL such as https://10.0.0.1:6443 or https://[fd00::1]:6443
 "));
     }
     for (image, msg) in [
-        (":v1", "is malformed: starts with a reserved separator"),
+        (
+            ":v1",
+            "is malformed: starts with a reserved separator (':' or '@' or '/')",
+        ),
         (
             "ghcr.io/a/b:",
             "is malformed: ends with a separator with nothing after it",
@@ -245,9 +284,13 @@ hint: pass a full URL such as https://10.0.0.1:6443 or https://[fd00::1]:6443
         ("talos:v1", "is missing a registry / path component"),
         ("ghcr.io/a/talos", "has no tag or digest"),
     ] {
-        d.refused(
+        d.refuses(
             &["init", "-p", "cozystack", "-N", "c", "--image", image],
-            msg,
+            1,
+            &format!(
+                "Error: --image {image:?} {msg}\n\
+                 hint: pass a full reference such as ghcr.io/cozystack/cozystack/talos:v1.12.6\n"
+            ),
         );
     }
     d.refuses(&[
@@ -301,17 +344,19 @@ fn init_over_existing_files_lists_them_and_writes_nothing() {
     let d = Dir::new();
     d.write("values.yaml", "mine: true\n");
     d.write("templates/worker.yaml", "mine\n");
-    let err = d.refuses(&["init", "-p", "cozystack", "-N", "c"], 1, "\
+    d.refuses(&["init", "-p", "cozystack", "-N", "c"], 1, "\
 Error: refusing to init: 2 file(s) already exist in target directory; pass --force to overwrite, or --update to refresh only the talm library chart:
   - templates/worker.yaml
   - values.yaml
 hint: run `talm init --update --preset <preset>` to refresh an existing project
 ");
-    assert!(err.contains("hint:"));
     // --force overwrites them.
     d.write("secrets.yaml", STABILITY_SECRETS);
     d.talm(["init", "-p", "cozystack", "-N", "c", "--force"])
-        .ok();
+        .expect()
+        .stdout("")
+        .stderr(format!("{KEYED}{CREATED}{BANNER}{NEXT}"))
+        .run();
     assert!(d.read("values.yaml").contains("clusterDomain"));
 }
 
@@ -336,7 +381,7 @@ fn broken_secrets_are_refused_with_file_and_position() {
     // A YAML syntax error names the file, line and column.
     let d = Dir::new();
     d.write("secrets.yaml", "cluster:\n    id: a\n  secret: [b\n");
-    let err = d.refuses(
+    d.refuses(
         &["init", "-p", "generic", "-N", "c"],
         1,
         "\
@@ -344,18 +389,13 @@ Error: secrets.yaml:3:3: invalid YAML: did not find expected key
 hint: fix the YAML syntax in secrets.yaml near line 3, column 3
 ",
     );
-    assert!(err.contains("invalid YAML"), "{err}");
-    assert!(
-        err.contains("hint: fix the YAML syntax in secrets.yaml near line"),
-        "{err}"
-    );
     // A bundle Talos would reject lists Talos's reasons.
     let d = Dir::new();
     d.write(
         "secrets.yaml",
         include_str!("../fixtures/talos/secrets/invalid-secrets.yaml"),
     );
-    let err = d.refuses(
+    d.refuses(
         &["init", "-p", "generic", "-N", "c"],
         1,
         "\
@@ -369,7 +409,6 @@ Error: secrets.yaml is not a valid secrets bundle: 6 errors occurred:
 hint: restore secrets.yaml from a backup or secrets.encrypted.yaml (`talm init -d`)
 ",
     );
-    assert!(err.contains("certs.os is invalid: unsupported key type: \"CERTIFICATE\""));
     // An unreadable file (a folder where the file should be) is named.
     let d = Dir::new();
     std::fs::create_dir_all(d.join("secrets.yaml")).unwrap();
@@ -394,14 +433,10 @@ fn encrypted_secrets_without_key_are_refused() {
     let d = Dir::project("generic");
     let fresh = Dir::new();
     fresh.write("secrets.encrypted.yaml", &d.read("secrets.encrypted.yaml"));
-    let err = fresh.refuses(&["init", "-p", "generic", "-N", "c"], 1, "\
+    fresh.refuses(&["init", "-p", "generic", "-N", "c"], 1, "\
 Error: secrets.encrypted.yaml exists but secrets.yaml and talm.key are missing. Cannot decrypt without key
 hint: talm.key is required to decrypt secrets.encrypted.yaml. Restore your backed-up key, or re-run `talm init` to regenerate (this writes new secrets — the old secrets.encrypted.yaml will not be decryptable without the original key; move the *.encrypted* files out of the project first, talm will not seal new files next to ones it cannot open).
 ");
-    assert!(
-        err.contains("Restore your backed-up key, or re-run `talm init` to regenerate"),
-        "{err}"
-    );
     // With the key, init opens the encrypted copy instead of making new secrets.
     fresh.write("talm.key", &d.read("talm.key"));
     fresh.talm(["init", "-p", "generic", "-N", "c"]).ok();
@@ -438,8 +473,11 @@ For more information, try '--help'.
 #[test]
 fn flags_live_on_the_commands_that_use_them() {
     let d = Dir::new();
-    let o = d.talm(["--version"]).ok();
-    assert!(o.stdout.contains(env!("CARGO_PKG_VERSION")));
+    d.talm(["--version"])
+        .expect()
+        .stdout(format!("talm {}\n", env!("CARGO_PKG_VERSION")))
+        .stderr("")
+        .run();
     let o = d.talm(["version", "--help"]).ok();
     for flag in [
         "--talosconfig",

@@ -37,18 +37,31 @@ fn talosconfig(d: &Dir, roles: &[&str], from: OffsetDateTime) -> String {
     )
 }
 
+/// The day the client certificate of a talosconfig made by [`talosconfig`] expires.
+fn expires_on(tc: &str) -> time::Date {
+    use base64::Engine as _;
+    let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(tc).unwrap();
+    let pem = base64::engine::general_purpose::STANDARD
+        .decode(v["contexts"]["mycluster"]["crt"].as_str().unwrap())
+        .unwrap();
+    let der = talm::secrets::pki::pem_decode(std::str::from_utf8(&pem).unwrap())
+        .unwrap()
+        .1;
+    let (_, cert) = X509Certificate::from_der(&der).unwrap();
+    cert.validity().not_after.to_datetime().date()
+}
+
 #[test]
 fn unreachable_node() {
     // Nothing listens at an address of its own.
     let nobody = net::addr();
     let d = Dir::new();
-    let o = d
+    d
         .talm(["version", "-n", &nobody, "-i"])
         .expect().stderr(format!("\
 Error: node {nobody}: connect: connection refused
 hint: check the address and that the node is up with its Talos API on port 50000; a node that is rebooting comes back in a moment
 ")).status(1).run();
-    assert!(o.stderr.contains("hint: check the address"), "{}", o.stderr);
 }
 
 #[test]
@@ -63,22 +76,16 @@ fn maintenance_and_configured_nodes_refuse_the_wrong_mode() {
 Error: node $A1: connect: the node is in maintenance mode (it has no config yet)
 hint: use -i/--insecure for maintenance nodes (template, apply); calls such as bootstrap and kubeconfig need the node configured first: `talm apply -f nodes/<node>.yaml -i`
 ").status(1).run();
-    let o = d
+    d
         .talm(["bootstrap", "-f", "nodes/node1.yaml", "-i"])
         .expect().mask(addrs).stderr("\
 - talm: bootstrapping etcd on $A1
 Error: node $A1: Bootstrap: not authorized
 hint: the node is in maintenance mode, where only reads and applying a config are allowed: apply one first (`talm apply -i`), then talk to it with the talosconfig (without -i)
 ").status(1).run();
-    assert!(
-        o.stderr.contains("hint: the node is in maintenance mode"),
-        "{}",
-        o.stderr
-    );
     // Maintenance calls to a configured node.
     nodes.configure(&d, &ip);
-    let o = d
-        .talm(["template", "-f", "nodes/node1.yaml", "-i"])
+    d.talm(["template", "-f", "nodes/node1.yaml", "-i"])
         .expect()
         .mask(addrs)
         .stderr(
@@ -90,11 +97,6 @@ hint: drop -i/--insecure so talm authenticates with the talosconfig
         )
         .status(1)
         .run();
-    assert!(
-        o.stderr.contains("hint: drop -i/--insecure"),
-        "{}",
-        o.stderr
-    );
 }
 
 #[test]
@@ -123,7 +125,8 @@ hint: the node belongs to another cluster, or the talosconfig to another project
         &talosconfig(&d, &["os:reader"], OffsetDateTime::now_utc()),
     );
     d.talm(["version", "-f", "nodes/node1.yaml"]).ok();
-    d.talm(["bootstrap", "-f", "nodes/node1.yaml"])
+    d
+        .talm(["bootstrap", "-f", "nodes/node1.yaml"])
         .expect().mask(addrs).stderr("\
 - talm: bootstrapping etcd on $A1
 Error: node $A1: Bootstrap: not authorized
@@ -136,17 +139,18 @@ hint: the talosconfig's client certificate lacks the role this call needs (os:ad
 ")).status(1).run();
 
     // An expired certificate is caught before connecting, naming the file.
-    // A fixed day long gone, so the date in the message never moves with the clock.
-    let past = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
-    d.write("talosconfig", &talosconfig(&d, &["os:admin"], past));
+    let past = OffsetDateTime::now_utc() - time::Duration::days(800);
+    let tc = talosconfig(&d, &["os:admin"], past);
+    d.write("talosconfig", &tc);
     d.talm(["version", "-f", "nodes/node1.yaml"])
         .expect()
-        .stderr(
+        .stderr(format!(
             "\
-Error: $DIR/talosconfig: contexts.mycluster.crt: the client certificate expired on 2024-11-13
+Error: $DIR/talosconfig: contexts.mycluster.crt: the client certificate expired on {}
 hint: run `talm talosconfig` to issue a fresh client certificate from secrets.yaml
 ",
-        )
+            expires_on(&tc)
+        ))
         .status(1)
         .run();
 }

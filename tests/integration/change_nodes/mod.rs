@@ -4,9 +4,9 @@
 //! discoveredvolumes; the system disk refused), META (get metakeys), image pulls (image list),
 //! patch (dry run and real) and edit (with EDITOR set to a script) of the machine config.
 
-use crate::common::expect::addrs;
+use crate::common::expect::{addrs, uuids};
 use crate::common::sim::{mutual, template_node, Nodes};
-use crate::common::{net, Dir};
+use crate::common::{net, version_client, Dir, VERSION_SIM_SERVER};
 use talm::talos::client::ServiceAction;
 
 mod config_edits;
@@ -70,12 +70,14 @@ fn services_start_stop_restart_and_containers_restart() {
     );
     // Stopping a stopped service, starting a running one: left as they are.
     svc(&["ext-hello", "stop"]).ok();
-    let o = svc(&["ext-hello", "start"]).ok();
-    assert!(
-        o.stdout.contains("Service \"ext-hello\" started"),
-        "{}",
-        o.stdout
-    );
+    svc(&["ext-hello", "start"])
+        .expect()
+        .stdout(table2(&[
+            ("NODE", "RESPONSE"),
+            (&ip, "Service \"ext-hello\" started"),
+        ]))
+        .stderr("")
+        .run();
     let list = svc(&[]).ok().stdout;
     assert_eq!(
         row(&list, &[&ip, "ext-hello"]).unwrap()[2],
@@ -171,8 +173,12 @@ Error: error executing rollback: node $A1: Rollback: rpc error: code = Unknown d
     );
     assert_eq!(nodes.boots(&ip), boots + 1);
     assert_eq!(nodes.node(&ip).state().version, before);
-    let v = d.talm(["version", "-f", "nodes/cp.yaml"]).ok().stdout;
-    assert!(v.contains(&format!("Tag:         {before}")), "{v}");
+    d.talm(["version", "-f", "nodes/cp.yaml"])
+        .expect()
+        .mask(addrs)
+        .stdout(format!("{}{VERSION_SIM_SERVER}", version_client()))
+        .stderr("")
+        .run();
     // --wait=false returns once the node took the request.
     d.talm([
         "upgrade",
@@ -191,23 +197,31 @@ Error: error executing rollback: node $A1: Rollback: rpc error: code = Unknown d
     assert_eq!(nodes.node(&ip).state().version, before);
 
     let boots = nodes.boots(&ip);
-    let o = d
-        .talm(["reboot", "-f", "nodes/cp.yaml", "--mode", "force", "--wait"])
-        .ok();
-    assert!(o.stderr.contains(&format!("{ip}: back")), "{}", o.stderr);
+    d.talm(["reboot", "-f", "nodes/cp.yaml", "--mode", "force", "--wait"])
+        .expect()
+        .mask(addrs)
+        .stdout("")
+        .stderr(
+            "\
+- talm: rebooting $A1
+$A1: back
+",
+        )
+        .run();
     assert!(nodes.boots(&ip) > boots);
 
-    let o = d.talm(["shutdown", "-f", "nodes/cp.yaml", "--wait"]).ok();
-    assert!(
-        o.stderr.contains(&format!("\"{ip}\": powered off")),
-        "{}",
-        o.stderr
-    );
-    assert!(
-        o.stderr.contains(&format!("\"{ip}\": actor ID: ")),
-        "{}",
-        o.stderr
-    );
+    d.talm(["shutdown", "-f", "nodes/cp.yaml", "--wait"])
+        .expect()
+        .mask(addrs)
+        .mask(uuids)
+        .stdout("")
+        .stderr(
+            "\
+\"$A1\": actor ID: <UUID>
+\"$A1\": powered off
+",
+        )
+        .run();
     nodes.wait_down(&ip);
     d.talm(["version", "-f", "nodes/cp.yaml"])
         .expect().stderr(format!("\
@@ -221,26 +235,34 @@ fn reset_waits_for_maintenance_or_power_off() {
     let [a, b] = net::addrs();
     let nodes = Nodes::start(&[&a, &b], |_| {});
     let d = configured(&nodes, &a);
-    let o = d
-        .talm(["reset", "-f", "nodes/cp.yaml", "--reboot", "--wait"])
-        .ok();
-    assert!(
-        o.stderr.contains(&format!("{a}: back in maintenance mode")),
-        "{}",
-        o.stderr
-    );
+    d.talm(["reset", "-f", "nodes/cp.yaml", "--reboot", "--wait"])
+        .expect()
+        .mask(addrs)
+        .stdout("")
+        .stderr(
+            "\
+- talm: resetting $A1 (wipe: [\"STATE\", \"EPHEMERAL\"])
+$A1: back in maintenance mode
+",
+        )
+        .run();
     assert!(nodes.node(&a).state().in_maintenance());
     let e = Dir::project("generic");
     e.write("nodes/cp.yaml", &template_node(&e, &b));
     let boots = nodes.boots(&b);
     e.talm(["apply", "-f", "nodes/cp.yaml", "-i"]).ok();
     nodes.wait_reboot(&b, boots);
-    let o = e.talm(["reset", "-f", "nodes/cp.yaml", "--wait"]).ok();
-    assert!(
-        o.stderr.contains(&format!("{b}: reset done, powered off")),
-        "{}",
-        o.stderr
-    );
+    e.talm(["reset", "-f", "nodes/cp.yaml", "--wait"])
+        .expect()
+        .mask(addrs)
+        .stdout("")
+        .stderr(
+            "\
+- talm: resetting $A1 (wipe: [\"STATE\", \"EPHEMERAL\"])
+$A1: reset done, powered off
+",
+        )
+        .run();
     nodes.wait_down(&b);
     e.talm(["version", "-n", &b, "-i"])
         .expect().stderr(format!("\

@@ -316,6 +316,73 @@ pub fn diff(want: &str, got: &str) -> String {
     out
 }
 
+/// Reads every UUID in its canonical form (8-4-4-4-12 lower-case hex digits, such as an actor
+/// ID a node answers with) as `<UUID>`.
+pub fn uuids(text: &str) -> String {
+    const GROUPS: [usize; 5] = [8, 4, 4, 4, 12];
+    let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+    let bytes = text.as_bytes();
+    let is_uuid_at = |at: usize| {
+        let mut i = at;
+        for (n, len) in GROUPS.iter().enumerate() {
+            if n > 0 {
+                if bytes.get(i) != Some(&b'-') {
+                    return false;
+                }
+                i += 1;
+            }
+            if i + len > bytes.len() || !bytes[i..i + len].iter().all(|b| hex(*b)) {
+                return false;
+            }
+            i += len;
+        }
+        !bytes
+            .get(i)
+            .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'-')
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while at < text.len() {
+        let starts = at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'-');
+        if starts && is_uuid_at(at) {
+            out += "<UUID>";
+            at += 36;
+            continue;
+        }
+        let c = text[at..].chars().next().expect("inside the text");
+        out.push(c);
+        at += c.len_utf8();
+    }
+    out
+}
+
+/// Reads every compact UTC time stamp (`20261206T023032Z`, as in the folders `talm migrate`
+/// saves to) as `<UTC time>`.
+pub fn utc_stamps(text: &str) -> String {
+    let b = text.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while at < text.len() {
+        let starts = at == 0 || !b[at - 1].is_ascii_alphanumeric();
+        let fits = at + 16 <= b.len()
+            && digits(at..at + 8)
+            && b[at + 8] == b'T'
+            && digits(at + 9..at + 15)
+            && b[at + 15] == b'Z'
+            && !b.get(at + 16).is_some_and(u8::is_ascii_alphanumeric);
+        if starts && fits {
+            out += "<UTC time>";
+            at += 16;
+            continue;
+        }
+        let c = text[at..].chars().next().expect("inside the text");
+        out.push(c);
+        at += c.len_utf8();
+    }
+    out
+}
+
 /// Reads every address of `common::net`'s range (127.100.0.0/14) as `$A1`, `$A2`... in the order
 /// each first appears, so an expectation keeps which lines name the same node.
 pub fn addrs(text: &str) -> String {
@@ -380,6 +447,14 @@ fn the_masks_read_what_varies_and_keep_the_rest() {
     assert_eq!(
         addrs("node 127.100.0.5: down; 127.103.1.2 and 127.100.0.5 again; 127.0.0.1 and 127.100.0.50 stay apart"),
         "node $A1: down; $A2 and $A1 again; 127.0.0.1 and $A3 stay apart"
+    );
+    assert_eq!(
+        utc_stamps("migrate/edits-20261206T023032Z/ and 20261206T023032Zx stay"),
+        "migrate/edits-<UTC time>/ and 20261206T023032Zx stay"
+    );
+    assert_eq!(
+        uuids("actor ID: cc0cfc87-ebd3-472f-89e1-cfb707aec690; x-cc0cfc87-ebd3-472f-89e1-cfb707aec690 and CC0CFC87-EBD3-472F-89E1-CFB707AEC690 stay"),
+        "actor ID: <UUID>; x-cc0cfc87-ebd3-472f-89e1-cfb707aec690 and CC0CFC87-EBD3-472F-89E1-CFB707AEC690 stay"
     );
 }
 

@@ -71,6 +71,21 @@ pub fn verify_signed_by(
         .expect("signature verifies with the issuer's key");
 }
 
+/// The client half of `talm version`'s report: the Talos machinery talm speaks, and this
+/// machine's platform as Go names it.
+pub fn version_client() -> String {
+    let c = talm::version::client_block();
+    format!(
+        "Client:\n\tTag:         v1.13.7\n\tSHA:         undefined\n\tBuilt:       \n\tGo version:  none (talm {} is Rust)\n\tOS/Arch:     {}/{}\n",
+        env!("CARGO_PKG_VERSION"),
+        c["os"].as_str().unwrap(),
+        c["arch"].as_str().unwrap()
+    )
+}
+
+/// The server half of `talm version`'s report for a configured simulated node at `$A1`.
+pub const VERSION_SIM_SERVER: &str = "Server:\n\tNODE:        $A1\n\tTag:         v1.13.7\n\tSHA:         simulated\n\tBuilt:       \n\tGo version:  go1.26.5\n\tOS/Arch:     linux/amd64\n\tEnabled:     RBAC\n";
+
 /// A temporary working folder for one test.
 pub struct Dir {
     pub tmp: tempfile::TempDir,

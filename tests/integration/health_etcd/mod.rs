@@ -239,7 +239,7 @@ fn health_and_membership_follow_the_cluster() {
     until("the third node is down", || {
         *nodes.node(&c).up.borrow() == 0
     });
-    let o = d
+    d
         .talm(["health", "-f", "nodes/cp1.yaml", "--wait-timeout", "2s"])
         .expect().mask(addrs).stderr("\
 discovered nodes: [\"$A1\" \"$A2\" \"$A3\"]
@@ -250,20 +250,7 @@ Error: healthcheck error: rpc error: code = DeadlineExceeded desc = context dead
 hint: the check \"etcd to be healthy\" did not pass within 2s: 1 error occurred:
 \t* $A3: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp $A3:50000: connect: connection refused\"
 ").status(1).run();
-    let line = format!("waiting for etcd to be healthy: 1 error occurred:\n\t* {c}: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp {c}:50000: connect: connection refused\"\n");
-    assert!(o.stderr.contains(&line), "{}", o.stderr);
-    assert!(
-        o.stderr
-            .contains("hint: the check \"etcd to be healthy\" did not pass within 2s"),
-        "{}",
-        o.stderr
-    );
-    assert!(
-        !o.stderr.contains("waiting for apid to be ready"),
-        "{}",
-        o.stderr
-    );
-    let o = d
+    d
         .talm([
             "health",
             "-f",
@@ -282,13 +269,6 @@ Error: context deadline exceeded
 hint: the check \"etcd to be healthy\" did not pass within 1s: 1 error occurred:
 \t* node $A1 (via $A2:50000): ServiceList: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp $A1:50000: connect: connection refused\"
 ").status(1).run();
-    assert!(
-        o.stderr.contains(&format!(
-            "waiting for etcd to be healthy: 1 error occurred:\n\t* node {c}"
-        )),
-        "{}",
-        o.stderr
-    );
 
     // The dead member is removed through a live one; the cluster keeps quorum.
     let gone = member_id(&nodes, &c);
@@ -314,9 +294,14 @@ hint: the check \"etcd to be healthy\" did not pass within 1s: 1 error occurred:
         "-f",
         "nodes/cp1.yaml",
     ])
-    .fails_with(&format!(
-        "failed to remove member {gone}: etcdserver: member not found"
-    ));
+    .expect()
+    .mask(addrs)
+    .stdout("")
+    .stderr(format!(
+        "Error: 1 error occurred:\n\t* node $A1: EtcdRemoveMemberByID: rpc error: code = NotFound desc = failed to remove member {gone}: etcdserver: member not found\n"
+    ))
+    .status(1)
+    .run();
     d.talm(["etcd", "remove-member", "xyz", "-f", "nodes/cp1.yaml"])
         .expect().stderr("\
 Error: 1 error occurred:

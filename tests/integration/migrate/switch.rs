@@ -1,6 +1,7 @@
 //! The migration's switch and its stops: linked files, a switch killed midway, an unreachable node, values and templates it cannot read.
 
 use super::*;
+use crate::common::expect::{addrs, utc_stamps};
 
 #[test]
 fn linked_lock_or_migrate_folder_is_refused_before_anything_changes() {
@@ -149,7 +150,17 @@ fn an_unreachable_node_is_not_proven_and_stops_the_migration() {
     outside.write("n.yaml", &node_file(&ip, "worker", "machine: {}\n"));
     std::os::unix::fs::symlink(outside.join("n.yaml"), d.join("nodes/linked.yaml")).unwrap();
     d.talm(["migrate", "--dry-run"])
-        .fails_with("nodes/linked.yaml leads outside the project");
+        .expect()
+        .replace(outside.path().display().to_string(), "$OUTSIDE")
+        .stdout(format!("{GENERIC_PLAN}\
+Custom template edits: none (every Go template is a released Go talm's)
+"))
+        .stderr("\
+Error: nodes/linked.yaml leads outside the project at $DIR: through a symbolic link it resolves to $OUTSIDE/n.yaml
+hint: scripts and templates read and write only inside the project: copy the file into the project instead of linking to it
+")
+        .status(1)
+        .run();
     std::fs::remove_file(d.join("nodes/linked.yaml")).unwrap();
     // A killed run's staging copy (it held copies of the secrets) is gone after the next run.
     let dead = d.join(".talm-txn-4194304-killed/project");
@@ -157,22 +168,19 @@ fn an_unreachable_node_is_not_proven_and_stops_the_migration() {
     std::fs::write(dead.join("talm.key"), "AGE-SECRET-KEY-1...").unwrap();
     std::fs::write(dead.parent().unwrap().join("owner.lock"), "").unwrap();
     let before = tree(&d);
-    let o = d
-        .talm(["migrate", "--call-timeout", "5s"])
-        .expect().stderr("\
+    d.talm(["migrate", "--call-timeout", "5s"])
+        .expect().mask(addrs).stdout(format!("{GENERIC_PLAN}\
+Custom template edits: none (every Go template is a released Go talm's)
+Proof, node by node (talm's render against the node file's body):
+  nodes/node1.yaml: cannot render through talm's preset: node $A1: connect: connection refused
+    (the proof renders as `talm template -f` does, with the node's discovery: make the node reachable, or set templateOptions.offline in Chart.yaml)
+")).stderr("\
 Error: 1 node file(s) could not be rendered (shown above); nothing was migrated
 hint: move what differs into values.yaml or the node files' bodies and rerun, or pass --accept-changes to migrate anyway and review each node with `talm apply -f nodes/X.yaml --dry-run`
 ").status(1).run();
     assert!(
         !d.exists(".talm-txn-4194304-killed"),
         "a dead run's copy is left"
-    );
-    assert!(
-        o.stdout.contains(&format!(
-            "  nodes/node1.yaml: cannot render through talm's preset: node {ip}:"
-        )),
-        "{}",
-        o.stdout
     );
     // This run's own copy, made inside the project, is gone too; nothing else changed.
     let mut want = before;
@@ -228,28 +236,28 @@ fn a_binary_template_stops_the_dry_run_as_it_stops_the_run() {
     let before = tree(&d);
     let refusal = "Error: the Go templates hold custom edits or extra files (listed above) that talm's generic preset would not carry over; nothing was migrated.";
     let hint = "hint: move each edit where the listing says (values.yaml, a _context.rhai function, a side-patch node file), then rerun; or pass --force to migrate without them\n";
-    let o = d.talm(["migrate", "--dry-run"]).fails_with(refusal);
-    assert_eq!(o.stderr, format!("{refusal}\n{hint}"));
-    assert!(
-        o.stdout.contains(
-            "  extra file no Go talm release wrote: templates/controlplane.yaml (edited; not UTF-8 text)\n"
-        ),
-        "{}",
-        o.stdout
-    );
-    assert!(
-        o.stdout.ends_with("Dry run: nothing was changed.\n"),
-        "{}",
-        o.stdout
-    );
-    assert!(!o.stdout.contains("Run `talm migrate"), "{}", o.stdout);
+    d.talm(["migrate", "--dry-run"])
+        .expect()
+        .stdout(format!(
+            "{GENERIC_PLAN}\
+Custom template edits (talm's presets do not read Go templates; these would be lost):
+  extra file no Go talm release wrote: templates/controlplane.yaml (edited; not UTF-8 text)
+Proof, node by node (talm's render against the node file's body):
+Dry run: nothing was changed.
+"
+        ))
+        .stderr(format!("{refusal}\n{hint}"))
+        .status(1)
+        .run();
     assert_eq!(tree(&d), before, "--dry-run changed the project");
-    let o = d.talm(["migrate"]).fails_with(refusal);
-    assert!(
-        o.stderr.ends_with(&format!("with EDITS.txt\n{hint}")),
-        "{}",
-        o.stderr
-    );
+    d.talm(["migrate"])
+        .expect()
+        .mask(utc_stamps)
+        .stderr(format!(
+            "{refusal} They are saved in migrate/edits-<UTC time>/ with EDITS.txt\n{hint}"
+        ))
+        .status(1)
+        .run();
     // What the dry run then recommends is what goes through.
     std::fs::remove_dir_all(d.join("migrate")).unwrap();
     let o = d.talm(["migrate", "--dry-run", "--force"]).ok();
@@ -262,3 +270,47 @@ fn a_binary_template_stops_the_dry_run_as_it_stops_the_run() {
     );
     d.talm(["migrate", "--force"]).ok();
 }
+
+/// What `talm migrate` says of a released Go talm generic project, up to the template edits.
+const GENERIC_PLAN: &str = "\
+Go talm project: preset generic (decided by the digest of templates/_helpers.tpl)
+  templates/_helpers.tpl: v0.30.0..v0.32.0,v0.33.1
+  charts/talm/templates/_helpers.tpl: v0.29.0..v0.33.1
+  .talm-preset.lock: written by Go talm v0.33.1, preset generic
+  Chart.yaml version: 0.33.1
+Plan:
+  replaced (backed up first under migrate/backup-<UTC time>/):
+    templates/_helpers.tpl
+    templates/controlplane.yaml
+    templates/worker.yaml
+    charts/talm/Chart.yaml
+    charts/talm/templates/_helpers.tpl
+    .talm-preset.lock (the Go lock)
+  written (what `talm init --preset generic` writes):
+    .talm-preset.base
+    .talm-preset.lock
+    charts/talm/Chart.yaml
+    charts/talm/templates/_context.rhai
+    charts/talm/templates/_helpers.tera
+    charts/talm/templates/_network_legacy.tera
+    charts/talm/templates/_network_multidoc.tera
+    charts/talm/templates/_time_legacy.tera
+    templates/config.tera
+    templates/controlplane.yaml
+    templates/worker.yaml
+  kept byte for byte (encrypted files are not re-keyed):
+    .gitignore
+    Chart.yaml
+    nodes/
+    secrets.encrypted.yaml
+    secrets.yaml
+    talm.key
+    talosconfig
+    talosconfig.encrypted
+    values.yaml
+  Chart.yaml: kept; nothing needs adding (optional keys it lacks take talm's defaults: strictCharts)
+  values.yaml: kept; every key the Go presets read has the same name in talm's
+    read the same by talm's generic preset: endpoint, floatingIP, vipLink, clusterName, podSubnets, serviceSubnets, advertisedSubnets, certSANs, extraKernelModules, extraKubeletExtraArgs, extraSysctls, extraMachineFiles
+    absent, talm's defaults apply: timeServers, extraApiServerArgs, registryMirrors, registryTLS, vips, network
+    unknown (kept, read by nothing): none
+";

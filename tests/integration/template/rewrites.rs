@@ -85,18 +85,23 @@ fn encrypted_values_only_on_the_command_line_are_warned_about_with_in_place() {
     d.write("values-secret.yaml", "clusterDomain: hunter2.example\n");
     d.talm(["init", "--encrypt"]).ok();
     probe_node_file(&d, "nodes/n.yaml");
-    let o = d
-        .talm([
-            "template",
-            "--offline",
-            "-f",
-            "nodes/n.yaml",
-            "-I",
-            "--values",
-            "values-secret.encrypted.yaml",
-        ])
-        .ok();
-    assert!(o.stderr.contains("warning: values-secret.encrypted.yaml holds encrypted values that were omitted from the rendered node file, but it is not in Chart.yaml templateOptions.valueFiles"), "{}", o.stderr);
+    d.talm([
+        "template",
+        "--offline",
+        "-f",
+        "nodes/n.yaml",
+        "-I",
+        "--values",
+        "values-secret.encrypted.yaml",
+    ])
+    .expect()
+    .stdout("")
+    .stderr("\
+warning: values-secret.encrypted.yaml holds encrypted values that were omitted from the rendered node file, but it is not in Chart.yaml templateOptions.valueFiles; `talm apply` will re-render WITHOUT these secrets and the fields will be absent from the applied config. Add it to templateOptions.valueFiles (or re-pass --values values-secret.encrypted.yaml to apply).
+- talm: file=nodes/n.yaml, nodes=[1.2.3.4], endpoints=[127.0.0.11], templates=[templates/probe.yaml]
+Updated.
+")
+    .run();
     assert!(!d.read("nodes/n.yaml").contains("hunter2"));
 }
 
@@ -104,11 +109,10 @@ fn encrypted_values_only_on_the_command_line_are_warned_about_with_in_place() {
 fn a_node_body_that_is_not_yaml_is_refused() {
     let d = project();
     d.write("nodes/n.yaml", "# talm: nodes=[\"1.2.3.4\"], templates=[\"templates/probe.yaml\"]\nmachine:\n  type: [worker\n");
-    let err = d.refuses(&["template", "--offline", "-f", "nodes/n.yaml", "-I"], 1, "\
+    d.refuses(&["template", "--offline", "-f", "nodes/n.yaml", "-I"], 1, "\
 Error: nodes/n.yaml:4:1: the node file's body is not YAML: did not find expected ',' or ']'
 hint: the body below the modeline must be a Talos config patch in YAML; fix it, or re-create the file with `talm template ... -I`
 ");
-    assert!(err.contains("the node file's body is not YAML"), "{err}");
 }
 
 #[test]
@@ -208,10 +212,14 @@ hint: render it with the node's facts: `talm template --facts FILE -f nodes/n1.y
     );
     d.talm(["template", "--offline", "-f", "nodes/n2.yaml", "-I"])
         .ok();
-    let o = d
-        .talm(["template", "--offline", "-f", "nodes/n2.yaml", "-I"])
-        .ok();
-    assert!(o.stderr.ends_with("Updated.\n"), "{}", o.stderr);
+    d.talm(["template", "--offline", "-f", "nodes/n2.yaml", "-I"])
+        .expect()
+        .stdout("")
+        .stderr("\
+- talm: file=nodes/n2.yaml, nodes=[127.0.0.12], endpoints=[127.0.0.12], templates=[templates/controlplane.yaml]
+Updated.
+")
+        .run();
 }
 
 #[test]
@@ -222,7 +230,7 @@ fn empty_advertised_subnets_name_the_value_to_set() {
         "nodes/n1.yaml",
         "# talm: nodes=[\"127.0.0.11\"], endpoints=[\"127.0.0.11\"], templates=[\"templates/controlplane.yaml\"]\n",
     );
-    let err = d.refuses(&["template", "--offline", "-f", "nodes/n1.yaml", "-I"], 1, "\
+    d.refuses(&["template", "--offline", "-f", "nodes/n1.yaml", "-I"], 1, "\
 - talm: file=nodes/n1.yaml, nodes=[127.0.0.11], endpoints=[127.0.0.11], templates=[templates/controlplane.yaml]
 Error: values.yaml: `advertisedSubnets` was left empty and talm could not derive a default from discovery. No default-gateway-bearing link was found on the node. This field is a cluster-wide subnet selector fed to kubelet and etcd; `talm template` is invoked once per node and cannot merge per-node values into one cluster value. Either set advertisedSubnets explicitly in values.yaml, or ensure the node has a default route before running `talm template`.
   --> config.tera:28:30
@@ -236,11 +244,6 @@ note: called from controlplane.yaml:2:53
   |                                                     ^^^^^^^^^^^^^
 hint: set advertisedSubnets in values.yaml to the nodes' network (for example advertisedSubnets: [192.168.100.0/24]), or render with the node's facts (--facts FILE, or without --offline) so talm derives it from the default route
 ");
-    assert!(
-        err.ends_with("\nhint: set advertisedSubnets in values.yaml to the nodes' network (for example advertisedSubnets: [192.168.100.0/24]), or render with the node's facts (--facts FILE, or without --offline) so talm derives it from the default route\n"),
-        "{err}"
-    );
-    assert!(!err.contains("fix the template"), "{err}");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Playbooks stay inside their project (issue 9 §4): the `project::` natives, `use_project` and
 //! `n.copy_to`'s local folder refuse paths outside it, links followed; and `template -I` does
-//! not write through a linked `nodes/` folder that leads outside the project.
+//! not write through a linked `nodes/` folder that leads outside the project; Chart.yaml's value
+//! files stay inside it too, and scripts and templates do not reach out through links.
 
 use std::os::unix::fs::symlink;
 
@@ -169,4 +170,149 @@ fn template_in_place_does_not_write_through_a_linked_nodes_folder() {
         written != node && written.starts_with(&format!("# talm: nodes=[\"{ip}\"]")),
         "{written}"
     );
+}
+
+#[test]
+fn chart_value_files_stay_inside_the_project() {
+    let d = Dir::project("cozystack");
+    let outside = Dir::new();
+    outside.write("stolen.yaml", "endpoint: https://10.0.0.1:6443\n");
+    let abs = outside.join("stolen.yaml").display().to_string();
+    super::secrets::edit(
+        &d,
+        "Chart.yaml",
+        "valueFiles: []",
+        &format!("valueFiles: [{abs:?}]"),
+    );
+    d.write("facts.yaml", crate::common::GOLDEN_FACTS);
+    d.talm(super::RENDER_CP)
+        .expect()
+        .replace(outside.path().display().to_string(), "$OUTSIDE")
+        .stdout("")
+        .stderr("\
+Error: Chart.yaml templateOptions.valueFiles: path \"$OUTSIDE/stolen.yaml\" is outside the project at $DIR
+hint: files Chart.yaml names must lie inside the project; pass a file from elsewhere on the command line (--values, --set-file) instead
+")
+        .status(1)
+        .run();
+    std::os::unix::fs::symlink(outside.join("stolen.yaml"), d.join("linked.yaml")).unwrap();
+    super::secrets::edit(
+        &d,
+        "Chart.yaml",
+        &format!("valueFiles: [{abs:?}]"),
+        "valueFiles: [linked.yaml]",
+    );
+    d.talm(super::RENDER_CP)
+        .expect()
+        .replace(outside.path().display().to_string(), "$OUTSIDE")
+        .stdout("")
+        .stderr("\
+Error: Chart.yaml templateOptions.valueFiles: linked.yaml leads outside the project at $DIR: through a symbolic link it resolves to $OUTSIDE/stolen.yaml
+hint: files Chart.yaml names must lie inside the project; pass a file from elsewhere on the command line (--values, --set-file) instead
+")
+        .status(1)
+        .run();
+}
+
+#[cfg(unix)]
+#[test]
+fn links_cannot_lead_scripts_or_templates_outside_the_project() {
+    use std::os::unix::fs::symlink;
+    let outside = Dir::new();
+    outside.write("secret.txt", "s3cret\n");
+    outside.write("part.tera", "leaked: {{ 1 }}\n");
+    let real = outside.path().canonicalize().unwrap();
+    let d = Dir::project("generic");
+
+    symlink(outside.join("secret.txt"), d.join("link.txt")).unwrap();
+    d.write("read.rhai", "out(file::read(\"link.txt\"));\n");
+    let o = d
+        .talm(["run", "read.rhai"])
+        .expect()
+        .replace(real.display().to_string(), "$OUTSIDE")
+        .stdout("")
+        .stderr("\
+Error: link.txt leads outside the project at $DIR: through a symbolic link it resolves to $OUTSIDE/secret.txt
+hint: scripts and templates read and write only inside the project: copy the file into the project instead of linking to it
+")
+        .status(1)
+        .run();
+    assert!(!o.stdout.contains("s3cret"));
+    d.write("exists.rhai", "out(`${file::exists(\"link.txt\")}`);\n");
+    d.talm(["run", "exists.rhai"])
+        .expect()
+        .replace(real.display().to_string(), "$OUTSIDE")
+        .stdout("")
+        .stderr("\
+Error: link.txt leads outside the project at $DIR: through a symbolic link it resolves to $OUTSIDE/secret.txt
+hint: scripts and templates read and write only inside the project: copy the file into the project instead of linking to it
+")
+        .status(1)
+        .run();
+
+    symlink(outside.path(), d.join("shared")).unwrap();
+    d.write("write.rhai", "file::write(\"shared/new.txt\", \"x\");\n");
+    d.talm(["run", "write.rhai"])
+        .expect()
+        .replace(real.display().to_string(), "$OUTSIDE")
+        .stdout("")
+        .stderr("\
+Error: shared/new.txt leads outside the project at $DIR: through a symbolic link it resolves to $OUTSIDE/new.txt
+hint: scripts and templates read and write only inside the project: copy the file into the project instead of linking to it
+")
+        .status(1)
+        .run();
+    assert!(!outside.exists("new.txt"));
+
+    // A link that stays inside the project is fine.
+    symlink(d.join("values.yaml"), d.join("values-link.yaml")).unwrap();
+    d.write("inside.rhai", "out(file::read(\"values-link.yaml\"));\n");
+    assert_eq!(
+        d.talm(["run", "inside.rhai"]).ok().stdout,
+        d.read("values.yaml")
+    );
+
+    // Templates: an include through a link, and a linked template itself.
+    symlink(outside.join("part.tera"), d.join("templates/part.tera")).unwrap();
+    d.write("templates/inc.yaml", "{% include \"part.tera\" %}\n");
+    let o = d
+        .talm(["template", "--offline", "-t", "templates/inc.yaml"])
+        .expect()
+        .replace(real.display().to_string(), "$OUTSIDE")
+        .stderr("\
+Error: templates/part.tera leads outside the project at $DIR: through a symbolic link it resolves to $OUTSIDE/part.tera
+hint: scripts and templates read and write only inside the project: copy the file into the project instead of linking to it
+")
+        .status(1)
+        .run();
+    assert!(!o.stdout.contains("leaked"));
+    d.remove("templates/part.tera");
+    symlink(outside.join("part.tera"), d.join("templates/cp.yaml")).unwrap();
+    d.talm(["template", "--offline", "-t", "templates/cp.yaml"])
+        .expect()
+        .replace(real.display().to_string(), "$OUTSIDE")
+        .stdout("")
+        .stderr("\
+Error: templates/cp.yaml leads outside the project at $DIR: through a symbolic link it resolves to $OUTSIDE/part.tera
+hint: scripts and templates read and write only inside the project: copy the file into the project instead of linking to it
+")
+        .status(1)
+        .run();
+    d.remove("templates/cp.yaml");
+    d.remove("templates/inc.yaml");
+    // Links that stay inside the project work for templates too.
+    d.write("templates/plain.yaml", "machine:\n  type: worker\n");
+    symlink(
+        d.join("templates/plain.yaml"),
+        d.join("templates/alias.yaml"),
+    )
+    .unwrap();
+    let o = d
+        .talm(["template", "--offline", "-t", "templates/alias.yaml"])
+        .ok();
+    assert!(o.stdout.contains("type: worker"), "{}", o.stdout);
+
+    // talm([...]) runs a command line as typed, and says so.
+    let help = d.talm(["help", "api", "talm"]).ok().stdout;
+    assert!(help.contains("not confined to the project"), "{help}");
 }

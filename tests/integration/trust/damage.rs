@@ -144,24 +144,16 @@ fn a_damaged_talosconfig_gets_a_hint_that_works() {
 Error: talosconfig.encrypted: current context \"nope\" is not among its contexts
 hint: restore talosconfig.encrypted from git (`git checkout -- talosconfig.encrypted`) or a backup; or move it aside and run `talm talosconfig` to write a new talosconfig (sealed into a new talosconfig.encrypted) from the secrets bundle
 ");
-    assert!(
-        err.contains("hint: restore talosconfig.encrypted from git (`git checkout -- talosconfig.encrypted`)"),
-        "{err}"
-    );
     assert!(!err.contains("encrypted.encrypted"), "{err}");
     d.write("talosconfig.encrypted", &twin);
     d.talm(["init", "--decrypt"]).ok();
 
     // A broken plain talosconfig: `talm talosconfig` reads it too, so the hint moves it aside.
     d.write("talosconfig", "context: nope\ncontexts: {}\n");
-    let err = d.refuses(&["talosconfig"], 1, "\
+    d.refuses(&["talosconfig"], 1, "\
 Error: talosconfig: current context \"nope\" is not among its contexts
 hint: move it aside (`mv talosconfig talosconfig.damaged`), then run `talm init -d` to restore it from talosconfig.encrypted, or `talm talosconfig` to write a new one from the secrets bundle
 ");
-    assert!(
-        err.contains("hint: move it aside (`mv talosconfig talosconfig.damaged`), then run `talm init -d` to restore it from talosconfig.encrypted, or `talm talosconfig`"),
-        "{err}"
-    );
     // Both ways out work.
     std::fs::rename(d.join("talosconfig"), d.join("talosconfig.damaged")).unwrap();
     d.talm(["init", "-d"]).ok();
@@ -185,14 +177,10 @@ fn only_whole_kubeconfigs_are_encrypted_or_decrypted() {
     // A cut plain kubeconfig is not sealed over anything; git holds no copy of it.
     let cut = replace_block(&replace_block(KUBECONFIG, "users", &[]), "contexts", &[]);
     d.write("kubeconfig", &cut);
-    let err = d.refuses(&["init", "--encrypt"], 1, "\
+    d.refuses(&["init", "--encrypt"], 1, "\
 Error: kubeconfig is not a whole kubeconfig: users, contexts missing or empty
 hint: fetch it again with `talm kubeconfig -f nodes/NODE.yaml` (kubeconfig is git-ignored, so git holds no copy of it)
 ");
-    assert!(
-        err.contains("talm kubeconfig -f nodes/NODE.yaml") && err.contains("git-ignored"),
-        "{err}"
-    );
     assert!(!d.exists("kubeconfig.encrypted"));
     d.write("kubeconfig", KUBECONFIG);
     d.talm(["init", "--encrypt"]).ok();
@@ -205,9 +193,5 @@ hint: fetch it again with `talm kubeconfig -f nodes/NODE.yaml` (kubeconfig is gi
 Error: kubeconfig.encrypted is not a whole kubeconfig: users missing or empty
 hint: restore kubeconfig.encrypted from git (`git checkout -- kubeconfig.encrypted`) or a backup, or fetch a new kubeconfig with `talm kubeconfig -f nodes/NODE.yaml`
 ");
-    assert!(
-        err.contains("git checkout -- kubeconfig.encrypted"),
-        "{err}"
-    );
     assert!(!err.contains("kube-token-secret"), "{err}");
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use talm::sim::net::faults::Faults;
 
+use crate::common::expect::addrs;
 use crate::common::sim::Nodes;
 use crate::common::{net, Dir, Out};
 
@@ -22,8 +23,24 @@ fn no_panic(o: &Out) {
 }
 
 /// Fails with `needle` and without a panic.
-fn refused(d: &Dir, args: &[&str], needle: &str) -> Out {
+fn refused_with(d: &Dir, args: &[&str], needle: &str) -> Out {
     let o = d.talm(args).fails_with(needle);
+    no_panic(&o);
+    o
+}
+
+/// Fails with exit code 1 and exactly `stderr` (addresses read as `$A1`...), printing nothing
+/// on stdout, and without a panic.
+#[track_caller]
+fn refused(d: &Dir, args: &[&str], stderr: &str) -> Out {
+    let o = d
+        .talm(args)
+        .expect()
+        .mask(addrs)
+        .stdout("")
+        .stderr(stderr)
+        .status(1)
+        .run();
     no_panic(&o);
     o
 }
@@ -34,28 +51,38 @@ fn call_timeout_zero_huge_and_negative_are_named() {
     let ip = net::addr();
     let d = Dir::new();
     let version = |t: &'static str| vec!["version", "-n", ip.as_str(), "-i", "--call-timeout", t];
-    let o = refused(&d, &version("0s"), "--call-timeout \"0s\" is zero");
-    assert!(o.stderr.contains("hint: "), "{}", o.stderr);
+    refused(
+        &d,
+        &version("0s"),
+        "\
+Error: --call-timeout \"0s\" is zero, which leaves no time at all
+hint: every connection and call would give up at once; give e.g. 30s or 2m
+",
+    );
     // Each of these panicked: tonic's grpc-timeout header (over 99999999 hours) and
     // Duration::from_secs_f64 (over u64 seconds).
     for huge in ["999999999h", "99999999999999999999s", "2562048h"] {
-        let o = refused(&d, &version(huge), "is too long");
-        assert!(
-            o.stderr.contains(&format!("--call-timeout {huge:?}")),
-            "{}",
-            o.stderr
+        refused(
+            &d,
+            &version(huge),
+            &format!("Error: --call-timeout {huge:?} is too long: the longest duration is {GO_MAX} (about 292 years)\nhint: give a shorter duration, such as 10m or 1h\n"),
         );
-        assert!(o.stderr.contains(GO_MAX), "{}", o.stderr);
     }
     refused(
         &d,
         &["version", "-n", &ip, "-i", "--call-timeout=-5s"],
-        "--call-timeout \"-5s\" is negative",
+        "\
+Error: --call-timeout \"-5s\" is negative
+hint: give a positive duration, such as 30s or 2m
+",
     );
     refused(
         &d,
         &version("1e30s"),
-        "time: unknown unit \"e\" in duration \"1e30s\"",
+        "\
+Error: --call-timeout \"1e30s\" is not a duration: time: unknown unit \"e\" in duration \"1e30s\"
+hint: give Go duration text such as 30s, 2m or 1m30s
+",
     );
     // The environment variable behind the flag goes through the same check.
     let o = d
@@ -76,19 +103,27 @@ fn command_timeouts_refuse_zero_and_huge() {
     refused(
         &d,
         &["apply", "-f", "nodes/n.yaml", "--timeout", "0s"],
-        "--timeout \"0s\" is zero",
+        "\
+Error: --timeout \"0s\" is zero, which leaves no time at all
+hint: --timeout is how long a try-mode config stays before it is rolled back; give e.g. 1m
+",
     );
     refused(
         &d,
         &["apply", "-f", "nodes/n.yaml", "--timeout", "99999999h"],
-        "--timeout \"99999999h\" is too long",
+"\
+Error: --timeout \"99999999h\" is too long: the longest duration is 2562047h47m16.854775807s (about 292 years)
+hint: give a shorter duration, such as 10m or 1h
+",
     );
-    let o = refused(
+    refused(
         &d,
         &["upgrade", "-n", &ip, "--image", "x", "--timeout", "0s"],
-        "--timeout \"0s\" is zero",
+        "\
+Error: --timeout \"0s\" is zero, which leaves no time at all
+hint: the upgrade waits for each node up to --timeout; to not wait at all, pass --wait=false
+",
     );
-    assert!(o.stderr.contains("--wait=false"), "{}", o.stderr);
     // Without waiting, a zero --timeout is no error (the command fails later, elsewhere).
     let o = d
         .talm([
@@ -107,23 +142,35 @@ fn command_timeouts_refuse_zero_and_huge() {
     refused(
         &d,
         &["scan", &range, "--timeout", "0s"],
-        "--timeout \"0s\" is zero",
+        "\
+Error: --timeout \"0s\" is zero, which leaves no time at all
+hint: --timeout is how long each address gets to answer; give e.g. 500ms
+",
     );
     refused(
         &d,
         &["scan", &range, "--timeout", "99999999999999999999s"],
-        "is too long",
+"\
+Error: --timeout \"99999999999999999999s\" is too long: the longest duration is 2562047h47m16.854775807s (about 292 years)
+hint: give a shorter duration, such as 10m or 1h
+",
     );
     refused(
         &d,
         &["sim", "--node", &ip, "--reboot-delay", "99999999h"],
-        "--reboot-delay \"99999999h\" is too long",
+"\
+Error: --reboot-delay \"99999999h\" is too long: the longest duration is 2562047h47m16.854775807s (about 292 years)
+hint: give a shorter duration, such as 10m or 1h
+",
     );
     // Zero is a fine reboot delay: the command gets past it to the next check.
     refused(
         &d,
         &["sim", "--node", "10.9.4.9", "--reboot-delay", "0s"],
-        "is not a loopback address",
+        "\
+Error: 10.9.4.9 is not a loopback address
+hint: simulated nodes listen on 127.0.0.0/8 (or ::1) only, e.g. --node 127.0.0.11
+",
     );
 }
 
@@ -138,43 +185,73 @@ fn script_durations_are_checked_not_panicking() {
         );
         d.talm(["run", "s.rhai"])
     };
-    for (body, needle) in [
-        (
-            "sleep(1.0e30);",
-            "sleep \"1000000000000000000000000000000\" is too long",
-        ),
-        ("sleep(-1);", "sleep \"-1\" is negative"),
+    for (body, stderr) in [
+        ("sleep(1.0e30);", "\
+Error: sleep \"1000000000000000000000000000000\" is too long: the longest duration is 2562047h47m16.854775807s (about 292 years)
+hint: give a shorter duration, such as 10m or 1h
+"),
+        ("sleep(-1);", "\
+Error: sleep \"-1\" is negative
+hint: give a positive duration, such as 30s or 2m
+"),
         (
             "let s = parse_duration_seconds(\"99999999999h\");",
-            "parse_duration_seconds \"99999999999h\" is too long",
+            "\
+Error: parse_duration_seconds \"99999999999h\" is too long: the longest duration is 2562047h47m16.854775807s (about 292 years)
+hint: give a shorter duration, such as 10m or 1h
+",
         ),
         (
             // Instant + 2^63 s overflowed before the first poll.
             "node(\"NODE_IP\", #{insecure: true}).wait_ready(9223372036854775807);",
-            "seconds \"9223372036854775807\" is too long",
+            "\
+Error: seconds \"9223372036854775807\" is too long: the longest duration is 2562047h47m16.854775807s (about 292 years)
+hint: give a shorter duration, such as 10m or 1h
+",
         ),
         (
             "node(\"NODE_IP\", #{insecure: true}).wait_reboot(-1);",
-            "seconds \"-1\" is negative",
+            "\
+Error: seconds \"-1\" is negative
+hint: give a positive duration, such as 30s or 2m
+",
         ),
         (
             "node(\"NODE_IP\", #{insecure: true, timeout: 1.0e30}).version();",
-            "timeout \"1000000000000000000000000000000\" is too long",
+            "\
+Error: timeout \"1000000000000000000000000000000\" is too long: the longest duration is 2562047h47m16.854775807s (about 292 years)
+hint: give a shorter duration, such as 10m or 1h
+",
         ),
         (
             "node(\"NODE_IP\", #{insecure: true, timeout: 0}).version();",
-            "timeout \"0\" is zero",
+            "\
+Error: timeout \"0\" is zero, which leaves no time at all
+hint: a deadline of zero leaves no time at all; give seconds, or text such as 30s or 2m
+",
         ),
         (
             "node(\"NODE_IP\", #{insecure: true, timeout: \"soon\"}).version();",
-            "timeout \"soon\" is not a duration",
+            "\
+Error: timeout \"soon\" is not a duration: time: invalid duration \"soon\"
+hint: give Go duration text such as 30s, 2m or 1m30s
+",
         ),
         (
             "talos::scan(\"RANGE\", #{timeout: \"0s\"});",
-            "timeout \"0s\" is zero",
+            "\
+Error: timeout \"0s\" is zero, which leaves no time at all
+hint: a deadline of zero leaves no time at all; give seconds, or text such as 30s or 2m
+",
         ),
     ] {
-        let o = run(body).fails_with(needle);
+        let o = run(body)
+            .expect()
+            .mask(addrs)
+            .stdout("")
+            .stderr(stderr)
+            .status(1)
+            .run();
         no_panic(&o);
     }
 }
@@ -212,7 +289,7 @@ fn deadline_hints_name_flags_the_command_has() {
             args.push("links");
         }
         args.extend(["-n", &ip, "-i", "--call-timeout", "500ms"]);
-        let o = refused(&d, &args, "no answer within 500ms");
+        let o = refused_with(&d, &args, "no answer within 500ms");
         let hint = o
             .stderr
             .lines()

@@ -1,7 +1,6 @@
 //! Scripts and templates run bounded (issue 9, section 4): strict limits for templates and
 //! preset logic, generous ones for playbooks (`--max-ops`), Tera renders watched, Ctrl-C stopping
-//! a playbook with 130, project paths confined through symbolic links, `parallel()` on a bounded
-//! pool, typed option maps (an unknown key is an error, `reset` never defaults to everything) and
+//! a playbook with 130, `parallel()` on a bounded pool, typed option maps (an unknown key is an error, `reset` never defaults to everything) and
 //! a missing map property being an error. Simulated nodes use addresses from `common::net`.
 
 mod ctrl_c;
@@ -36,50 +35,72 @@ fn fails(secs: u64, r: Run, needle: &str) -> Out {
     o
 }
 
+/// Runs a command that must fail within `secs` with exit code 1 and exactly `stderr` (`d`'s
+/// folder read as `$DIR`).
+#[track_caller]
+fn refused_within(secs: u64, d: &Dir, r: Run, stderr: &str) -> Out {
+    let o = within(secs, r);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let said = o.stderr.replace(&d.path().display().to_string(), "$DIR");
+    if said != stderr {
+        panic!(
+            "stderr differs (- expected, + actual):\n{}",
+            crate::common::expect::diff(stderr, &said)
+        );
+    }
+    o
+}
+
 // ---- limits -------------------------------------------------------------------------------
 
 #[test]
 fn template_logic_runs_under_strict_limits() {
     let d = Dir::project("generic");
     d.write("templates/spin.rhai", "let i = 0;\nloop { i += 1; }\n");
-    let o = fails(
+    refused_within(
         60,
+        &d,
         d.talm(["template", "--offline", "-t", "templates/spin.rhai"]),
-        "the script exceeded the limit of 20000000 operations (templates and preset logic run with strict limits)",
-    );
-    assert!(
-        o.stderr.contains("Error: templates/spin.rhai:2:"),
-        "{}",
-        o.stderr
+        "\
+Error: templates/spin.rhai:2:8: the script exceeded the limit of 20000000 operations (templates and preset logic run with strict limits)
+hint: template logic cannot raise its operation limit: look for an endless loop, runaway recursion or a value that keeps growing at the position shown
+",
     );
     d.write("templates/grow.rhai", "let s = \"x\";\nloop { s += s; }\n");
-    let o = fails(
+    refused_within(
         60,
+        &d,
         d.talm(["template", "--offline", "-t", "templates/grow.rhai"]),
-        "templates/grow.rhai:2:10: the script exceeded the size limit of 16777216 bytes of text (templates and preset logic run with strict limits)",
-    );
-    assert!(
-        o.stderr.contains("hint: template logic cannot raise"),
-        "{}",
-        o.stderr
+        "\
+Error: templates/grow.rhai:2:10: the script exceeded the size limit of 16777216 bytes of text (templates and preset logic run with strict limits)
+hint: template logic cannot raise its size limit: look for an endless loop, runaway recursion or a value that keeps growing at the position shown
+",
     );
     d.write(
         "templates/deep.rhai",
         "fn down(n) { down(n + 1) }\ndown(0)\n",
     );
-    fails(
+    refused_within(
         60,
+        &d,
         d.talm(["template", "--offline", "-t", "templates/deep.rhai"]),
-        "the script exceeded the limit of 64 nested function calls (call depth)",
+        "\
+Error: templates/deep.rhai:2:1: the script exceeded the limit of 64 nested function calls (call depth) (templates and preset logic run with strict limits)
+hint: template logic cannot raise its call-depth limit: look for an endless loop, runaway recursion or a value that keeps growing at the position shown
+",
     );
     d.write(
         "templates/wide.rhai",
         "let a = [];\nfor i in 0..1000000 { a.push(i); }\n",
     );
-    fails(
+    refused_within(
         60,
+        &d,
         d.talm(["template", "--offline", "-t", "templates/wide.rhai"]),
-        "templates/wide.rhai:2:25: the script exceeded the size limit of 100000 array items",
+        "\
+Error: templates/wide.rhai:2:25: the script exceeded the size limit of 100000 array items (templates and preset logic run with strict limits)
+hint: template logic cannot raise its size limit: look for an endless loop, runaway recursion or a value that keeps growing at the position shown
+",
     );
     // A map filled key by key (`m[k] = v`) is measured when it next goes through a function
     // call, as docs/rhai-api.md says; until then the operation and memory limits bound it.
@@ -87,10 +108,14 @@ fn template_logic_runs_under_strict_limits() {
         "templates/keys.rhai",
         "let m = #{};\nfor i in 0..300000 { m[`k${i}`] = i; }\nm.len()\n",
     );
-    fails(
+    refused_within(
         60,
+        &d,
         d.talm(["template", "--offline", "-t", "templates/keys.rhai"]),
-        "templates/keys.rhai:3:3: the script exceeded the size limit of 250000 map entries",
+        "\
+Error: templates/keys.rhai:3:3: the script exceeded the size limit of 250000 map entries (templates and preset logic run with strict limits)
+hint: template logic cannot raise its size limit: look for an endless loop, runaway recursion or a value that keeps growing at the position shown
+",
     );
     d.write(
         "templates/fill.rhai",
@@ -106,15 +131,14 @@ fn template_logic_runs_under_strict_limits() {
         "templates/_context.rhai",
         "// preset logic\nwhile true {}\n",
     );
-    let o = fails(
+    refused_within(
         60,
+        &d,
         d.talm(["template", "--offline", "-t", "templates/controlplane.yaml"]),
-        "the script exceeded the limit of 20000000 operations",
-    );
-    assert!(
-        o.stderr.contains("Error: templates/_context.rhai:2:"),
-        "{}",
-        o.stderr
+        "\
+Error: templates/_context.rhai:2:12: the script exceeded the limit of 20000000 operations (templates and preset logic run with strict limits)
+hint: template logic cannot raise its operation limit: look for an endless loop, runaway recursion or a value that keeps growing at the position shown
+",
     );
 }
 
@@ -122,27 +146,26 @@ fn template_logic_runs_under_strict_limits() {
 fn playbooks_run_under_generous_limits_that_max_ops_sets() {
     let d = Dir::project("generic");
     d.write("spin.rhai", "let i = 0;\nloop { i += 1; }\n");
-    let o = fails(
+    refused_within(
         60,
+        &d,
         d.talm(["run", "--max-ops", "100000", "spin.rhai"]),
-        "the script exceeded the limit of 100000 operations (playbooks run with generous limits)",
-    );
-    assert!(o.stderr.contains("Error: spin.rhai:2:"), "{}", o.stderr);
-    assert!(
-        o.stderr.contains(
-            "hint: raise it with `talm run --max-ops N` (or TALM_MAX_OPS=N; 0 = no limit)"
-        ),
-        "{}",
-        o.stderr
+        "\
+Error: spin.rhai:2:13: the script exceeded the limit of 100000 operations (playbooks run with generous limits)
+hint: raise it with `talm run --max-ops N` (or TALM_MAX_OPS=N; 0 = no limit), or look for an endless loop at the position shown
+",
     );
     // The environment sets it too, for project scripts (`talm NAME`) as for `talm run`.
     d.write("scripts/spin.rhai", "let i = 0;\nloop { i += 1; }\n");
-    let o = fails(
+    refused_within(
         60,
+        &d,
         d.talm(["spin"]).env("TALM_MAX_OPS", "5000"),
-        "the script exceeded the limit of 5000 operations",
+        "\
+Error: $DIR/scripts/spin.rhai:2:8: the script exceeded the limit of 5000 operations (playbooks run with generous limits)
+hint: raise it with `talm run --max-ops N` (or TALM_MAX_OPS=N; 0 = no limit), or look for an endless loop at the position shown
+",
     );
-    assert!(o.stderr.contains("scripts/spin.rhai:2:"), "{}", o.stderr);
     d.talm(["spin"])
         .env("TALM_MAX_OPS", "lots")
         .expect()
@@ -165,25 +188,37 @@ hint: set TALM_MAX_OPS to a whole number (0 = no limit), or unset it
         "8000000"
     );
     d.write("grow.rhai", "let s = \"x\";\nloop { s += s; }\n");
-    fails(
+    refused_within(
         60,
+        &d,
         d.talm(["run", "grow.rhai"]),
-        "grow.rhai:2:10: the script exceeded the size limit of 67108864 bytes of text (playbooks run with generous limits)",
+        "\
+Error: grow.rhai:2:10: the script exceeded the size limit of 67108864 bytes of text (playbooks run with generous limits)
+hint: look for runaway recursion or a value that keeps growing at the position shown (the size limit is fixed)
+",
     );
     d.write("deep.rhai", "fn down(n) { down(n + 1) }\ndown(0);\n");
-    fails(
+    refused_within(
         60,
+        &d,
         d.talm(["run", "deep.rhai"]),
-        "the script exceeded the limit of 128 nested function calls (call depth)",
+        "\
+Error: deep.rhai:2:1: the script exceeded the limit of 128 nested function calls (call depth) (playbooks run with generous limits)
+hint: look for runaway recursion or a value that keeps growing at the position shown (the call-depth limit is fixed)
+",
     );
     d.write(
         "wide.rhai",
         "let m = #{};\nfor i in 0..600000 { m[`k${i}`] = i; }\nout(`${m.len()}`);\n",
     );
-    fails(
+    refused_within(
         120,
+        &d,
         d.talm(["run", "wide.rhai"]),
-        "the script exceeded the size limit of 500000 map entries",
+        "\
+Error: wide.rhai:3:10: the script exceeded the size limit of 500000 map entries (playbooks run with generous limits)
+hint: look for runaway recursion or a value that keeps growing at the position shown (the size limit is fixed)
+",
     );
 }
 
@@ -194,10 +229,14 @@ fn tera_renders_are_bounded() {
     d.write("templates/a.tera", "{% include \"b.tera\" %}");
     d.write("templates/b.tera", "{% include \"a.tera\" %}");
     d.write("templates/cycle.yaml", "{% include \"a.tera\" %}\n");
-    fails(
+    refused_within(
         60,
+        &d,
         d.talm(["template", "--offline", "-t", "templates/cycle.yaml"]),
-        "a.tera",
+        "\
+Error: Circular include detected for template 'a.tera'. Include chain: `[\"a.tera\", \"b.tera\", \"a.tera\"]`
+hint: fix the template at the position shown
+",
     );
     d.remove("templates/a.tera");
     d.remove("templates/b.tera");
@@ -206,10 +245,18 @@ fn tera_renders_are_bounded() {
         "templates/range.yaml",
         "{% for i in range(end=1000000000) %}x{% endfor %}\n",
     );
-    fails(
+    refused_within(
         60,
+        &d,
         d.talm(["template", "--offline", "-t", "templates/range.yaml"]),
-        "exceeds the limit of 100000",
+        "\
+Error: Function `range` would produce 1000000000 elements, which exceeds the limit of 100000
+ --> range.yaml:1:13
+  |
+1 | {% for i in range(end=1000000000) %}x{% endfor %}
+  |             ^^^^^^^^^^^^^^^^^^^^^
+hint: fix the template at the position shown
+",
     );
     // What Tera does not bound: a value doubling in a loop, loops nested over large ranges, a
     // filter asked for a giant indent.
@@ -217,10 +264,14 @@ fn tera_renders_are_bounded() {
         "templates/grow.yaml",
         "{% set s = \"x\" %}{% for i in range(end=64) %}{% set_global s = s ~ s %}{% endfor %}a: {{ s | length }}\n",
     );
-    let o = fails(
+    let o = refused_within(
         60,
+        &d,
         d.talm(["template", "--offline", "-t", "templates/grow.yaml"]),
-        "templates/grow.yaml: the render grew talm's memory by more than 512 MiB (templates and preset logic run with strict limits)",
+        "\
+Error: templates/grow.yaml: the render grew talm's memory by more than 512 MiB (templates and preset logic run with strict limits)
+hint: look for a value that keeps growing (`set_global s = s ~ s` in a loop); template logic cannot raise its limits
+",
     );
     assert_eq!(o.code, 1, "an error, not an abort: {}", o.stderr);
     // Renders inside `parallel()` (on the worker threads themselves, or handed over from the
@@ -229,98 +280,46 @@ fn tera_renders_are_bounded() {
         "grow.rhai",
         "parallel([1, 2, 3], |i| render(#{ template: \"templates/grow.yaml\", offline: true }), 3);\n",
     );
-    let o = fails(
+    let o = refused_within(
         60,
+        &d,
         d.talm(["run", "grow.rhai"]),
-        "templates/grow.yaml: the render grew talm's memory by more than 512 MiB (templates and preset logic run with strict limits)",
+        "\
+Error: templates/grow.yaml: the render grew talm's memory by more than 512 MiB (templates and preset logic run with strict limits)
+hint: look for a value that keeps growing (`set_global s = s ~ s` in a loop); template logic cannot raise its limits
+",
     );
     assert_eq!(o.code, 1, "an error, not an abort: {}", o.stderr);
     d.write(
         "templates/indent.yaml",
         "a: {{ \"x\\ny\" | indent(width=100000000000) }}\n",
     );
-    fails(
+    refused_within(
         60,
+        &d,
         d.talm(["template", "--offline", "-t", "templates/indent.yaml"]),
-        "indent width 100000000000 is out of range (0 to 1024)",
+        "\
+Error: indent width 100000000000 is out of range (0 to 1024)
+ --> indent.yaml:1:16
+  |
+1 | a: {{ \"x\\ny\" | indent(width=100000000000) }}
+  |                ^^^^^^^^^^^^^^^^^^^^^^^^^^
+hint: fix the template at the position shown
+",
     );
     d.write(
         "templates/nested.yaml",
         "{% for a in range(end=100000) %}{% for b in range(end=100000) %}{% endfor %}{% endfor %}a: 1\n",
     );
-    fails(
+    refused_within(
         60,
+        &d,
         d.talm(["template", "--offline", "-t", "templates/nested.yaml"]),
-        "templates/nested.yaml: the render did not finish within 10s",
+        "\
+Error: templates/nested.yaml: the render did not finish within 10s (templates and preset logic run with strict limits)
+hint: look for loops nested over large ranges; template logic cannot raise its limits
+",
     );
-}
-
-// ---- symbolic links -----------------------------------------------------------------------
-
-#[cfg(unix)]
-#[test]
-fn links_cannot_lead_scripts_or_templates_outside_the_project() {
-    use std::os::unix::fs::symlink;
-    let outside = Dir::new();
-    outside.write("secret.txt", "s3cret\n");
-    outside.write("part.tera", "leaked: {{ 1 }}\n");
-    let real = outside.path().canonicalize().unwrap();
-    let d = Dir::project("generic");
-
-    symlink(outside.join("secret.txt"), d.join("link.txt")).unwrap();
-    d.write("read.rhai", "out(file::read(\"link.txt\"));\n");
-    let o = d.talm(["run", "read.rhai"]).fails_with(&format!(
-        "link.txt leads outside the project at {}: through a symbolic link it resolves to {}",
-        d.path().display(),
-        real.join("secret.txt").display()
-    ));
-    assert!(!o.stdout.contains("s3cret"));
-    d.write("exists.rhai", "out(`${file::exists(\"link.txt\")}`);\n");
-    d.talm(["run", "exists.rhai"])
-        .fails_with("link.txt leads outside the project");
-
-    symlink(outside.path(), d.join("shared")).unwrap();
-    d.write("write.rhai", "file::write(\"shared/new.txt\", \"x\");\n");
-    d.talm(["run", "write.rhai"])
-        .fails_with("shared/new.txt leads outside the project");
-    assert!(!outside.exists("new.txt"));
-
-    // A link that stays inside the project is fine.
-    symlink(d.join("values.yaml"), d.join("values-link.yaml")).unwrap();
-    d.write("inside.rhai", "out(file::read(\"values-link.yaml\"));\n");
-    assert_eq!(
-        d.talm(["run", "inside.rhai"]).ok().stdout,
-        d.read("values.yaml")
-    );
-
-    // Templates: an include through a link, and a linked template itself.
-    symlink(outside.join("part.tera"), d.join("templates/part.tera")).unwrap();
-    d.write("templates/inc.yaml", "{% include \"part.tera\" %}\n");
-    let o = d
-        .talm(["template", "--offline", "-t", "templates/inc.yaml"])
-        .fails_with("templates/part.tera leads outside the project");
-    assert!(!o.stdout.contains("leaked"));
-    d.remove("templates/part.tera");
-    symlink(outside.join("part.tera"), d.join("templates/cp.yaml")).unwrap();
-    d.talm(["template", "--offline", "-t", "templates/cp.yaml"])
-        .fails_with("templates/cp.yaml leads outside the project");
-    d.remove("templates/cp.yaml");
-    d.remove("templates/inc.yaml");
-    // Links that stay inside the project work for templates too.
-    d.write("templates/plain.yaml", "machine:\n  type: worker\n");
-    symlink(
-        d.join("templates/plain.yaml"),
-        d.join("templates/alias.yaml"),
-    )
-    .unwrap();
-    let o = d
-        .talm(["template", "--offline", "-t", "templates/alias.yaml"])
-        .ok();
-    assert!(o.stdout.contains("type: worker"), "{}", o.stdout);
-
-    // talm([...]) runs a command line as typed, and says so.
-    let help = d.talm(["help", "api", "talm"]).ok().stdout;
-    assert!(help.contains("not confined to the project"), "{help}");
 }
 
 // ---- parallel -----------------------------------------------------------------------------
@@ -421,12 +420,6 @@ hint: a map has no \"b\": read an optional key with `m.get(\"b\")` (or test `\"b
         .status(1)
         .run();
     assert_eq!(o.stdout, "5 false\n");
-    assert!(
-        o.stderr
-            .contains("read an optional key with `m.get(\"b\")`"),
-        "{}",
-        o.stderr
-    );
     d.write("templates/t.rhai", "#{ a: ARGS.values.no_such_value }\n");
     d.talm(["template", "--offline", "-t", "templates/t.rhai"])
         .expect().stderr("\
@@ -452,8 +445,7 @@ fn apply_options_are_typed() {
         "typo.rhai",
         &format!("let n = node(\"{ip}\", #{{ insecure: true }});\nn.apply(file::read(\"cfg.yaml\"), #{{ dryrun: true }});\n"),
     );
-    let o = d
-        .talm(["run", "typo.rhai"])
+    d.talm(["run", "typo.rhai"])
         .expect()
         .stderr(
             "\
@@ -464,12 +456,6 @@ hint: `talm help api apply` describes the options
         )
         .status(1)
         .run();
-    assert!(
-        o.stderr
-            .contains("hint: did you mean \"dry_run\" instead of \"dryrun\"?"),
-        "{}",
-        o.stderr
-    );
     std::thread::sleep(Duration::from_millis(500));
     let st = nodes.node(ip).state();
     assert!(

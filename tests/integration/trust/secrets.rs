@@ -18,7 +18,7 @@ fn decrypts_back(d: &Dir, plain: &str) {
 }
 
 /// Replaces the first occurrence of `from` in a project file.
-fn edit(d: &Dir, rel: &str, from: &str, to: &str) {
+pub(super) fn edit(d: &Dir, rel: &str, from: &str, to: &str) {
     let text = d.read(rel);
     assert!(text.contains(from), "{rel} holds no {from:?}");
     d.write(rel, &text.replacen(from, to, 1));
@@ -35,15 +35,10 @@ fn decrypt_refuses_a_cut_envelope_naming_file_and_key() {
         "secrets.encrypted.yaml",
         &format!("{}{}", &enc[..first_close], &enc[first_close + 1..]),
     );
-    let err = d.refuses(&["init", "--decrypt", "--force"], 1, "\
+    d.refuses(&["init", "--decrypt", "--force"], 1, "\
 Error: secrets.encrypted.yaml: cannot decrypt the value at cluster.id: it does not end with `]`: the envelope was cut short
 hint: secrets.encrypted.yaml is damaged or was cut short at cluster.id; nothing was written: restore it from git (`git checkout -- secrets.encrypted.yaml`) or from a backup
 ");
-    assert!(err.contains("it does not end with `]`"), "{err}");
-    assert!(
-        err.contains("git checkout -- secrets.encrypted.yaml"),
-        "{err}"
-    );
 }
 
 /// The text without its digest line, as older talm and the Go talm write encrypted files.
@@ -140,15 +135,28 @@ values-secret.yaml holds 1 value(s) its encrypted twin does not:
   ~ registry.password (a different value)
 hint: run `talm init --encrypt` first to keep your plain edits, or pass --force to replace them with the decrypted files
 ");
-    assert!(err.contains("values-secret.yaml holds 1 value(s) its encrypted twin does not:\n  ~ registry.password (a different value)"), "{err}");
-    assert!(err.contains("talosconfig holds 1 value(s) its encrypted twin does not:\n  ~ contexts.mycluster.endpoints[0] (a different value)"), "{err}");
     assert!(
         !err.contains("hunter2") && !err.contains("changed-locally"),
         "values never shown: {err}"
     );
-    assert!(err.contains("--force"), "{err}");
-    let o = d.talm(["init", "--decrypt", "--force"]).ok();
-    assert!(o.stderr.contains("~ registry.password"), "{}", o.stderr);
+    d.talm(["init", "--decrypt", "--force"])
+        .expect()
+        .stdout("")
+        .stderr(
+            "\
+WARN: replacing plain files with their decrypted twins (--force):
+talosconfig holds 1 value(s) its encrypted twin does not:
+  ~ contexts.mycluster.endpoints[0] (a different value)
+values-secret.yaml holds 1 value(s) its encrypted twin does not:
+  ~ registry.password (a different value)
+Decrypting secrets.encrypted.yaml -> secrets.yaml
+Decrypting talosconfig.encrypted -> talosconfig
+Skipping kubeconfig.encrypted (file not found)
+Decrypting values-secret.encrypted.yaml -> values-secret.yaml
+Decryption completed successfully. 3 file(s) decrypted.
+",
+        )
+        .run();
     assert!(d.read("values-secret.yaml").contains("hunter2"));
     assert!(d.read("talosconfig").contains("127.0.0.11"));
     // On a terminal the user is shown the same and asked; "n" changes nothing.
@@ -191,16 +199,11 @@ hint: restore secrets.yaml from a backup or secrets.encrypted.yaml (`talm init -
     d.write("secrets.yaml", STABILITY_SECRETS);
     // talm.key gone while files sealed to it exist: no new key.
     d.remove("talm.key");
-    let err = d.refuses(&["init", "--encrypt"], 1, "\
+    d.refuses(&["init", "--encrypt"], 1, "\
 Error: talm.key is missing, but 3 encrypted file(s) sealed to it exist: secrets.encrypted.yaml, talosconfig.encrypted, values-secret.encrypted.yaml; refusing to generate a new key (it could not open them)
 hint: restore talm.key from your backup into $DIR
 hint: if that key is lost for good, move the encrypted files out of the project first (they cannot be opened by anyone), then run the command again to seal the plain files to a new key
 ");
-    assert!(
-        err.contains("secrets.encrypted.yaml, talosconfig.encrypted, values-secret.encrypted.yaml"),
-        "{err}"
-    );
-    assert!(err.contains("restore talm.key from your backup"), "{err}");
     d.refuses(&["talosconfig"], 1, "\
 Regenerating talosconfig from secrets.yaml...
 Error: talm.key is missing, but 3 encrypted file(s) sealed to it exist: secrets.encrypted.yaml, talosconfig.encrypted, values-secret.encrypted.yaml; refusing to generate a new key (it could not open them)
@@ -329,8 +332,6 @@ fn values_from_encrypted_files_never_appear_in_messages() {
         ])
         .expect().stderr("Error: values-secret.encrypted.yaml: network.extraLinks[0].mtu=*** (LinkConfig \"***\") is outside the kernel's 68-65535 range.\n").status(1).run();
     assert!(!o.stderr.contains("topsecret-mtu-value"), "{}", o.stderr);
-    assert!(o.stderr.contains("***"), "{}", o.stderr);
-    assert!(!o.stderr.contains("values.yaml: network"), "{}", o.stderr);
 }
 
 #[test]
@@ -369,13 +370,18 @@ fn full_renders_are_not_written_into_node_files_without_consent() {
 Error: refusing to write the whole machine config into nodes/n.yaml: it holds the cluster's private keys and tokens (CAs, service-account key, bootstrap token), and node files are meant to be committed to git
 hint: render node files without --full (apply merges them with secrets.yaml when it sends them); or pass --allow-private-keys and keep the file out of git
 ");
-    let o = d
-        .talm(super::args(
-            super::IN_PLACE,
-            &["--full", "--allow-private-keys"],
-        ))
-        .ok();
-    assert!(o.stderr.contains("do NOT commit it"), "{}", o.stderr);
+    d.talm(super::args(
+        super::IN_PLACE,
+        &["--full", "--allow-private-keys"],
+    ))
+    .expect()
+    .stdout("")
+    .stderr("\
+- talm: file=nodes/n.yaml, nodes=[127.9.3.2], endpoints=[127.0.0.11], templates=[templates/controlplane.yaml]
+WARN: nodes/n.yaml now holds the cluster's private keys and tokens (--full --allow-private-keys): it is written 0600; do NOT commit it — add it to .gitignore
+Updated.
+")
+    .run();
     assert_eq!(d.mode("nodes/n.yaml"), 0o600);
     assert!(
         d.read("nodes/n.yaml").contains("LS0tLS1CRUdJTi"),
@@ -409,16 +415,12 @@ fn encrypt_does_not_replace_a_newer_twin_with_a_stale_plain_file() {
     std::thread::sleep(std::time::Duration::from_millis(20));
     let enc = d.read("values-secret.encrypted.yaml");
     d.write("values-secret.encrypted.yaml", &enc);
-    let err = d.refuses(&["init", "--encrypt"], 1, "\
+    d.refuses(&["init", "--encrypt"], 1, "\
 Error: refusing to replace newer encrypted files with stale plain ones:
 values-secret.encrypted.yaml is newer than values-secret.yaml and holds 1 value(s) it does not:
   - registry.user (only in values-secret.encrypted.yaml)
 hint: run `talm init --decrypt` first to take the newer values (it asks before overwriting your plain edits), or pass --force to keep the plain files
 ");
-    assert!(
-        err.contains("- registry.user (only in values-secret.encrypted.yaml)"),
-        "{err}"
-    );
     d.talm(["init", "--encrypt", "--force"]).ok();
     d.remove("values-secret.yaml");
     d.talm(["init", "--decrypt"]).ok();
@@ -458,32 +460,6 @@ fn registry_keys_from_encrypted_values_stay_out_of_node_files() {
 }
 
 #[test]
-fn chart_value_files_stay_inside_the_project() {
-    let d = Dir::project("cozystack");
-    let outside = Dir::new();
-    outside.write("stolen.yaml", "endpoint: https://10.0.0.1:6443\n");
-    let abs = outside.join("stolen.yaml").display().to_string();
-    edit(
-        &d,
-        "Chart.yaml",
-        "valueFiles: []",
-        &format!("valueFiles: [{abs:?}]"),
-    );
-    d.write("facts.yaml", crate::common::GOLDEN_FACTS);
-    d.talm(super::RENDER_CP)
-        .fails_with("Chart.yaml templateOptions.valueFiles");
-    std::os::unix::fs::symlink(outside.join("stolen.yaml"), d.join("linked.yaml")).unwrap();
-    edit(
-        &d,
-        "Chart.yaml",
-        &format!("valueFiles: [{abs:?}]"),
-        "valueFiles: [linked.yaml]",
-    );
-    d.talm(super::RENDER_CP)
-        .fails_with("leads outside the project");
-}
-
-#[test]
 fn encrypted_values_are_masked_in_messages_whatever_their_quoting() {
     for (value, clear) in [
         (r#""secretval\tx""#, "secretval"),
@@ -507,11 +483,6 @@ fn encrypted_values_are_masked_in_messages_whatever_their_quoting() {
             ])
             .expect().stderr("Error: values-secret.encrypted.yaml: clusterName=\"***\" is not a valid DNS-1123 subdomain (must be lowercase, only [a-z0-9-.], start and end with [a-z0-9])\n").status(1).run();
         assert!(!o.stderr.contains(clear), "{value}: {}", o.stderr);
-        assert!(
-            o.stderr.starts_with("Error: values-secret.encrypted.yaml: clusterName=\"***\" is not a valid DNS-1123 subdomain"),
-            "{value}: {}",
-            o.stderr
-        );
     }
 }
 
@@ -539,10 +510,6 @@ fn a_line_break_that_would_fold_a_secret_into_a_node_file_is_refused() {
 Error: values-secret.encrypted.yaml: registryPassword holds a line break, and the template prints it so that it no longer reads as the value: it would be written in clear (node files) or printed unmasked; nothing was rendered
 hint: keep registryPassword on one line in values-secret.encrypted.yaml, or print it whole in the template (as a block: `key: |` then the value indented, or with `| to_json`)
 ");
-    assert!(
-        err.ends_with("Error: values-secret.encrypted.yaml: registryPassword holds a line break, and the template prints it so that it no longer reads as the value: it would be written in clear (node files) or printed unmasked; nothing was rendered\nhint: keep registryPassword on one line in values-secret.encrypted.yaml, or print it whole in the template (as a block: `key: |` then the value indented, or with `| to_json`)\n"),
-        "{err}"
-    );
     assert!(!err.contains("secret-line"), "{err}");
     assert_eq!(d.read("nodes/n.yaml"), node);
     // Printed whole, it is sealed out of the node file as any secret.
@@ -582,9 +549,18 @@ fn a_key_file_others_can_read_is_warned_about_once() {
             format!("WARN: {file} is open to {who} (mode {mode:04o}): whoever reads it can open every encrypted file of the project; restrict it with `chmod 600 {file}`\n")
         );
         // Read twice in one run (decrypt, then encrypt again): warned once.
-        let o = d.talm(["init", "--encrypt"]).ok();
-        assert_eq!(o.stderr.matches("WARN: ").count(), 1, "{}", o.stderr);
-        assert!(o.stderr.contains("chmod 600"), "{}", o.stderr);
+        d.talm(["init", "--encrypt"])
+            .expect()
+            .stdout("")
+            .stderr(format!("\
+WARN: $DIR/talm.key is open to {who} (mode {mode:04o}): whoever reads it can open every encrypted file of the project; restrict it with `chmod 600 $DIR/talm.key`
+Encrypting secrets.yaml -> secrets.encrypted.yaml
+Encrypting talosconfig -> talosconfig.encrypted
+Skipping kubeconfig (file not found)
+Encrypting values-secret.yaml -> values-secret.encrypted.yaml
+Encryption completed successfully. 3 file(s) encrypted.
+"))
+            .run();
     }
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
     assert_eq!(d.talm(render).ok().stderr, "");
