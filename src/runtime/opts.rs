@@ -111,9 +111,7 @@ impl FromOpt for Duration {
 
 fn deadline(v: &Dynamic, key: &str) -> Result<Duration> {
     use talm_base::duration::{self, Zero};
-    let zero = Zero::Refused(
-        "a deadline of zero leaves no time at all; give seconds, or text such as 30s or 2m",
-    );
+    let zero = Zero::Refused("give a deadline above zero: seconds, or text such as 30s or 2m");
     if let Ok(i) = v.as_int() {
         return duration::checked(key, &i.to_string(), duration::from_seconds(i as f64), zero);
     }

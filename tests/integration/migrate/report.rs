@@ -78,7 +78,7 @@ Plan:
     absent, talm's defaults apply: timeServers, extraApiServerArgs, registryMirrors, registryTLS, vips, network
     unknown (kept, read by nothing): myOwnKey
 Custom template edits: none (every Go template is a released Go talm's)
-Proof, node by node (talm's render against the node file's body):
+Proof, node by node: there are no node files (nodes/*.yaml) to prove.
 Dry run: nothing was changed. Run `talm migrate` to carry the plan out.
 ")
         .stderr("")
@@ -133,7 +133,7 @@ Plan:
     absent, talm's defaults apply: clusterName, vipLink, tcpKeepaliveTuning, etcd, extraKernelModules, extraKubeletExtraArgs, extraSysctls, extraMachineFiles, timeServers, extraApiServerArgs, registryMirrors, registryTLS, vips, network
     unknown (kept, read by nothing): none
 Custom template edits: none (every Go template is a released Go talm's)
-Proof, node by node (talm's render against the node file's body):
+Proof, node by node: there are no node files (nodes/*.yaml) to prove.
 Dry run: nothing was changed. Run `talm migrate` to carry the plan out.
 ")
         .stderr("")
@@ -189,7 +189,7 @@ Plan:
     absent, talm's defaults apply: timeServers, extraApiServerArgs, registryMirrors, registryTLS, vips, network
     unknown (kept, read by nothing): clusterDomain (read by the Go cozystack preset only), image (read by the Go cozystack preset only), oidcIssuerUrl (read by the Go cozystack preset only), nr_hugepages (read by the Go cozystack preset only), allocateNodeCIDRs (read by the Go cozystack preset only), tcpKeepaliveTuning (read by the Go cozystack preset only), etcd (read by the Go cozystack preset only)
 Custom template edits: none (every Go template is a released Go talm's)
-Proof, node by node (talm's render against the node file's body):
+Proof, node by node: there are no node files (nodes/*.yaml) to prove.
 Dry run: nothing was changed. Run `talm migrate` to carry the plan out.
 ")
         .stderr("")
@@ -351,7 +351,7 @@ Custom template edits (talm's presets do not read Go templates; these would be l
     + {{- include \"site.rule\" . }}
     where it goes: template logic: a `_context.rhai` function (charts/talm/templates/_context.rhai) feeding config.tera
   extra file no Go talm release wrote: templates/custom.yaml
-Proof, node by node (talm's render against the node file's body):
+Proof, node by node: there are no node files (nodes/*.yaml) to prove.
 Migrated to talm's generic preset. The Go templates, charts and lock are backed up in migrate/backup-<UTC time>/.
 Next: review each node with `talm apply -f nodes/<node>.yaml --dry-run`; `talm init --update` keeps the preset current.
 ")

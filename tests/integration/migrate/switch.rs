@@ -242,7 +242,7 @@ fn a_binary_template_stops_the_dry_run_as_it_stops_the_run() {
             "{GENERIC_PLAN}\
 Custom template edits (talm's presets do not read Go templates; these would be lost):
   extra file no Go talm release wrote: templates/controlplane.yaml (edited; not UTF-8 text)
-Proof, node by node (talm's render against the node file's body):
+Proof, node by node: there are no node files (nodes/*.yaml) to prove.
 Dry run: nothing was changed.
 "
         ))

@@ -227,7 +227,7 @@ hint: give a shorter duration, such as 10m or 1h
             "node(\"NODE_IP\", #{insecure: true, timeout: 0}).version();",
             "\
 Error: timeout \"0\" is zero, which leaves no time at all
-hint: a deadline of zero leaves no time at all; give seconds, or text such as 30s or 2m
+hint: give a deadline above zero: seconds, or text such as 30s or 2m
 ",
         ),
         (
@@ -241,7 +241,7 @@ hint: give Go duration text such as 30s, 2m or 1m30s
             "talos::scan(\"RANGE\", #{timeout: \"0s\"});",
             "\
 Error: timeout \"0s\" is zero, which leaves no time at all
-hint: a deadline of zero leaves no time at all; give seconds, or text such as 30s or 2m
+hint: give a deadline above zero: seconds, or text such as 30s or 2m
 ",
         ),
     ] {

@@ -85,7 +85,7 @@ hint: template logic cannot raise its size limit: look for an endless loop, runa
         &d,
         d.talm(["template", "--offline", "-t", "templates/deep.rhai"]),
         "\
-Error: templates/deep.rhai:2:1: the script exceeded the limit of 64 nested function calls (call depth) (templates and preset logic run with strict limits)
+Error: templates/deep.rhai:2:1: the script exceeded the call-depth limit of 64 nested function calls (templates and preset logic run with strict limits)
 hint: template logic cannot raise its call-depth limit: look for an endless loop, runaway recursion or a value that keeps growing at the position shown
 ",
     );
@@ -203,7 +203,7 @@ hint: look for runaway recursion or a value that keeps growing at the position s
         &d,
         d.talm(["run", "deep.rhai"]),
         "\
-Error: deep.rhai:2:1: the script exceeded the limit of 128 nested function calls (call depth) (playbooks run with generous limits)
+Error: deep.rhai:2:1: the script exceeded the call-depth limit of 128 nested function calls (playbooks run with generous limits)
 hint: look for runaway recursion or a value that keeps growing at the position shown (the call-depth limit is fixed)
 ",
     );

@@ -143,7 +143,7 @@ impl Limits {
             EvalAltResult::ErrorStackOverflow(_) => (
                 "call-depth limit",
                 format!(
-                    "the limit of {} nested function calls (call depth)",
+                    "the call-depth limit of {} nested function calls",
                     self.max_call_levels
                 ),
             ),
