@@ -52,11 +52,19 @@ fn dmesg_follow_prints_history_then_new_records() {
     let s = Streaming::start(&d, &["dmesg", "-F", "-n", &ip, "-i"]);
     let history = s.until("link up");
     assert!(history[0].contains("Linux version"), "{history:?}");
-    // One node: no prefix.
-    assert!(history[0].starts_with("kern: "), "{history:?}");
+    // One node is prefixed too, as talosctl prints every line with its node.
+    assert!(
+        history[0].starts_with(&format!("{ip}: kern: ")),
+        "{history:?}"
+    );
     nodes.node(&ip).journal.talos("kernel sees this");
     let l = s.until("kernel sees this");
-    assert!(l.last().unwrap().starts_with("user: warning: ["), "{l:?}");
+    assert!(
+        l.last()
+            .unwrap()
+            .starts_with(&format!("{ip}: user: warning: [")),
+        "{l:?}"
+    );
 }
 
 #[test]

@@ -88,7 +88,7 @@ fn logs_prints_an_endless_log_as_it_comes_in_bounded_memory() {
         &["logs", "machined", "--tail", "5", "-n", &ip, "-i"],
         KEPT,
     );
-    assert_eq!(t.line(), log_line());
+    assert_eq!(t.line(), format!("{ip}: {}", log_line()));
     let peak = t.peak_after(&flood, FLOODED);
     assert!(peak < BOUND_KIB, "peak memory {peak} KiB");
 }
@@ -98,8 +98,8 @@ fn logs_follow_cuts_a_line_that_never_ends() {
     let (ip, _nodes, flood) = flooded("Logs", "x".repeat(8 << 10), None);
     let d = Dir::new();
     let t = Streaming::keeping(&d, &["logs", "machined", "-F", "-n", &ip, "-i"], KEPT);
-    assert_eq!(t.line(), "x".repeat(64 << 10));
-    assert_eq!(t.line(), "x".repeat(64 << 10));
+    assert_eq!(t.line(), format!("{ip}: {}", "x".repeat(64 << 10)));
+    assert_eq!(t.line(), format!("{ip}: {}", "x".repeat(64 << 10)));
     let peak = t.peak_after(&flood, FLOODED);
     assert!(peak < BOUND_KIB, "peak memory {peak} KiB");
 }
@@ -134,7 +134,7 @@ fn dmesg_tail_prints_the_last_lines_when_the_log_ends() {
         .talm(["dmesg", "--tail", "2", "-n", &ip, "-i"])
         .ok()
         .stdout;
-    assert_eq!(out, "kern: two\nkern: three\n");
+    assert_eq!(out, format!("{ip}: kern: two\n{ip}: kern: three\n"));
 }
 
 /// A Read stream of 15 chunks, one every 200 ms: longer than the call timeout, never silent

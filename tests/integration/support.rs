@@ -179,9 +179,19 @@ fn bundle_holds_talosctls_layout_without_secrets() {
         .talm(["logs", "kubelet", "-f", "nodes/worker.yaml"])
         .ok()
         .stdout;
-    assert_eq!(file(worker, "service-logs/kubelet.log"), kubelet);
+    // talm prints each line with its node, as talosctl; the bundle keeps the bare log.
+    let bare = |text: &str, node: &str| {
+        let prefix = format!("{node}: ");
+        text.lines()
+            .map(|l| format!("{}\n", l.strip_prefix(&prefix).unwrap_or(l)))
+            .collect::<String>()
+    };
+    assert_eq!(
+        file(worker, "service-logs/kubelet.log"),
+        bare(&kubelet, worker)
+    );
     let dmesg = d.talm(["dmesg", "-f", "nodes/cp.yaml"]).ok().stdout;
-    assert_eq!(file(cp, "dmesg.log"), dmesg);
+    assert_eq!(file(cp, "dmesg.log"), bare(&dmesg, cp));
     assert!(file(cp, "controller-runtime.log").contains("simulated log line 1\n"));
     assert!(
         file(cp, "service-logs/kubelet.state")

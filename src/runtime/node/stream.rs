@@ -463,15 +463,14 @@ pub fn add_to_talos(m: &mut rhai::Module) {
             })
         });
     FuncRegistration::new("follow_logs")
-        .with_comments(["/// Prints the log of `service` of every node as it grows (`talm logs -F`), each line prefixed with its node when there are several, until every stream ends or Ctrl-C. `opts` as `n.follow`."])
+        .with_comments(["/// Prints the log of `service` of every node as it grows (`talm logs -F`), each line prefixed with its node (as talosctl prints them, one node or several), until every stream ends or Ctrl-C. `opts` as `n.follow`."])
         .set_into_module(m, |nodes: Array, service: &str, opts: Map| {
             native(|| {
                 let o = FollowOpts::read(&opts)?;
                 let nodes = nodes_of(nodes)?;
-                let prefix = nodes.len() > 1;
                 pump(&nodes, service, &o, |node, line| {
                     let line = crate::printable::printable(line);
-                    let text = if prefix { format!("{node}: {line}\n") } else { format!("{line}\n") };
+                    let text = format!("{node}: {line}\n");
                     crate::output::write(text.as_bytes())?;
                     Ok(true)
                 })
