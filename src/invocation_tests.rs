@@ -186,6 +186,18 @@ fn flags_become_args_as_declared() {
     );
 }
 
+/// Flags that talosctl's command lines spell their own way.
+#[test]
+fn talosctl_spellings_are_taken() {
+    let graceful = |argv: &[&str]| script_of(argv).1["graceful"].clone();
+    assert_eq!(graceful(&["reset", "--graceful"]), json!(true));
+    assert_eq!(graceful(&["reset", "--graceful=false"]), json!(false));
+    let sort = |argv: &[&str]| script_of(argv).1["sort"].clone();
+    assert_eq!(sort(&["processes", "-s", "cpu"]), json!("cpu"));
+    assert_eq!(sort(&["processes", "--sort", "mem"]), json!("rss"));
+    assert_eq!(script_of(&["mount"]).0, script_of(&["mounts"]).0);
+}
+
 #[test]
 fn projects_and_sessions() {
     let i = inv(&[

@@ -2,7 +2,7 @@
 //! containers, stats, processes, memory, mounts, netstat, read, list, copy, usage, time,
 //! cgroups, service, image, dashboard.
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use super::common::NodeArgs;
@@ -22,17 +22,27 @@ pub struct ContainersArgs {
 }
 
 /// `processes --sort`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProcessSort {
     Rss,
     Cpu,
 }
 
+impl ProcessSort {
+    /// `cpu`, or anything else for resident memory: talosctl sorts by rss unless told cpu.
+    fn parse(text: &str) -> Result<ProcessSort, std::convert::Infallible> {
+        Ok(match text {
+            "cpu" => ProcessSort::Cpu,
+            _ => ProcessSort::Rss,
+        })
+    }
+}
+
 #[derive(Debug, Args, Serialize)]
 pub struct ProcessesArgs {
-    /// Sort by resident memory or CPU time (descending)
-    #[arg(short = 's', long, default_value = "rss")]
+    /// Column to sort by, descending: rss or cpu (anything else sorts by rss, as talosctl)
+    #[arg(short = 's', long, default_value = "rss", value_parser = ProcessSort::parse)]
     pub sort: ProcessSort,
     /// Output format: table, yaml, json or jsonpath=EXPR
     #[arg(short = 'o', long, default_value = "table", value_parser = OutputFormat::parse)]

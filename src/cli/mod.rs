@@ -132,6 +132,7 @@ pub enum Command {
     #[command(aliases = ["m", "free"])]
     Memory(inspect::MemoryArgs),
     /// List the mounts of nodes
+    #[command(alias = "mount")]
     Mounts(inspect::DataArgs),
     /// Sockets of nodes, as netstat does
     #[command(alias = "ss")]

@@ -103,7 +103,7 @@ pub struct ResetArgs {
     #[serde(flatten)]
     pub node: NodeArgs,
     /// Leave etcd and Kubernetes gracefully first
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
     pub graceful: bool,
     /// Reboot after the reset (instead of powering off)
     #[arg(long)]

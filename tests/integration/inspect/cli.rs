@@ -85,19 +85,16 @@ fn commands_run_from_the_command_line() {
         json.trim_start().starts_with('{') || json.trim_start().starts_with('['),
         "{json}"
     );
+    // A sort talosctl does not know sorts by resident memory, as talosctl's does.
+    let pids = |sort: &str| {
+        let table = cli(&["processes", "--sort", sort]);
+        table
+            .lines()
+            .map(|l| l.split_whitespace().nth(1).unwrap_or_default().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(pids("pid"), pids("rss"));
     // Bad choices are refused by the command line, naming the flag.
-    d.talm(["processes", "--sort", "pid", "-n", &cp])
-        .expect()
-        .stderr(
-            "\
-error: invalid value 'pid' for '--sort <SORT>'
-  [possible values: rss, cpu]
-
-For more information, try '--help'.
-",
-        )
-        .status(2)
-        .run();
     d.talm(["image", "list", "--namespace", "k8s", "-n", &cp])
         .expect()
         .stderr(
