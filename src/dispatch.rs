@@ -43,7 +43,7 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>) -> Result<i32> {
                 Some(tip) => crate::cli::typos::with_tip(e, tip),
                 None => e,
             };
-            let code = e.exit_code();
+            let code = usage_exit_code(&e);
             let _ = e.print();
             return Ok(code);
         }
@@ -210,7 +210,7 @@ pub fn run(inv: Invocation) -> Result<i32> {
                     crate::cli::typos::unknown_command(&name, &scripts_of(root.as_deref()))
                 {
                     let _ = e.print();
-                    return Ok(e.exit_code());
+                    return Ok(usage_exit_code(&e));
                 }
                 return Err(hinted(
                     format!("unknown command {name:?}"),
@@ -465,6 +465,16 @@ fn inside_root(path: &str, root: &str) -> Result<String> {
                 "keep the talosconfig inside the project folder (globalOptions.talosconfig in Chart.yaml)",
             )
         })
+}
+
+/// How a command line clap did not take ends: 0 after `--help` or `--version`, 1 for a usage
+/// error, as talosctl's cobra commands exit (clap's own convention is 2).
+fn usage_exit_code(e: &clap::Error) -> i32 {
+    if e.use_stderr() {
+        1
+    } else {
+        0
+    }
 }
 
 #[cfg(test)]

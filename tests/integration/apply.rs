@@ -96,7 +96,7 @@ error: invalid value 'sometimes' for '--mode <MODE>'
 For more information, try '--help'.
 ",
         )
-        .status(2)
+        .status(1)
         .run();
     d.talm(
         chain

@@ -178,7 +178,7 @@ error: invalid value 'everything' for '--wipe-mode <WIPE_MODE>'
 For more information, try '--help'.
 ",
         )
-        .status(2)
+        .status(1)
         .run();
 }
 

@@ -136,7 +136,7 @@ error: invalid value 'nope' for '--output-types <OUTPUT_TYPES>'
 For more information, try '--help'.
 ",
         )
-        .status(2)
+        .status(1)
         .run();
 }
 

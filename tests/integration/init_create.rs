@@ -466,7 +466,7 @@ error: invalid value 'tcsh' for '<SHELL>'
 For more information, try '--help'.
 ",
         )
-        .status(2)
+        .status(1)
         .run();
 }
 

@@ -231,7 +231,7 @@ error: invalid value 'wide' for '--output <OUTPUT>': output format \"wide\" is n
 For more information, try '--help'.
 ",
         )
-        .status(2)
+        .status(1)
         .run();
     let ns = d
         .talm([
@@ -396,7 +396,7 @@ hint: scan at most a /16 at a time
         .run();
     // A concurrency that would probe nothing is refused by name (no traffic is sent).
     let o = d.talm(["scan", &range, "--concurrency", "0"]).run();
-    assert_eq!(o.code, 2);
+    assert_eq!(o.code, 1);
     assert_eq!(
         o.stderr.lines().next().unwrap(),
         "error: invalid value '0' for '--concurrency <CONCURRENCY>': 0 is not in 1..=4096"

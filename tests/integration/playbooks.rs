@@ -77,7 +77,7 @@ Usage: talm run --list [FILE] [ARGS]...
 For more information, try '--help'.
 ",
         )
-        .status(2)
+        .status(1)
         .run();
 }
 
@@ -94,14 +94,14 @@ fn a_mistyped_command_gets_the_one_it_resembles() {
     let o = d.talm(["aply", "-f", "nodes/node1.yaml"]).run();
     assert_eq!(
         (o.code, o.stderr),
-        (2, refused("aply", "a similar subcommand exists: 'apply'"))
+        (1, refused("aply", "a similar subcommand exists: 'apply'"))
     );
     // A project script is a command too.
     let o = d.talm(["helo"]).run();
     assert_eq!(
         (o.code, o.stderr),
         (
-            2,
+            1,
             refused(
                 "helo",
                 "some similar subcommands exist: 'health', 'help', 'hello'"

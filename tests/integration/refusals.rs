@@ -1,5 +1,6 @@
 //! The command lines talm refuses before it reads a project or dials a node, as one table of
-//! exact stderr and exit codes: talm's own errors exit 1 with a hint, clap's usage errors exit 2.
+//! exact stderr and exit codes: talm's own errors exit 1 with a hint, and so do clap's usage
+//! errors, as talosctl's cobra commands do.
 
 use crate::common::Dir;
 
@@ -43,41 +44,41 @@ fn command_lines_refused_before_any_work() {
         ),
         (
             &["apply", "--mode", "sometimes"],
-            2,
+            1,
             "error: invalid value 'sometimes' for '--mode <MODE>'\n  \
              [possible values: auto, no-reboot, reboot, staged, try]\n\n\
              For more information, try '--help'.\n",
         ),
         (
             &["upgrade", "--reboot-mode", "force"],
-            2,
+            1,
             "error: invalid value 'force' for '--reboot-mode <REBOOT_MODE>'\n  \
              [possible values: default, powercycle]\n\n\
              For more information, try '--help'.\n",
         ),
         (
             &["reset", "--wipe-mode", "everything"],
-            2,
+            1,
             "error: invalid value 'everything' for '--wipe-mode <WIPE_MODE>'\n  \
              [possible values: all, system-disk, user-disks]\n\n\
              For more information, try '--help'.\n",
         ),
         (
             &["get", "members", "-o", "wide"],
-            2,
+            1,
             "error: invalid value 'wide' for '--output <OUTPUT>': output format \"wide\" is not \
              supported\n\n\
              For more information, try '--help'.\n",
         ),
         (
             &["wipe", "disk", "vdb", "--method", "fast"],
-            2,
+            1,
             "error: invalid value 'fast' for '--method <METHOD>': invalid wipe method \"fast\"\n\n\
              For more information, try '--help'.\n",
         ),
         (
             &["apply", "--nodes", "10.0.0.1;reboot"],
-            2,
+            1,
             "error: invalid value '10.0.0.1;reboot' for '--nodes <IP>': \"10.0.0.1;reboot\" is \
              not a node address: \"10.0.0.1;reboot\" is neither an IP address nor a DNS name \
              (letters, digits, '-' and '.', labels of at most 63)\n\n\
@@ -85,7 +86,7 @@ fn command_lines_refused_before_any_work() {
         ),
         (
             &["apply", "--endpoints", "https://10.0.0.1:50000"],
-            2,
+            1,
             "error: invalid value 'https://10.0.0.1:50000' for '--endpoints <IP>': \
              \"https://10.0.0.1:50000\" is not a node address: it holds a scheme or a path: give \
              the host (and port) only\n\n\
@@ -93,7 +94,7 @@ fn command_lines_refused_before_any_work() {
         ),
         (
             &["completion", "tcsh"],
-            2,
+            1,
             "error: invalid value 'tcsh' for '<SHELL>'\n  \
              [possible values: bash, elvish, fish, powershell, zsh]\n\n  \
              tip: a similar value exists: 'zsh'\n\n\
@@ -101,21 +102,21 @@ fn command_lines_refused_before_any_work() {
         ),
         (
             &["run", "--list", "foo.rhai"],
-            2,
+            1,
             "error: the argument '--list' cannot be used with '[FILE]'\n\n\
              Usage: talm run --list [FILE] [ARGS]...\n\n\
              For more information, try '--help'.\n",
         ),
         (
             &["get"],
-            2,
+            1,
             "error: the following required arguments were not provided:\n  <KIND>\n\n\
              Usage: talm get <KIND> [ID]\n\n\
              For more information, try '--help'.\n",
         ),
         (
             &["upgrade", "--resume"],
-            2,
+            1,
             "error: the following required arguments were not provided:\n  --rolling\n\n\
              Usage: talm upgrade --rolling --resume\n\n\
              For more information, try '--help'.\n",

@@ -289,7 +289,7 @@ error: invalid value 'force' for '--reboot-mode <REBOOT_MODE>'
 For more information, try '--help'.
 ",
     )
-    .status(2)
+    .status(1)
     .run();
     assert!(
         d.read("nodes/cp.yaml").contains(OLD),

@@ -328,7 +328,7 @@ error: invalid value 'fast' for '--method <METHOD>': invalid wipe method \"fast\
 For more information, try '--help'.
 ",
         )
-        .status(2)
+        .status(1)
         .run();
     // Every device is checked before any is wiped.
     wipe(&["vdb1", "nvme0n1p3"]).expect().mask(addrs).stderr("Error: node $A1: BlockDeviceWipe: rpc error: code = FailedPrecondition desc = blockdevice \"nvme0n1p3\" is in use by volume \"STATE\"\n").status(1).run();

@@ -244,7 +244,7 @@ Usage: talm upgrade --rolling --resume --image <REF>
 For more information, try '--help'.
 ",
         )
-        .status(2)
+        .status(1)
         .run();
     d.talm(["upgrade", "--rolling", "--wait=false", "-i", NEW])
         .expect()

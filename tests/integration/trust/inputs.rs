@@ -107,7 +107,7 @@ fn addresses_are_checked_where_they_enter() {
 error: invalid value '10.0.0.1;reboot' for '--endpoints <IP>': \"10.0.0.1;reboot\" is not a node address: \"10.0.0.1;reboot\" is neither an IP address nor a DNS name (letters, digits, '-' and '.', labels of at most 63)
 
 For more information, try '--help'.
-").status(2).run();
+").status(1).run();
     d.talm([
         "init",
         "-p",
@@ -136,7 +136,7 @@ error: invalid value '1.2.3.4
 x' for '--nodes <IP>': \"1.2.3.4\\nx\" is not a node address: \"1.2.3.4\\nx\" is neither an IP address nor a DNS name (letters, digits, '-' and '.', labels of at most 63)
 
 For more information, try '--help'.
-").status(2).run();
+").status(1).run();
     p.talm([
         "version",
         "-e",
@@ -148,7 +148,7 @@ For more information, try '--help'.
 error: invalid value 'https://10.0.0.1:50000' for '--endpoints <IP>': \"https://10.0.0.1:50000\" is not a node address: it holds a scheme or a path: give the host (and port) only
 
 For more information, try '--help'.
-").status(2).run();
+").status(1).run();
     p.write(
         "nodes/bad.yaml",
         "# talm: nodes=[\"10.0.0.1 --evil\"], templates=[\"templates/controlplane.yaml\"]\n",
