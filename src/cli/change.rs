@@ -34,12 +34,17 @@ pub struct ShutdownArgs {
     /// Skip cordoning and draining the Kubernetes node
     #[arg(long)]
     pub force: bool,
-    /// Wait until the node is down, as talosctl does (--wait=false: return once accepted)
+    /// Wait until the node stops its services, as talosctl does (--wait=false: return once
+    /// accepted)
     #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
     pub wait: bool,
     /// How long to wait
     #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = GoDuration::parse)]
     pub timeout: GoDuration,
+    /// On a failed wait, print the node's kernel log (implies --wait)
+    #[arg(long)]
+    #[serde(rename = "kernel_log")]
+    pub debug: bool,
     #[command(flatten)]
     #[serde(flatten)]
     pub node: NodeArgs,

@@ -41,6 +41,24 @@ pub struct UpgradeArgs {
     /// How the node reboots into the new version (powercycle: no kexec)
     #[arg(short = 'm', long, default_value = "default")]
     pub reboot_mode: UpgradeRebootMode,
+    /// Use the legacy MachineService.Upgrade even on Talos v1.13 and later (talosctl deprecates
+    /// it; Talos 1.18 removes it). --stage, --force and --preserve take that path too
+    #[arg(long)]
+    pub legacy: bool,
+    /// Install the new version without rebooting: it runs after the node's next reboot
+    #[arg(long)]
+    pub no_reboot: bool,
+    /// Where the installer image is pulled: system (etcd and kubelet images), cri (Kubernetes
+    /// workloads) or inmem (the in-memory containerd)
+    #[arg(long, default_value = "system", value_parser = ["system", "cri", "inmem"])]
+    pub namespace: String,
+    /// On a failed wait, print the node's kernel log (implies --wait)
+    #[arg(long)]
+    #[serde(rename = "kernel_log")]
+    pub debug: bool,
+    /// How long the post-upgrade check waits for each node to run the new version
+    #[arg(long, default_value = "1m30s", value_name = "DURATION", value_parser = GoDuration::parse)]
+    pub post_upgrade_reconcile_window: GoDuration,
     /// Follow each node until it is back on a new boot (--wait=false: return once accepted)
     #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
     pub wait: bool,
@@ -81,6 +99,10 @@ pub struct RebootArgs {
     /// Reboot mode
     #[arg(short = 'm', long, default_value = "default")]
     pub mode: RebootMode,
+    /// On a failed wait, print the node's kernel log (implies --wait)
+    #[arg(long)]
+    #[serde(rename = "kernel_log")]
+    pub debug: bool,
     #[command(flatten)]
     #[serde(flatten)]
     pub back: WaitBackArgs,
@@ -117,13 +139,17 @@ pub struct ResetArgs {
     /// User disks to wipe
     #[arg(long, value_delimiter = ',', value_name = "DISKS")]
     pub user_disks_to_wipe: Vec<String>,
-    /// Wait until the reset is done, as talosctl does: the node is down, or with --reboot back
-    /// in maintenance mode (--wait=false: return once accepted)
+    /// Wait until the reset is done, as talosctl does: the node stops its services, and with
+    /// --reboot is back in maintenance mode (--wait=false: return once accepted)
     #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
     pub wait: bool,
     /// How long to wait
     #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = GoDuration::parse)]
     pub timeout: GoDuration,
+    /// On a failed wait, print the node's kernel log (implies --wait)
+    #[arg(long)]
+    #[serde(rename = "kernel_log")]
+    pub debug: bool,
 }
 
 #[derive(Debug, Args, Serialize)]

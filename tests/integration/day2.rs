@@ -2,7 +2,7 @@
 //! explicit path, merge, from a worker, from an unreachable node), reboot, reset (META kept),
 //! upgrade waiting for the new version.
 
-use crate::common::expect::addrs;
+use crate::common::expect::{addrs, rebooted, services_stopped, uuids, RESET_CP_PHASES};
 use crate::common::sim::{template_node, Nodes};
 use crate::common::{net, Dir};
 
@@ -114,8 +114,9 @@ fn reboot_reset_and_upgrade() {
     d.talm(["reboot", "-f", "nodes/cp.yaml", "--wait"])
         .expect()
         .mask(addrs)
+        .mask(uuids)
         .stdout("")
-        .stderr("- talm: rebooting $A1\n$A1: back\n")
+        .stderr(rebooted("$A1"))
         .run();
     assert!(nodes.boots(&ip) > boots);
 
@@ -155,13 +156,14 @@ hint: pass --allow-downgrade to go back on purpose, or set a newer image in valu
     d.talm(["reset", "-f", "nodes/cp.yaml", "--reboot"])
         .expect()
         .mask(addrs)
+        .mask(uuids)
         .stdout("")
-        .stderr(
-            "\
-- talm: resetting $A1 (wipe: [\"STATE\", \"EPHEMERAL\"])
-$A1: back in maintenance mode
-",
-        )
+        .stderr(services_stopped(
+            "$A1",
+            "reset",
+            RESET_CP_PHASES,
+            "post check passed\n",
+        ))
         .run();
     nodes.wait_reboot(&ip, boots);
     assert!(

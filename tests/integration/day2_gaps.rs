@@ -4,7 +4,9 @@
 //! at once), `upgrade --wait=false` printing talosctl's `NODE ACK STARTED` table, and the etcd
 //! checks a control plane makes before an upgrade.
 
-use crate::common::expect::addrs;
+use crate::common::expect::{
+    addrs, rebooted, services_stopped, uuids, RESET_CP_PHASES, SHUTDOWN_PHASES,
+};
 use crate::common::sim::{template_node, Nodes};
 use crate::common::{net, Dir};
 
@@ -177,18 +179,25 @@ fn reboot_shutdown_and_reset_wait_by_default() {
     let nodes = Nodes::start(&[&a, &b], |_| {});
     let d = configured(&nodes, &a);
 
+    // talosctl's action tracker follows each by default.
     let boots = nodes.boots(&a);
-    let o = d.talm(["reboot", "-f", "nodes/cp.yaml"]).ok();
-    assert!(o.stderr.contains(&format!("{a}: back")), "{}", o.stderr);
+    d.talm(["reboot", "-f", "nodes/cp.yaml"])
+        .expect()
+        .mask(addrs)
+        .mask(uuids)
+        .stdout("")
+        .stderr(rebooted("$A1"))
+        .run();
     assert!(
         nodes.boots(&a) > boots,
         "back on a new boot when it returns"
     );
     let boots = nodes.boots(&a);
-    let o = d
-        .talm(["reboot", "-f", "nodes/cp.yaml", "--wait=false"])
-        .ok();
-    assert!(!o.stderr.contains(&format!("{a}: back")), "{}", o.stderr);
+    d.talm(["reboot", "-f", "nodes/cp.yaml", "--wait=false"])
+        .expect()
+        .stdout("")
+        .stderr("")
+        .run();
     nodes.wait_reboot(&a, boots);
 
     // reset: talosctl refuses to follow a maintenance connection.
@@ -202,20 +211,30 @@ hint: a node in maintenance mode cannot be followed; pass --wait=false
         )
         .status(1)
         .run();
-    let o = d.talm(["reset", "-f", "nodes/cp.yaml", "--reboot"]).ok();
-    assert!(
-        o.stderr.contains(&format!("{a}: back in maintenance mode")),
-        "{}",
-        o.stderr
-    );
+    // With --reboot: until the services stop, then the node answers in maintenance mode.
+    d.talm(["reset", "-f", "nodes/cp.yaml", "--reboot"])
+        .expect()
+        .mask(addrs)
+        .mask(uuids)
+        .stdout("")
+        .stderr(services_stopped(
+            "$A1",
+            "reset",
+            RESET_CP_PHASES,
+            "post check passed\n",
+        ))
+        .run();
+    assert!(nodes.node(&a).state().in_maintenance());
 
     let e = configured(&nodes, &b);
-    let o = e.talm(["shutdown", "-f", "nodes/cp.yaml"]).ok();
-    assert!(
-        o.stderr.contains(&format!("\"{b}\": powered off")),
-        "{}",
-        o.stderr
-    );
+    e.talm(["shutdown", "-f", "nodes/cp.yaml"])
+        .expect()
+        .mask(addrs)
+        .mask(uuids)
+        .stdout("")
+        .stderr(services_stopped("$A1", "shutdown", SHUTDOWN_PHASES, ""))
+        .run();
+    nodes.wait_down(&b);
     e.talm(["version", "-f", "nodes/cp.yaml"])
         .expect().stderr(format!("\
 Error: node {b}: connect: connection refused
@@ -230,7 +249,15 @@ fn upgrade_without_waiting_prints_talosctls_table() {
     let d = configured(&nodes, &ip);
     let boots = nodes.boots(&ip);
     let o = d
-        .talm(["upgrade", "-f", "nodes/cp.yaml", "-i", NEW, "--wait=false"])
+        .talm([
+            "upgrade",
+            "-f",
+            "nodes/cp.yaml",
+            "-i",
+            NEW,
+            "--wait=false",
+            "--legacy",
+        ])
         .ok();
     let w = ip.len().max(4) + 3;
     let ack = "Upgrade request received";
@@ -276,10 +303,21 @@ fn a_control_plane_upgrade_that_would_lose_etcd_quorum_is_refused() {
     }
     let gone = nodes.node(&c).state().etcd.as_ref().unwrap().id;
     let version = nodes.node(&b).state().version.clone();
-    let upgrade = ["upgrade", "-f", "nodes/cp2.yaml", "-i", NEW, "--wait=false"];
+    // The legacy path: Talos checks etcd there (LifecycleService.Upgrade does not).
+    let upgrade = [
+        "upgrade",
+        "-f",
+        "nodes/cp2.yaml",
+        "-i",
+        NEW,
+        "--wait=false",
+        "--legacy",
+    ];
 
     // A member that is down: every member must be healthy.
     d.talm(["shutdown", "-f", "nodes/cp3.yaml"]).ok();
+    // talosctl's tracker ends when the services stop; the machine goes off right after.
+    nodes.wait_down(&c);
     d.talm(upgrade).fails_with(&format!(
         "error validating etcd for upgrade: etcd member {gone:016x} is not healthy; all members must be healthy to perform an upgrade"
     ));
@@ -293,6 +331,7 @@ fn a_control_plane_upgrade_that_would_lose_etcd_quorum_is_refused() {
     ])
     .ok();
     d.talm(upgrade).expect().mask(addrs).stderr("\
+WARNING: Forcing use of legacy upgrade method. This flag is deprecated and will be removed in Talos 1.18.
 - talm: upgrading $A1 from v1.13.7 to ghcr.io/siderolabs/installer:v1.13.9
 Error: node $A1: Upgrade: rpc error: code = Unknown desc = error validating etcd for upgrade: etcd member count(2) is insufficient to maintain quorum if upgrade commences
 ").status(1).run();

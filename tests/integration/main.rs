@@ -62,3 +62,4 @@ mod talosconfig;
 mod template;
 mod trust;
 mod upgrade_apply;
+mod upgrade_lifecycle;

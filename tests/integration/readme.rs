@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::expect::{services_stopped, uuids, RESET_CP_PHASES};
 use crate::common::sim::Nodes;
 use crate::common::{net, Dir, Out};
 
@@ -218,10 +219,8 @@ fn guide_blocks_run_as_written() {
     );
     let reset = out("talm reset -f nodes/node1.yaml");
     assert_eq!(
-        reset.stderr,
-        format!(
-            "- talm: resetting {node} (wipe: [\"STATE\", \"EPHEMERAL\"])\n{node}: reset done, powered off\n"
-        )
+        uuids(&reset.stderr),
+        services_stopped(&node.to_string(), "reset", RESET_CP_PHASES, "")
     );
     assert_eq!(d.mode("mycluster/kubeconfig"), 0o600);
     let node1 = d.read("mycluster/nodes/node1.yaml");

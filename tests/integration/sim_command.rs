@@ -2,7 +2,7 @@
 //! powering a node that was switched off back on.
 
 use crate::common::cluster::until;
-use crate::common::expect::addrs;
+use crate::common::expect::{addrs, services_stopped, uuids, RESET_CP_PHASES};
 use crate::common::sim::template_node;
 use crate::common::{net, Dir};
 
@@ -102,14 +102,14 @@ fn sim_command_powers_switched_off_nodes_back_on() {
     d.talm(["reset", "-f", "nodes/cp.yaml", "--wait"])
         .expect()
         .mask(addrs)
+        .mask(uuids)
         .stdout("")
-        .stderr(
-            "\
-- talm: resetting $A1 (wipe: [\"STATE\", \"EPHEMERAL\"])
-$A1: reset done, powered off
-",
-        )
+        .stderr(services_stopped("$A1", "reset", RESET_CP_PHASES, ""))
         .run();
+    // The tracker ends when the services stop; the machine powers off right after.
+    until("the node is off", || {
+        !answers(&["version", "-f", "nodes/cp.yaml"])
+    });
     d.talm(["version", "-n", &ip, "-i"])
         .expect().stderr(format!("\
 Error: node {ip}: connect: connection refused

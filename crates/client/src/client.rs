@@ -50,9 +50,11 @@ pub use talm_wire::api::{host, with_port, MAINTENANCE_CN};
 mod change;
 mod etcd;
 mod inspect;
+mod lifecycle;
 
 pub use change::{PullUpdate, ServiceAction};
 pub use etcd::Downgrade as EtcdDowngrade;
+pub use lifecycle::Install;
 
 /// Longest second look at a node whose authenticated connection ended silently.
 const SECOND_LOOK: Duration = Duration::from_secs(2);
@@ -184,6 +186,12 @@ impl Client {
         }
         let facts = facts_of(&self.channel.dialer, self.insecure, self.timeout).await;
         diagnose::status(site, &facts, st)
+    }
+
+    /// The connection itself, for a caller that speaks a service through its own generated
+    /// client (the simulator's tests, as a third-party Talos client would).
+    pub fn channel(&self) -> Checked {
+        self.channel.clone()
     }
 
     /// A failure in a long-lived stream (a watch, a followed log): no deadline applies.

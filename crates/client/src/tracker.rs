@@ -5,6 +5,7 @@
 //! terminal: `"<node>": <message>`.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -46,6 +47,16 @@ enum Seen {
     Nothing,
 }
 
+/// What the tracker waits for, as talosctl's predicates and post checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Goal {
+    /// Reboot, upgrade: the machine RUNNING and ready, then a new boot ID.
+    Rebooted,
+    /// Shutdown, reset: any `stopAllServices` task; after a reset with `reboot`, the node
+    /// answering in maintenance mode or on a new boot ID.
+    ServicesStopped { then_back: bool },
+}
+
 fn action_name<E: TryFrom<i32>>(v: i32, name: impl Fn(&E) -> &'static str) -> String {
     E::try_from(v)
         .map(|e| name(&e))
@@ -53,8 +64,8 @@ fn action_name<E: TryFrom<i32>>(v: i32, name: impl Fn(&E) -> &'static str) -> St
         .to_string()
 }
 
-/// Reads an event as talosctl's tracker does for the reboot and upgrade predicates.
-fn seen(e: &machine::Event) -> Seen {
+/// Reads an event as talosctl's tracker does: `goal`'s predicate first, then the progress line.
+fn seen(e: &machine::Event, goal: Goal) -> Seen {
     let Some(data) = &e.data else {
         return Seen::Nothing;
     };
@@ -66,7 +77,7 @@ fn seen(e: &machine::Event) -> Seen {
                 return Seen::Nothing;
             };
             let status = m.status.unwrap_or_default();
-            if m.stage == MachineStage::Running as i32 && status.ready {
+            if goal == Goal::Rebooted && m.stage == MachineStage::Running as i32 && status.ready {
                 return Seen::Done;
             }
             let unmet: Vec<String> = status
@@ -112,6 +123,9 @@ fn seen(e: &machine::Event) -> Seen {
         },
         Some("TaskEvent") => match machine::TaskEvent::decode(v) {
             Ok(t) => {
+                if t.task == "stopAllServices" && matches!(goal, Goal::ServicesStopped { .. }) {
+                    return Seen::Done;
+                }
                 let text = format!(
                     "task: {} action: {}",
                     t.task,
@@ -123,6 +137,15 @@ fn seen(e: &machine::Event) -> Seen {
                     Seen::Progress(text)
                 }
             }
+            Err(_) => Seen::Nothing,
+        },
+        Some("ServiceStateEvent") => match machine::ServiceStateEvent::decode(v) {
+            Ok(e) => Seen::Progress(format!(
+                "service: {} message: {} healthy: {}",
+                e.service,
+                e.message,
+                e.health.is_some_and(|h| h.healthy)
+            )),
             Err(_) => Seen::Nothing,
         },
         _ => Seen::Nothing,
@@ -154,12 +177,20 @@ fn events_from(tail: i32) -> machine::EventsRequest {
     }
 }
 
-/// Runs `action` on the node (it returns the actor ID) and waits, within `limit`, for the node
-/// to reboot and come back RUNNING and ready on a new boot. `dial` opens a fresh connection.
+/// Whether the node answers in maintenance mode (a reset with `reboot` is done then).
+pub type Probe<'a> = &'a (dyn Fn() -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> + Sync);
+
+/// Runs `action` on the node (it returns the actor ID) and waits, within `limit`, for `goal`:
+/// the node's events are watched from before the action, the action's own are reported, and a
+/// watch the node ends (it went down) is reopened with the new boot's history. `dial` opens a
+/// fresh connection; `maintenance` answers whether a reset node is back in maintenance mode.
+#[allow(clippy::too_many_arguments)]
 pub async fn track<D, DF, A, AF>(
     node: &str,
     dial: D,
     action: A,
+    goal: Goal,
+    maintenance: Option<Probe<'_>>,
     limit: Duration,
     report: &mut dyn Report,
 ) -> Result<String>
@@ -180,8 +211,15 @@ where
             "look at the node's console or `talm events`; raise --timeout for slow machines",
         )
     };
+    let not_back = match goal {
+        Goal::Rebooted => "the node did not come back",
+        Goal::ServicesStopped { .. } => "the node did not stop its services",
+    };
     let c = dial().await?;
-    let before = boot_id(&c).await?;
+    let before = match goal {
+        Goal::Rebooted | Goal::ServicesStopped { then_back: true } => boot_id(&c).await?,
+        Goal::ServicesStopped { then_back: false } => None,
+    };
     let mut events = c.events(events_from(0)).await?;
     report.update(node, "waiting for actor ID");
     let actor = action(c).await?;
@@ -191,17 +229,17 @@ where
         loop {
             let next = match left() {
                 None => Ok(events.next().await),
-                Some(l) if l.is_zero() => return Err(gave_up("the node did not come back")),
+                Some(l) if l.is_zero() => return Err(gave_up(not_back)),
                 Some(l) => tokio::time::timeout(l, events.next()).await,
             };
             let event = match next {
-                Err(_) => return Err(gave_up("the node did not come back")),
+                Err(_) => return Err(gave_up(not_back)),
                 Ok(Ok(Some(e))) => e,
                 // The node went down: its stream ended or broke.
                 Ok(Ok(None)) | Ok(Err(_)) => break,
             };
             let ours = event.actor_id == actor || (replayed && event.actor_id.is_empty());
-            match seen(&event) {
+            match seen(&event, goal) {
                 Seen::Done => {
                     report.update(node, "events check condition met");
                     break 'watch;
@@ -218,7 +256,7 @@ where
         talm_base::progress::stage(talm_base::progress::Stage::Reboot);
         events = loop {
             if left().is_some_and(|l| l.is_zero()) {
-                return Err(gave_up("the node did not come back"));
+                return Err(gave_up(not_back));
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
             let reopened = async { dial().await?.events(events_from(-1)).await };
@@ -232,15 +270,31 @@ where
     let Some(before) = before else {
         return Ok(actor);
     };
+    // talosctl's post check: retried while the node is down (reported) or on the same boot.
     loop {
-        if let Ok(c) = dial().await {
-            if let Ok(Some(now)) = boot_id(&c).await {
-                if now != before {
-                    report.update(node, "post check passed");
-                    return Ok(actor);
-                }
-                report.update(node, "didn't reboot yet");
+        let back = match maintenance {
+            Some(probe) => probe().await,
+            None => false,
+        };
+        let now = if back {
+            Ok(None)
+        } else {
+            match dial().await {
+                Ok(c) => boot_id(&c).await.map(|id| id.filter(|id| *id != before)),
+                Err(e) => Err(e),
             }
+        };
+        match now {
+            Ok(Some(_)) => {
+                report.update(node, "post check passed");
+                return Ok(actor);
+            }
+            Ok(None) if back => {
+                report.update(node, "post check passed");
+                return Ok(actor);
+            }
+            Ok(None) => {}
+            Err(_) => report.update(node, "unavailable, retrying..."),
         }
         if left().is_some_and(|l| l.is_zero()) {
             return Err(gave_up("the node did not reboot"));
@@ -276,11 +330,17 @@ mod tests {
         };
         use machine::MachineStatusEvent;
         assert_eq!(
-            seen(&event("MachineStatusEvent", &running(true), "")),
+            seen(
+                &event("MachineStatusEvent", &running(true), ""),
+                Goal::Rebooted
+            ),
             Seen::Done
         );
         assert_eq!(
-            seen(&event("MachineStatusEvent", &running(false), "")),
+            seen(
+                &event("MachineStatusEvent", &running(false), ""),
+                Goal::Rebooted
+            ),
             Seen::Progress("stage: RUNNING ready: false unmetCond: []".into())
         );
         let seq = |name: &str| machine::SequenceEvent {
@@ -289,13 +349,34 @@ mod tests {
             error: None,
         };
         assert_eq!(
-            seen(&event("SequenceEvent", &seq("upgrade"), "a")),
+            seen(
+                &event("SequenceEvent", &seq("upgrade"), "a"),
+                Goal::Rebooted
+            ),
             Seen::Progress("sequence: upgrade action: START".into())
         );
         assert!(matches!(
-            seen(&event("SequenceEvent", &seq("reboot"), "a")),
+            seen(&event("SequenceEvent", &seq("reboot"), "a"), Goal::Rebooted),
             Seen::Reopen(_)
         ));
+        // Shutdown and reset end at any stopAllServices task; a reboot re-watches there.
+        let stop = machine::TaskEvent {
+            task: "stopAllServices".into(),
+            action: machine::task_event::Action::Start as i32,
+        };
+        let stopped = Goal::ServicesStopped { then_back: false };
+        assert_eq!(
+            seen(&event("TaskEvent", &stop, "other"), stopped),
+            Seen::Done
+        );
+        assert_eq!(
+            seen(&event("TaskEvent", &stop, "a"), Goal::Rebooted),
+            Seen::Reopen("task: stopAllServices action: START".into())
+        );
+        assert_eq!(
+            seen(&event("MachineStatusEvent", &running(true), ""), stopped),
+            Seen::Progress("stage: RUNNING ready: true unmetCond: []".into())
+        );
         assert_eq!(quoted("10.0.0.1"), "\"10.0.0.1\"");
     }
 }

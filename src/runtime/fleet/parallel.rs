@@ -439,6 +439,15 @@ pub fn register(engine: &mut Engine, unchecked: &Unchecked) {
                 Ok(d.as_secs() as i64)
             })
         });
+    FuncRegistration::new("go_duration")
+        .with_comments([
+            "/// Go duration text as Go's `Duration.String()` prints it (`90s` gives `1m30s`); an error when it is not one.",
+        ])
+        .register_into_engine(engine, |text: &str| {
+            crate::sandbox::native(|| {
+                Ok(duration::text(duration::flag("go_duration", text, Zero::Allowed)?))
+            })
+        });
     FuncRegistration::new("sleep")
         .with_comments(["/// Pauses the script for `seconds` (fractions allowed); Ctrl-C ends the pause and the script."])
         .register_into_engine(engine, |seconds: f64| {

@@ -14,10 +14,11 @@ use crate::proto::common::{ContainerDriver, ContainerdInstance, ContainerdNamesp
 use crate::proto::machine;
 use crate::proto::storage::{block_device_wipe_descriptor::Method, BlockDeviceWipeDescriptor};
 use crate::runtime::native;
-use crate::runtime::node::Node;
+use crate::runtime::node::{tracked, Node};
 use crate::runtime::opts::options;
 use crate::talos::block_on;
 use crate::talos::client::{PullUpdate, ServiceAction};
+use crate::talos::tracker::Goal;
 
 options! {
     /// `n.restart(id, #{...})`.
@@ -32,6 +33,12 @@ options! {
     pub struct ShutdownOpts for "n.shutdown" {
         /// Skip cordoning and draining the Kubernetes node.
         force: bool,
+        /// Follow the shutdown until the node stops its services (talosctl's tracker).
+        wait: bool,
+        /// How long `wait` waits (default 30m).
+        timeout: Option<Duration>,
+        /// After a failed wait, print the node's kernel log (talosctl's `--debug`).
+        kernel_log: bool,
     }
 }
 
@@ -101,7 +108,7 @@ fn int_key(k: i64) -> Result<u32> {
     })
 }
 
-fn containerd(namespace: &str) -> Result<ContainerdInstance> {
+pub(crate) fn containerd(namespace: &str) -> Result<ContainerdInstance> {
     let (driver, ns) = match namespace {
         "" | "cri" => (ContainerDriver::Cri, ContainerdNamespace::NsCri),
         "system" => (ContainerDriver::Cri, ContainerdNamespace::NsSystem),
@@ -379,11 +386,18 @@ pub fn register(engine: &mut Engine, session: &crate::runtime::session::Session)
         .with_comments(["/// Boots the node into its previous Talos (the other boot entry); fails when there is none."])
         .register_into_engine(engine, |n: &mut Node| native(|| n.with(|c| block_on(c.rollback()))));
     FuncRegistration::new("shutdown")
-        .with_comments(["/// Powers the node off (cordon and drain first unless `opts.force`). Returns the shutdown's actor ID."])
+        .with_comments(["/// Powers the node off (cordon and drain first unless `opts.force`); `opts.wait` follows it with talosctl's tracker until the services stop (`opts.timeout`, default 30m). Returns the shutdown's actor ID."])
         .register_into_engine(engine, |n: &mut Node, opts: Map| {
             native(|| {
                 let o = ShutdownOpts::read(&opts)?;
-                n.with(|c| block_on(c.shutdown(o.force)))
+                if !o.wait {
+                    return n.with(|c| block_on(c.shutdown(o.force)));
+                }
+                tracked::refuse_insecure(n)?;
+                let goal = Goal::ServicesStopped { then_back: false };
+                let force = o.force;
+                let how = tracked::Follow::new(goal, o.timeout, o.kernel_log);
+                tracked::follow(n, how, move |c| async move { c.shutdown(force).await })
             })
         });
     FuncRegistration::new("shutdown")

@@ -14,6 +14,7 @@ mod reach;
 pub(crate) mod rotate;
 pub(crate) mod stream;
 pub(crate) mod support;
+pub(crate) mod tracked;
 pub(crate) mod upgrade;
 pub(crate) mod verify;
 mod watch_print;
@@ -33,6 +34,7 @@ use crate::runtime::node::opts::{
 use crate::runtime::session::Session;
 use crate::talos::client::{self, Client};
 use crate::talos::creds::Auth;
+use crate::talos::tracker::Goal;
 use crate::talos::{block_on, discovery, errors, resources};
 pub(crate) use reach::targets;
 use reach::{context_endpoints, node_with};
@@ -423,13 +425,20 @@ pub fn register(engine: &mut Engine, session: &Session) {
         .with_comments(["/// The admin kubeconfig the node issues (a control plane), as text."])
         .register_into_engine(engine, |n: &mut Node| native(|| kubeconfig_text(n)));
     FuncRegistration::new("reboot")
-        .with_comments(["/// Reboots the node (`opts.mode`: default, powercycle, or force: no graceful stop of pods and services)."])
+        .with_comments(["/// Reboots the node (`opts.mode`: default, powercycle, or force: no graceful stop of pods and services); `opts.wait` follows it with talosctl's tracker until the node is back on a new boot (`opts.timeout`, default 30m). Returns the actor ID."])
         .register_into_engine(engine, |n: &mut Node, opts: Map| {
             native(|| {
-                let mode = machine::reboot_request::Mode::from(RebootOpts::read(&opts)?.mode);
+                let o = RebootOpts::read(&opts)?;
+                let req = machine::RebootRequest {
+                    mode: machine::reboot_request::Mode::from(o.mode) as i32,
+                };
                 crate::progress::stage(crate::progress::Stage::Reboot);
-                n.with(|c| block_on(c.reboot(machine::RebootRequest { mode: mode as i32 })))?;
-                Ok(())
+                if !o.wait {
+                    return Ok(n.with(|c| block_on(c.reboot(req)))?.actor_id);
+                }
+                tracked::refuse_insecure(n)?;
+                let how = tracked::Follow::new(Goal::Rebooted, o.timeout, o.kernel_log);
+                tracked::follow(n, how, move |c| async move { Ok(c.reboot(req).await?.actor_id) })
             })
         });
     FuncRegistration::new("reboot")
@@ -455,11 +464,18 @@ pub fn register(engine: &mut Engine, session: &Session) {
             })
         });
     FuncRegistration::new("reset")
-        .with_comments(["/// Resets the node as `talm reset` does: `opts` may hold `graceful` (default true), `reboot`, `wipe_mode` (all, system-disk, user-disks), `system_labels` (partitions to wipe), `user_disks`. Left out, only STATE and EPHEMERAL are wiped (META kept); the whole system disk only with `wipe_mode: \"all\"` and no labels. An unknown option is an error."])
+        .with_comments(["/// Resets the node as `talm reset` does: `opts` may hold `graceful` (default true), `reboot`, `wipe_mode` (all, system-disk, user-disks), `system_labels` (partitions to wipe), `user_disks`, `wait` (follow it with talosctl's tracker until the services stop; with `reboot`, until the node is back in maintenance mode), `timeout` (of the wait, default 30m). Left out, only STATE and EPHEMERAL are wiped (META kept); the whole system disk only with `wipe_mode: \"all\"` and no labels. An unknown option is an error."])
         .register_into_engine(engine, |n: &mut Node, opts: Map| {
             native(|| {
-                let req = reset_request(&ResetOpts::read(&opts)?);
-                n.with(|c| block_on(c.reset(req))).map(|_| ())
+                let o = ResetOpts::read(&opts)?;
+                let req = reset_request(&o);
+                if !o.wait {
+                    return Ok(n.with(|c| block_on(c.reset(req)))?.actor_id);
+                }
+                tracked::refuse_insecure(n)?;
+                let goal = Goal::ServicesStopped { then_back: req.reboot };
+                let how = tracked::Follow::new(goal, o.timeout, o.kernel_log);
+                tracked::follow(n, how, move |c| async move { Ok(c.reset(req).await?.actor_id) })
             })
         });
     FuncRegistration::new("reset")

@@ -73,6 +73,14 @@ options! {
         wait: bool,
         /// How long `wait` waits (default 30m).
         timeout: Option<Duration>,
+        /// The legacy MachineService.Upgrade even on a node with LifecycleService.
+        legacy: bool,
+        /// Install only: no reboot (the node runs the new version after its next one).
+        no_reboot: bool,
+        /// The containerd the installer image is pulled into: system (default), cri or inmem.
+        namespace: String,
+        /// After a failed wait, print the node's kernel log (talosctl's `--debug`).
+        kernel_log: bool,
     }
 }
 
@@ -81,6 +89,12 @@ options! {
     pub struct RebootOpts for "n.reboot" {
         /// default, powercycle or force.
         mode: RebootMode,
+        /// Follow the reboot until the node is back RUNNING on a new boot (talosctl's tracker).
+        wait: bool,
+        /// How long `wait` waits (default 30m).
+        timeout: Option<Duration>,
+        /// After a failed wait, print the node's kernel log (talosctl's `--debug`).
+        kernel_log: bool,
     }
 }
 
@@ -103,6 +117,13 @@ options! {
         /// Partitions to wipe (default STATE and EPHEMERAL, keeping META).
         system_labels: Vec<String>,
         user_disks: Vec<String>,
+        /// Follow the reset until the node stops its services (with `reboot`: until it is back
+        /// in maintenance mode), as talosctl's tracker.
+        wait: bool,
+        /// How long `wait` waits (default 30m).
+        timeout: Option<Duration>,
+        /// After a failed wait, print the node's kernel log (talosctl's `--debug`).
+        kernel_log: bool,
     }
 }
 

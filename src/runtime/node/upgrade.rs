@@ -1,10 +1,15 @@
 //! Upgrading nodes from scripts: `n.upgrade(#{image, stage, force, preserve, reboot_mode, wait,
-//! timeout})` (the legacy `MachineService/Upgrade`, which honours every flag, followed by
-//! talosctl's action tracker when `wait`), and `nodefile::sync_install_image(file, image)`, the
-//! writeback of the new image into a node file (node by node: `fleet::writeback`).
+//! timeout, legacy, no_reboot, namespace})` as talosctl v1.13 does it, and
+//! `nodefile::sync_install_image(file, image)`, the writeback of the new image into a node file
+//! (node by node: `fleet::writeback`).
+//!
+//! A node with LifecycleService (Talos >1.13.0-alpha.2) pulls the installer image
+//! (ImageService.Pull), runs it (LifecycleService.Upgrade, its output printed as
+//! `<node>: <line>`) and then reboots, followed by the tracker unless `wait` is off. Older nodes,
+//! and `legacy`, take the legacy `MachineService/Upgrade`, which honours stage, force and
+//! preserve, followed by the tracker when `wait`.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use anyhow::Result;
 use rhai::{Engine, FuncRegistration, Map, Module};
@@ -13,13 +18,57 @@ use crate::error::hinted;
 use crate::project::install_image;
 use crate::proto::machine;
 use crate::runtime::native;
+use crate::runtime::node::change::containerd;
 use crate::runtime::node::opts::UpgradeOpts;
-use crate::runtime::node::Node;
+use crate::runtime::node::{tracked, Node};
 use crate::runtime::session::Session;
-use crate::talos::{block_on, tracker};
+use crate::talos::block_on;
+use crate::talos::client::{Install, PullUpdate};
+use crate::talos::tracker::Goal;
+use talm_base::output;
 
-/// talosctl's default `--timeout` of waiting commands.
-const WAIT: Duration = Duration::from_secs(30 * 60);
+/// The path an upgrade took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Path {
+    Lifecycle,
+    Legacy,
+}
+
+impl Path {
+    fn name(self) -> &'static str {
+        match self {
+            Path::Lifecycle => "lifecycle",
+            Path::Legacy => "legacy",
+        }
+    }
+}
+
+/// Whether talosctl v1.13 takes the LifecycleService path for a node running `tag`: its
+/// version range `>1.13.0-alpha.2 <2.0.0`.
+pub(crate) fn has_lifecycle(tag: &str) -> bool {
+    let t = tag.trim_start_matches('v');
+    let (core, pre) = t.split_once('-').unwrap_or((t, ""));
+    let n: Vec<u64> = core.split('.').map(|p| p.parse().unwrap_or(0)).collect();
+    let (major, minor, patch) = (n.first().copied(), n.get(1).copied(), n.get(2).copied());
+    match (major, minor.unwrap_or(0), patch.unwrap_or(0)) {
+        (Some(1), m, _) if m > 13 => true,
+        (Some(1), 13, p) if p > 0 || pre.is_empty() => true,
+        (Some(1), 13, 0) => pre_after_alpha_2(pre),
+        _ => false,
+    }
+}
+
+/// Semver precedence of a 1.13.0 pre-release against `alpha.2`.
+fn pre_after_alpha_2(pre: &str) -> bool {
+    let mut ids = pre.split('.');
+    match ids.next() {
+        Some("alpha") => ids
+            .next()
+            .is_some_and(|n| n.parse::<u64>().map_or(true, |n| n > 2)),
+        Some(word) => word > "alpha",
+        None => true,
+    }
+}
 
 fn request(o: &UpgradeOpts) -> Result<machine::UpgradeRequest> {
     if o.image.trim().is_empty() {
@@ -37,24 +86,108 @@ fn request(o: &UpgradeOpts) -> Result<machine::UpgradeRequest> {
     })
 }
 
+fn reply(path: Path, ack: String, actor: String) -> Map {
+    let mut m = Map::new();
+    m.insert("path".into(), path.name().into());
+    m.insert("ack".into(), ack.into());
+    m.insert("actor_id".into(), actor.into());
+    m
+}
+
 fn upgrade(n: &Node, o: &UpgradeOpts) -> Result<Map> {
     crate::progress::stage(crate::progress::Stage::Upgrade);
     let req = request(o)?;
-    let reply = |ack: String, actor: String| {
-        let mut m = Map::new();
-        m.insert("ack".into(), ack.into());
-        m.insert("actor_id".into(), actor.into());
-        m
+    if o.wait && n.insecure() {
+        return tracked::refuse_insecure(n).map(|_| Map::new());
+    }
+    if o.legacy {
+        return legacy(n, o, req);
+    }
+    let running = n.with(|c| block_on(c.version()))?;
+    if !has_lifecycle(&running.version.unwrap_or_default().tag) {
+        output::err("New upgrade API is not available, falling back to legacy");
+        return legacy(n, o, req);
+    }
+    lifecycle(n, o, req)
+}
+
+/// Pull, install, reboot: talosctl's path for Talos v1.13 and later.
+fn lifecycle(n: &Node, o: &UpgradeOpts, req: machine::UpgradeRequest) -> Result<Map> {
+    let namespace = if o.namespace.is_empty() {
+        "system"
+    } else {
+        &o.namespace
     };
+    let inst = containerd(namespace)?;
+    let pulled = n.with(|c| block_on(c.image_pull(inst, &req.image)))?;
+    for u in pulled {
+        if let PullUpdate::Done(name) = u {
+            output::err(&format!("{}: pulled image {name}", n.name));
+        }
+    }
+    // talosctl's plain reporter: each message as `<node>: <text>`, a repeat of the last skipped.
+    let mut last = String::new();
+    let mut exit = None;
+    n.with(|c| {
+        block_on(c.lifecycle_upgrade(inst, &req.image, |m| {
+            if let Install::Exit(code) = m {
+                exit = Some(*code);
+            }
+            let line = format!("{}: {}", n.name, m.text().trim());
+            if line != last {
+                output::err(&line);
+                last = line;
+            }
+        }))
+    })?;
+    match exit {
+        Some(0) => output::err(&format!("{}: upgrade completed", n.name)),
+        Some(code) => {
+            output::err(&format!("{}: upgrade failed with exit code {code}", n.name));
+            return Err(hinted(
+                format!(
+                    "error during upgrade: node {}: upgrade failed with exit code {code}",
+                    n.name
+                ),
+                "the installer's output above says why; the node still runs its old version",
+            ));
+        }
+        None => {
+            return Err(hinted(
+                format!(
+                    "error during upgrade: node {}: the installer ended without an exit code",
+                    n.name
+                ),
+                "the node cut the stream; check `talm logs machined` before trying again",
+            ))
+        }
+    }
+    if o.no_reboot {
+        return Ok(reply(Path::Lifecycle, String::new(), String::new()));
+    }
+    let mode = match o.reboot_mode {
+        crate::cli::values::UpgradeRebootMode::Default => machine::reboot_request::Mode::Default,
+        crate::cli::values::UpgradeRebootMode::Powercycle => {
+            machine::reboot_request::Mode::Powercycle
+        }
+    };
+    let reboot = machine::RebootRequest { mode: mode as i32 };
+    if !o.wait {
+        let r = n.with(|c| block_on(c.reboot(reboot)))?;
+        return Ok(reply(Path::Lifecycle, String::new(), r.actor_id));
+    }
+    let how = tracked::Follow::new(Goal::Rebooted, o.timeout, o.kernel_log);
+    let actor = tracked::follow(n, how, move |c| async move {
+        Ok(c.reboot(reboot).await?.actor_id)
+    })?;
+    Ok(reply(Path::Lifecycle, String::new(), actor))
+}
+
+/// MachineService.Upgrade (removed in Talos 1.18), followed by the tracker when `wait`.
+fn legacy(n: &Node, o: &UpgradeOpts, req: machine::UpgradeRequest) -> Result<Map> {
     if !o.wait {
         let r = n.with(|c| block_on(c.upgrade(req)))?;
-        return Ok(reply(r.ack, r.actor_id));
-    }
-    if n.insecure() {
-        return Err(hinted(
-            "cannot use --wait and --insecure together",
-            "a node in maintenance mode cannot be followed; pass --wait=false",
-        ));
+        return Ok(reply(Path::Legacy, r.ack, r.actor_id));
     }
     let ack = Arc::new(Mutex::new(String::new()));
     let got = Arc::clone(&ack);
@@ -63,23 +196,15 @@ fn upgrade(n: &Node, o: &UpgradeOpts) -> Result<Map> {
         *got.lock().unwrap_or_else(|e| e.into_inner()) = r.ack;
         Ok(r.actor_id)
     };
-    // Ctrl-C ends the wait (a roll reports where it stopped).
-    let tracked = block_on(crate::sandbox::interrupt::or_interrupted(tracker::track(
-        &n.name,
-        n.dialer(),
-        action,
-        o.timeout.unwrap_or(WAIT),
-        &mut tracker::Plain,
-    )));
-    n.forget();
-    let actor = tracked?;
+    let how = tracked::Follow::new(Goal::Rebooted, o.timeout, o.kernel_log);
+    let actor = tracked::follow(n, how, action)?;
     let ack = ack.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    Ok(reply(ack, actor))
+    Ok(reply(Path::Legacy, ack, actor))
 }
 
 pub fn register(engine: &mut Engine, session: &Session) {
     FuncRegistration::new("upgrade")
-        .with_comments(["/// Upgrades Talos on the node: `opts` has `image` (required), `stage` (install during the next boot), `force` (skip the etcd checks), `preserve`, `reboot_mode` (default or powercycle), `wait` (follow it until the node is back RUNNING on a new boot, printing talosctl's progress lines), `timeout` (of the wait, default 30m). Returns #{ack, actor_id}."])
+        .with_comments(["/// Upgrades Talos on the node as talosctl v1.13: on Talos v1.13 and later the installer image is pulled (`namespace`: system, cri or inmem), run by LifecycleService.Upgrade (its output printed) and the node rebooted (`reboot_mode`: default or powercycle; not with `no_reboot`); older nodes, or `legacy`, take MachineService.Upgrade, which also honours `stage`, `force` and `preserve`. `wait` follows the reboot until the node is back RUNNING on a new boot, printing talosctl's progress lines; `timeout` (default 30m). Returns #{path (lifecycle or legacy), ack, actor_id}."])
         .register_into_engine(engine, |n: &mut Node, opts: Map| {
             native(|| upgrade(n, &UpgradeOpts::read(&opts)?))
         });
@@ -105,4 +230,27 @@ pub fn register(engine: &mut Engine, session: &Session) {
     crate::runtime::fleet::writeback::add(&mut m, session);
     engine.register_type_with_name::<crate::runtime::fleet::writeback::Writeback>("Writeback");
     engine.register_static_module("nodefile", m.into());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_lifecycle;
+
+    #[test]
+    fn the_lifecycle_path_is_talosctls_version_range() {
+        for (tag, want) in [
+            ("v1.13.7", true),
+            ("v1.13.0", true),
+            ("v1.13.0-beta.1", true),
+            ("v1.13.0-alpha.3", true),
+            ("v1.13.0-alpha.2", false),
+            ("v1.13.0-alpha.0", false),
+            ("v1.14.1", true),
+            ("v1.12.6", false),
+            ("v2.0.0", false),
+            ("", false),
+        ] {
+            assert_eq!(has_lifecycle(tag), want, "{tag}");
+        }
+    }
 }

@@ -377,7 +377,7 @@ fn node_methods_are_documented_typed_and_publish_events() {
         .expect()
         .stderr(
             "\
-Error: unknown option \"forse\" for n.shutdown; the options are: force
+Error: unknown option \"forse\" for n.shutdown; the options are: force, wait, timeout, kernel_log
 hint: did you mean \"force\" instead of \"forse\"?
 hint: `talm help api shutdown` describes the options
 ",

@@ -4,7 +4,9 @@
 //! discoveredvolumes; the system disk refused), META (get metakeys), image pulls (image list),
 //! patch (dry run and real) and edit (with EDITOR set to a script) of the machine config.
 
-use crate::common::expect::{addrs, uuids};
+use crate::common::expect::{
+    addrs, rebooted, services_stopped, uuids, RESET_CP_PHASES, SHUTDOWN_PHASES,
+};
 use crate::common::sim::{mutual, template_node, Nodes};
 use crate::common::{net, version_client, Dir, VERSION_SIM_SERVER};
 use talm::talos::client::ServiceAction;
@@ -200,13 +202,9 @@ Error: error executing rollback: node $A1: Rollback: rpc error: code = Unknown d
     d.talm(["reboot", "-f", "nodes/cp.yaml", "--mode", "force", "--wait"])
         .expect()
         .mask(addrs)
+        .mask(uuids)
         .stdout("")
-        .stderr(
-            "\
-- talm: rebooting $A1
-$A1: back
-",
-        )
+        .stderr(rebooted("$A1"))
         .run();
     assert!(nodes.boots(&ip) > boots);
 
@@ -215,12 +213,7 @@ $A1: back
         .mask(addrs)
         .mask(uuids)
         .stdout("")
-        .stderr(
-            "\
-\"$A1\": actor ID: <UUID>
-\"$A1\": powered off
-",
-        )
+        .stderr(services_stopped("$A1", "shutdown", SHUTDOWN_PHASES, ""))
         .run();
     nodes.wait_down(&ip);
     d.talm(["version", "-f", "nodes/cp.yaml"])
@@ -239,12 +232,13 @@ fn reset_waits_for_maintenance_or_power_off() {
         .expect()
         .mask(addrs)
         .stdout("")
-        .stderr(
-            "\
-- talm: resetting $A1 (wipe: [\"STATE\", \"EPHEMERAL\"])
-$A1: back in maintenance mode
-",
-        )
+        .mask(uuids)
+        .stderr(services_stopped(
+            "$A1",
+            "reset",
+            RESET_CP_PHASES,
+            "post check passed\n",
+        ))
         .run();
     assert!(nodes.node(&a).state().in_maintenance());
     let e = Dir::project("generic");
@@ -252,16 +246,13 @@ $A1: back in maintenance mode
     let boots = nodes.boots(&b);
     e.talm(["apply", "-f", "nodes/cp.yaml", "-i"]).ok();
     nodes.wait_reboot(&b, boots);
+    // Without --reboot the tracker ends when the services stop (talosctl: no post check).
     e.talm(["reset", "-f", "nodes/cp.yaml", "--wait"])
         .expect()
         .mask(addrs)
+        .mask(uuids)
         .stdout("")
-        .stderr(
-            "\
-- talm: resetting $A1 (wipe: [\"STATE\", \"EPHEMERAL\"])
-$A1: reset done, powered off
-",
-        )
+        .stderr(services_stopped("$A1", "reset", RESET_CP_PHASES, ""))
         .run();
     nodes.wait_down(&b);
     e.talm(["version", "-n", &b, "-i"])

@@ -479,3 +479,108 @@ fn an_expectation_that_differs_fails_with_a_diff() {
         .status(1)
         .run();
 }
+
+/// Reads every Go `log` time stamp (`2026/12/06 05:19:44`, as the Talos installer prints its
+/// lines) as `<log time>`.
+pub fn log_stamps(text: &str) -> String {
+    let re = regex::Regex::new(r"\b\d{4}/\d\d/\d\d \d\d:\d\d:\d\d\b").expect("a valid pattern");
+    re.replace_all(text, "<log time>").into_owned()
+}
+
+/// What a LifecycleService upgrade of `node` (as an expectation names it, e.g. `$A1`) from
+/// Talos `from` to the installer `image` tagged `to` prints before its reboot, time stamps
+/// read by [`log_stamps`].
+pub fn installer_run(node: &str, image_pinned: &str, from: &str, to: &str) -> String {
+    format!(
+        "\
+{node}: pulled image {image_pinned}
+{node}: <log time> running Talos installer {to}
+{node}: <log time> running pre-flight checks
+{node}: <log time> host Talos version: {from}
+{node}: <log time> all pre-flight checks successful
+{node}: <log time> installation of {to} complete
+{node}: Exit code: 0
+{node}: upgrade completed
+"
+    )
+}
+
+/// The name a simulated node answers when it has pulled `ghcr.io/siderolabs/installer:v1.13.9`:
+/// pinned to its (simulated) digest.
+pub const PINNED_NEW: &str = "ghcr.io/siderolabs/installer@sha256:206763757a62abcab912afe06481fac038928d6912bc2d8ee501d66c86cdf728";
+
+/// The boot events a simulated node's new boot replays to talosctl's tracker (after the
+/// sequence's START), in its order.
+pub const BOOT_REPLAY: &str = "\
+sequence: boot action: START
+service: apid message: Health check successful healthy: true
+service: containerd message: Health check successful healthy: true
+service: cri message: Health check successful healthy: true
+service: etcd message: Waiting for service to start healthy: false
+service: kubelet message: Health check successful healthy: true
+service: machined message: Health check successful healthy: true
+service: trustd message: Health check successful healthy: true
+service: udevd message: Health check successful healthy: true
+sequence: boot action: STOP
+";
+
+/// talosctl's tracker lines for `node` (as an expectation names it): `lines`, each after
+/// `"<node>": `, the actor ID read by [`uuids`].
+pub fn tracker(node: &str, lines: &str) -> String {
+    lines
+        .lines()
+        .map(|l| format!("\"{node}\": {l}\n"))
+        .collect()
+}
+
+/// The tracker following a reboot of `node` until it is back on a new boot.
+pub fn rebooted(node: &str) -> String {
+    tracker(
+        node,
+        &format!(
+            "waiting for actor ID\nactor ID: <UUID>\nsequence: reboot action: START\nunavailable, retrying...\n{BOOT_REPLAY}events check condition met\npost check passed\n"
+        ),
+    )
+}
+
+/// The tracker following `sequence` of `node` through `phases` (each started and stopped)
+/// until the `stopAllServices` task of its `stopEverything` phase; `then` follows.
+pub fn services_stopped(node: &str, sequence: &str, phases: &[&str], then: &str) -> String {
+    let mut lines =
+        format!("waiting for actor ID\nactor ID: <UUID>\nsequence: {sequence} action: START\n");
+    for p in phases {
+        lines += &format!("phase: {p} action: START\nphase: {p} action: STOP\n");
+    }
+    lines += "phase: stopEverything action: START\nevents check condition met\n";
+    lines += then;
+    tracker(node, &lines)
+}
+
+/// The phases a graceful reset of a control plane runs before it stops its services, wiping
+/// labels (STATE and EPHEMERAL: kexec kept).
+pub const RESET_CP_PHASES: &[&str] = &[
+    "drain",
+    "cleanup",
+    "dbus",
+    "leave",
+    "preReset",
+    "stopServices",
+    "umount",
+    "unmountBind",
+    "unmountSystem",
+    "volumeFinalize",
+    "kexec",
+];
+
+/// The phases a shutdown (not forced) runs before it stops its services.
+pub const SHUTDOWN_PHASES: &[&str] = &[
+    "storeShutdown",
+    "drain",
+    "cleanup",
+    "dbus",
+    "stopServices",
+    "umount",
+    "unmountBind",
+    "unmountSystem",
+    "volumeFinalize",
+];

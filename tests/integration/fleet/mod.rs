@@ -9,7 +9,7 @@ use talm::sim::net::faults::Faults;
 use talm::sim::net::unhealthy::Unhealthy;
 
 use crate::common::cluster::cluster;
-use crate::common::expect::addrs;
+use crate::common::expect::{addrs, installer_run, log_stamps, PINNED_NEW};
 use crate::common::sim::Nodes;
 use crate::common::{net, Dir};
 
@@ -238,12 +238,13 @@ fn a_hook_that_vetoes_stops_the_roll_before_that_node() {
         .stdout("")
         .status(1)
         .run();
+    let run = installer_run("$A1", PINNED_NEW, "v1.13.7", "v1.13.9");
     assert_eq!(
-        said(&o.stderr),
-        "\
+        log_stamps(&said(&o.stderr)),
+        format!("\
 rolling: control plane $A1
 - talm: upgrading $A1 from v1.13.7 to ghcr.io/siderolabs/installer:v1.13.9
-$A1: running v1.13.9
+{run}$A1: running v1.13.9
 Synced machine.install.image in nodes/cp1.yaml to ghcr.io/siderolabs/installer:v1.13.9
 hook: after $A1
 rolling: checking the cluster's health after $A1
@@ -254,7 +255,7 @@ Error: rolling: before($A2) vetoed the roll
   done: $A1
   not started: $A2, $A3
 hint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade -f nodes --rolling --image ghcr.io/siderolabs/installer:v1.13.9 --hook hooks/roll.rhai --resume
-"
+")
     );
     assert_eq!(version(&nodes, &cp), "v1.13.9");
     assert_eq!(version(&nodes, &w1), OLD);
@@ -326,23 +327,26 @@ fn a_node_failing_its_upgrade_stops_the_roll_named_once() {
         .stdout("")
         .status(1)
         .run();
+    let run = installer_run("$A1", PINNED_NEW, "v1.13.7", "v1.13.9");
+    let pulled = format!("$A2: pulled image {PINNED_NEW}");
     assert_eq!(
-        said(&o.stderr),
-        "\
+        log_stamps(&said(&o.stderr)),
+        format!("\
 rolling: control plane $A1
 - talm: upgrading $A1 from v1.13.7 to ghcr.io/siderolabs/installer:v1.13.9
-$A1: running v1.13.9
+{run}$A1: running v1.13.9
 Synced machine.install.image in nodes/cp1.yaml to ghcr.io/siderolabs/installer:v1.13.9
 rolling: checking the cluster's health after $A1
 rolling: cluster healthy after $A1
 rolling: worker $A2
 - talm: upgrading $A2 from v1.13.7 to ghcr.io/siderolabs/installer:v1.13.9
-Error: rolling: node $A2 (via $A1:50000): Upgrade: rpc error: code = FailedPrecondition desc = Talos is not installed
+{pulled}
+Error: rolling: node $A2 (via $A1:50000): Upgrade: rpc error: code = FailedPrecondition desc = machine is not installed
   done: $A1
   failed: $A2
   not started: $A3
 hint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade -f nodes --rolling --image ghcr.io/siderolabs/installer:v1.13.9 --resume
-"
+")
     );
     // The control plane's file names the image it runs; the workers' still the old one.
     assert!(d.read("nodes/cp1.yaml").contains(&new_pin()));

@@ -523,7 +523,7 @@ fn reset_never_defaults_to_everything() {
             &format!("let n = node(\"{ip}\");\nn.reset(#{{ system_label: [\"STATE\"] }});\n"),
         );
         d.talm(["run", "typo.rhai"]).expect().stderr("\
-Error: unknown option \"system_label\" for n.reset; the options are: graceful, reboot, wipe_mode, system_labels, user_disks
+Error: unknown option \"system_label\" for n.reset; the options are: graceful, reboot, wipe_mode, system_labels, user_disks, wait, timeout, kernel_log
 hint: did you mean \"system_labels\" instead of \"system_label\"?
 hint: `talm help api reset` describes the options
 ").status(1).run();

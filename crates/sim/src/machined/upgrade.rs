@@ -56,22 +56,13 @@ impl Plan {
     }
 
     /// The phases of that sequence, in order.
-    pub fn phases(&self) -> Vec<&'static str> {
-        let mut out = vec![
-            "drain",
-            "cleanup",
-            "dbus",
-            "stopServices",
-            "unmountUserDisks",
-        ];
-        if self.staged.is_none() {
-            out.extend(["unmountSystemDisks", "upgrade", "meta"]);
+    pub fn phases(&self) -> Vec<crate::machined::sequences::Phase> {
+        use crate::machined::sequences;
+        if self.staged.is_some() {
+            sequences::stage_upgrade(!self.powercycle)
+        } else {
+            sequences::upgrade(!self.powercycle)
         }
-        if !self.powercycle {
-            out.push("kexec");
-        }
-        out.extend(["stopEverything", "reboot"]);
-        out
     }
 }
 
@@ -88,12 +79,13 @@ mod tests {
         };
         let now = Plan::of(&req(false), RebootMode::Default, "v1.13.8");
         assert_eq!(now.sequence(), "upgrade");
-        assert!(now.phases().contains(&"upgrade") && now.phases().contains(&"kexec"));
+        let names = |p: &Plan| p.phases().iter().map(|p| p.name).collect::<Vec<_>>();
+        assert!(names(&now).contains(&"upgrade") && names(&now).contains(&"kexec"));
         let cycle = Plan::of(&req(false), RebootMode::Powercycle, "v1.13.8");
-        assert!(!cycle.phases().contains(&"kexec"));
+        assert!(!names(&cycle).contains(&"kexec"));
         let staged = Plan::of(&req(true), RebootMode::Default, "v1.13.8");
         assert_eq!(staged.sequence(), "stageUpgrade");
-        assert!(!staged.phases().contains(&"upgrade"));
+        assert!(!names(&staged).contains(&"upgrade"));
         let mut st = State::new("v1.13.7", "id");
         staged.take(&mut st);
         assert_eq!(st.pending_version, None);

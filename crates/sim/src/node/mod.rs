@@ -58,7 +58,7 @@ pub fn is_admin(roles: &[String]) -> bool {
     roles.iter().any(|r| r == "os:admin")
 }
 
-pub(super) fn denied() -> Status {
+pub(crate) fn denied() -> Status {
     Status::permission_denied("not authorized")
 }
 
@@ -137,6 +137,8 @@ pub struct Node {
     listen_failure: Mutex<Option<std::io::Error>>,
     /// Powered off (`power_off`): the node stays down until `power_on`.
     pub halted: tokio::sync::watch::Sender<bool>,
+    /// An installation or upgrade runs (LifecycleService takes one at a time).
+    pub(crate) installing: std::sync::atomic::AtomicBool,
 }
 
 impl Node {
@@ -157,6 +159,7 @@ impl Node {
             up: tokio::sync::watch::channel(0).0,
             listen_failure: Mutex::new(None),
             halted: tokio::sync::watch::channel(false).0,
+            installing: std::sync::atomic::AtomicBool::new(false),
             stop,
             spec,
         }
@@ -455,14 +458,10 @@ impl Node {
             return Err(Status::failed_precondition("Talos is not installed"));
         }
         let image = req.image.trim();
-        let last = image.rsplit('/').next().unwrap_or(image);
-        let tag = match last.split_once(':') {
-            Some((_, t)) if !t.is_empty() => t.split('@').next().unwrap_or(t).to_string(),
-            _ => {
-                return Err(Status::unknown(format!(
-                    "error validating installer image {image:?}: the image reference has no tag"
-                )))
-            }
+        let Some(tag) = crate::machined::lifecycle::tag_of(image) else {
+            return Err(Status::unknown(format!(
+                "error validating installer image {image:?}: the image reference has no tag"
+            )));
         };
         // The etcd checks read every node's state, this one's too.
         drop(st);
@@ -485,10 +484,7 @@ impl Node {
         let actor_id = uuid();
         let m = self.machine_id();
         self.events.sequence(m, plan.sequence(), true, &actor_id);
-        for phase in plan.phases() {
-            self.events.phase(m, phase, true, &actor_id);
-            self.events.phase(m, phase, false, &actor_id);
-        }
+        crate::machined::sequences::publish(self, &plan.phases(), &actor_id);
         self.reboot_soon();
         Ok(machine::Upgrade {
             metadata: None,
@@ -552,6 +548,17 @@ impl Node {
                 )));
             }
         }
+        let shape = crate::machined::sequences::ResetShape {
+            graceful: req.graceful,
+            controlplane: st
+                .config
+                .as_ref()
+                .is_some_and(|c| c.machine_type() != "worker"),
+            labels: !req.system_partitions_to_wipe.is_empty(),
+            system_disk: matches!(mode, WipeMode::All | WipeMode::SystemDisk),
+            user_disks: !req.user_disks_to_wipe.is_empty() && mode != WipeMode::SystemDisk,
+            reboot: req.reboot,
+        };
         st.reset_pending = true;
         st.last_reset = Some(req.clone());
         st.rebooting = true;
@@ -563,6 +570,11 @@ impl Node {
             .talos(&format!("reset request received. actorID: {actor_id}"));
         self.events
             .sequence(self.machine_id(), "reset", true, &actor_id);
+        crate::machined::sequences::publish(
+            self,
+            &crate::machined::sequences::reset(shape),
+            &actor_id,
+        );
         self.reboot_soon();
         Ok(machine::Reset {
             metadata: None,

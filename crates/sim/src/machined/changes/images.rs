@@ -81,6 +81,20 @@ pub struct Pulled {
 }
 
 impl Node {
+    /// Whether `store` holds the image `name` (a normalized reference): listed or pulled.
+    pub fn holds(&self, store: Store, name: &str) -> bool {
+        let w = World::of(self);
+        crate::world::images::list(&w, store)
+            .iter()
+            .any(|i| i.name == name)
+            || self
+                .state()
+                .changes
+                .pulled
+                .iter()
+                .any(|(s, n)| *s == store && n == name)
+    }
+
     /// Pulls `reference` into `store`.
     pub fn pull(&self, store: Store, reference: &str) -> Result<Pulled, Status> {
         let name = normalize(reference)?;
@@ -90,16 +104,7 @@ impl Node {
                 "error pulling image: {name}: not found"
             )));
         }
-        let w = World::of(self);
-        let present = crate::world::images::list(&w, store)
-            .iter()
-            .any(|i| i.name == name)
-            || self
-                .state()
-                .changes
-                .pulled
-                .iter()
-                .any(|(s, n)| *s == store && *n == name);
+        let present = self.holds(store, &name);
         let size = size_of(&name);
         let layers = if present {
             vec![]

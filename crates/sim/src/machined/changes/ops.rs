@@ -226,7 +226,11 @@ impl Node {
         ));
         let m = self.machine_id();
         self.events.sequence(m, "shutdown", true, &actor);
-        self.events.task(m, "stopAllServices", true, &actor);
+        crate::machined::sequences::publish(
+            self,
+            &crate::machined::sequences::shutdown(force),
+            &actor,
+        );
         {
             let mut st = self.state();
             st.rebooting = true;
