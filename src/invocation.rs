@@ -174,6 +174,22 @@ fn node_command(
     })
 }
 
+/// A command that asks no node, reading the project it runs in if there is one.
+fn local_project(
+    name: &'static str,
+    args: Value,
+    project: &crate::cli::ProjectFlags,
+) -> Invocation {
+    Invocation {
+        action: script(name, args),
+        project: Project::Optional {
+            flags: project.clone(),
+            files: Vec::new(),
+        },
+        session: None,
+    }
+}
+
 /// `inv` allowed to write the file `output` the command line names.
 fn writing(mut inv: Invocation, output: &str) -> Invocation {
     if let Some(s) = &mut inv.session {
@@ -382,6 +398,16 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
         Command::Cgroups(a) => node_command("cgroups", args_of(&a)?, &a.node)?,
         Command::Image(ImageCommand::List(a)) => node_command("image_list", args_of(&a)?, &a.node)?,
         Command::Image(ImageCommand::Pull(a)) => node_command("image_pull", args_of(&a)?, &a.node)?,
+        Command::Image(ImageCommand::K8sBundle(a)) => local_project(
+            "image_bundle",
+            with(&a, json!({ "bundle": "k8s" }))?,
+            &a.project,
+        ),
+        Command::Image(ImageCommand::TalosBundle(a)) => local_project(
+            "image_bundle",
+            with(&a, json!({ "bundle": "talos" }))?,
+            &a.project,
+        ),
         Command::Restart(a) => node_command("restart", args_of(&a)?, &a.node)?,
         Command::Rollback(r) => node_command("rollback", args_of(&r)?, &r.node)?,
         Command::Shutdown(a) => node_command("shutdown", args_of(&a)?, &a.node)?,

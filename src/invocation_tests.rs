@@ -85,6 +85,9 @@ const COMMANDS: &[(&[&str], &str)] = &[
     (&["meta", "delete", "12"], "meta"),
     (&["image", "pull", "nginx"], "image_pull"),
     (&["images", "p", "nginx"], "image_pull"),
+    (&["image", "k8s-bundle"], "image_bundle"),
+    (&["image", "default"], "image_bundle"),
+    (&["image", "talos-bundle", "v1.13.7"], "image_bundle"),
     (&["edit", "machineconfig"], "edit"),
     (&["patch", "mc", "-p", "@p.yaml"], "patch"),
 ];

@@ -256,6 +256,12 @@ pub enum ImageCommand {
     /// Pull an image into the containerd of nodes
     #[command(visible_alias = "p")]
     Pull(super::change::ImagePullArgs),
+    /// List the default Kubernetes images of a Kubernetes version (the project's by default)
+    #[command(name = "k8s-bundle", visible_alias = "default")]
+    K8sBundle(super::bundles::K8sBundleArgs),
+    /// List the system images of a Talos version (the project's by default)
+    #[command(name = "talos-bundle")]
+    TalosBundle(super::bundles::TalosBundleArgs),
 }
 
 #[derive(Debug, Args, Serialize)]

@@ -2,6 +2,7 @@
 //! the scripts' `ARGS`). Flags belong to the commands that use them: node commands take the
 //! connection flags, project commands `--root`, and the simulator neither.
 
+pub mod bundles;
 mod carry;
 pub mod change;
 pub mod cluster;

@@ -26,6 +26,7 @@ mod follow;
 mod gen_config;
 mod guide;
 mod health_etcd;
+mod image_bundles;
 mod init_create;
 mod init_crypt;
 mod init_update;
