@@ -21,6 +21,7 @@ mod dashboard;
 mod day2;
 mod day2_gaps;
 mod drift;
+mod error_texts;
 mod fleet;
 mod follow;
 mod gen_config;

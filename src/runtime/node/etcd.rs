@@ -195,7 +195,7 @@ fn snapshot_to(session: &Session, n: &Node, path: &str) -> Result<Map> {
         if let Some(e) = failed {
             return Err(unwritten(&said_part, &e, removed));
         }
-        streamed.map_err(|e| anyhow!("error reading: {e:#}"))?;
+        streamed.map_err(super::inspect::read_failed)?;
         f.sync_all()
             .map_err(|e| unwritten(&said_part, &e, removed))?;
         let size = f.metadata()?.len();
