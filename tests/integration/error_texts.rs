@@ -7,6 +7,7 @@ use crate::common::expect::addrs;
 use crate::common::sim::{template_node, Nodes};
 use crate::common::{net, Dir};
 use crate::health_etcd::reader_talosconfig;
+use talm::sim::net::faults::Faults;
 
 const REFUSED_HINT: &str = "hint: check the address and that the node is up with its Talos API on port 50000; a node that is rebooting comes back in a moment\n";
 
@@ -130,4 +131,33 @@ fn a_node_that_is_down_fails_the_call() {
             .stderr(format!("Error: {prefix}: {refused}\n{REFUSED_HINT}"))
             .run();
     }
+}
+
+#[test]
+fn events_say_a_nodes_error_once() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    nodes.node(&ip).set_faults(Faults {
+        fail: [(
+            "Events".to_string(),
+            "Unavailable: events are down".to_string(),
+        )]
+        .into(),
+        ..Faults::default()
+    });
+    let d = Dir::new();
+    d.talm(["events", "-n", &ip, "-i"])
+        .expect()
+        .stdout("")
+        .stderr("Error: 1 error occurred:\n rpc error: code = Unavailable desc = events are down\n")
+        .status(1)
+        .run();
+    // A node that is down: the call's error alone.
+    let nobody = net::addr();
+    d.talm(["events", "-n", &nobody, "-i"])
+        .expect()
+        .mask(addrs)
+        .stderr(format!("Error: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp $A1:50000: connect: connection refused\"\n{REFUSED_HINT}"))
+        .status(1)
+        .run();
 }
