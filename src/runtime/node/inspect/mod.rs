@@ -65,11 +65,9 @@ fn read_out(n: &Node, path: &str) -> Result<()> {
 }
 
 /// A failed read of a node's stream (a file, an etcd snapshot) as talosctl says it: `error
-/// reading file: ...` when the stream could not be opened, else `error reading: ...`.
+/// reading file: ...` when the stream could not be opened, else `error reading: ...`; a
+/// failure talm words itself (a timeout, a cut) stays as it is.
 pub(crate) fn read_failed(e: anyhow::Error) -> anyhow::Error {
-    if talm_base::error::node::go(&e).is_none() {
-        return anyhow!("error reading: {e:#}");
-    }
     talm_base::error::node::reword(e, |go, kind| match kind {
         Kind::Refused => format!("error reading file: {}", go.stream()),
         _ => format!("error reading: {}", go.stream()),
