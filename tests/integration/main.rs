@@ -51,6 +51,7 @@ mod secrets_bundle;
 mod sim_command;
 mod sim_fidelity;
 mod sim_lifecycle;
+mod sim_logs;
 mod sim_node;
 mod sim_registry;
 mod sim_scale;
