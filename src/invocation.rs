@@ -382,6 +382,9 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
         Command::Cgroups(a) => node_command("cgroups", args_of(&a)?, &a.node)?,
         Command::Image(ImageCommand::List(a)) => node_command("image_list", args_of(&a)?, &a.node)?,
         Command::Image(ImageCommand::Pull(a)) => node_command("image_pull", args_of(&a)?, &a.node)?,
+        Command::Image(ImageCommand::Remove(a)) => {
+            node_command("image_remove", args_of(&a)?, &a.node)?
+        }
         Command::Restart(a) => node_command("restart", args_of(&a)?, &a.node)?,
         Command::Rollback(r) => node_command("rollback", args_of(&r)?, &r.node)?,
         Command::Shutdown(a) => node_command("shutdown", args_of(&a)?, &a.node)?,

@@ -85,6 +85,8 @@ const COMMANDS: &[(&[&str], &str)] = &[
     (&["meta", "delete", "12"], "meta"),
     (&["image", "pull", "nginx"], "image_pull"),
     (&["images", "p", "nginx"], "image_pull"),
+    (&["image", "remove", "nginx"], "image_remove"),
+    (&["image", "rm", "nginx"], "image_remove"),
     (&["edit", "machineconfig"], "edit"),
     (&["patch", "mc", "-p", "@p.yaml"], "patch"),
 ];

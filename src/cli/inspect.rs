@@ -256,6 +256,9 @@ pub enum ImageCommand {
     /// Pull an image into the containerd of nodes
     #[command(visible_alias = "p")]
     Pull(super::change::ImagePullArgs),
+    /// Remove an image from the containerd of nodes
+    #[command(visible_alias = "rm")]
+    Remove(super::change::ImageRemoveArgs),
 }
 
 #[derive(Debug, Args, Serialize)]

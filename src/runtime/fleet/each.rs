@@ -200,7 +200,10 @@ fn lines(failures: &[Failure]) -> Vec<String> {
     failures
         .iter()
         .map(|f| {
-            if f.names_node {
+            if let Some(go) = &f.go {
+                // talosctl's image commands ask each node one-to-one: the status alone.
+                format!("error from node {}: {}", f.node, go.stream())
+            } else if f.names_node {
                 f.text.clone()
             } else {
                 format!("error from node {}: {}", f.node, f.text)

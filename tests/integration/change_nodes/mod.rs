@@ -431,18 +431,34 @@ fn image_pull_adds_to_the_image_list() {
         .ok()
         .stdout;
     assert!(!system.contains("nginx"), "{system}");
-    // The node is named once: its failure says `node IP:` itself.
-    let o = d
-        .talm([
-            "image",
-            "pull",
-            "registry.invalid/app:1",
-            "-f",
-            "nodes/cp.yaml",
-        ])
-        .expect().mask(addrs).stderr("Error: node $A1: ImagePull: rpc error: code = NotFound desc = error pulling image: registry.invalid/app:1: not found\n").status(1).run();
-    assert_eq!(
-        o.stderr,
-        format!("Error: node {ip}: ImagePull: rpc error: code = NotFound desc = error pulling image: registry.invalid/app:1: not found\n")
+    // As talosctl, which asks each node one-to-one: `error from node N: <status>`.
+    d.talm([
+        "image",
+        "pull",
+        "registry.invalid/app:1",
+        "-f",
+        "nodes/cp.yaml",
+    ])
+    .expect().mask(addrs).stderr("Error: error from node $A1: rpc error: code = NotFound desc = error pulling image: registry.invalid/app:1: not found\n").status(1).run();
+
+    // Remove takes that name out of the list (the image's other names stay); a second time
+    // the node says it has no such image.
+    let nginx = [
+        "image",
+        "rm",
+        "docker.io/library/nginx:1.27",
+        "-f",
+        "nodes/cp.yaml",
+    ];
+    d.talm(nginx).expect().stdout("").stderr("").run();
+    let removed = d.talm(["image", "list", "-f", "nodes/cp.yaml"]).ok().stdout;
+    assert!(
+        row(&removed, &[&ip, "docker.io/library/nginx:1.27"]).is_none(),
+        "{removed}"
     );
+    assert!(
+        removed.contains("docker.io/library/nginx@sha256:"),
+        "{removed}"
+    );
+    d.talm(nginx).expect().mask(addrs).stderr("Error: error from node $A1: rpc error: code = NotFound desc = image docker.io/library/nginx:1.27 not found\n").status(1).run();
 }
