@@ -161,3 +161,26 @@ fn events_say_a_nodes_error_once() {
         .status(1)
         .run();
 }
+
+#[test]
+fn dmesg_reads_its_stream_as_talosctl() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    nodes.node(&ip).set_faults(Faults {
+        fail: [("Dmesg".to_string(), "Unavailable: kmsg is gone".to_string())].into(),
+        ..Faults::default()
+    });
+    let d = Dir::new();
+    d.talm(["dmesg", "-n", &ip, "-i"])
+        .expect()
+        .stderr("Error: 1 error occurred:\n rpc error: code = Unavailable desc = kmsg is gone\n")
+        .status(1)
+        .run();
+    let nobody = net::addr();
+    d.talm(["dmesg", "-n", &nobody, "-i"])
+        .expect()
+        .mask(addrs)
+        .stderr(format!("Error: error getting dmesg: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp $A1:50000: connect: connection refused\"\n{REFUSED_HINT}"))
+        .status(1)
+        .run();
+}

@@ -84,7 +84,7 @@ fn event_pump(
         .iter()
         .map(|n| Ok((n.name.clone(), n.client()?)))
         .collect::<Result<_>>()
-        .map_err(|e| listed(vec![e]).expect("one failure"))?;
+        .map_err(|e| listed(vec![e], None).expect("one failure"))?;
     let req = o.request();
     crate::talos::block_on(async {
         let (tx, rx) = mpsc::channel::<Got<crate::talos::events::Shown>>(256);
@@ -112,7 +112,7 @@ fn event_pump(
             }));
         }
         drop(tx);
-        drain(rx, tasks, Failures::Listed, &mut each).await
+        drain(rx, tasks, Failures::Listed { opening: None }, &mut each).await
     })
 }
 
@@ -122,20 +122,24 @@ enum Failures {
     /// `ERROR: <error>` as each happens; the first is the command's error.
     Each,
     /// Once, at the end, as talosctl's stream reader: the nodes' errors listed (`1 error
-    /// occurred:` then ` <status>` lines), a failed call alone.
-    Listed,
+    /// occurred:` then ` <status>` lines), a failed call alone (after `opening: ` when the
+    /// command words a stream that could not be opened so).
+    Listed { opening: Option<&'static str> },
 }
 
 /// The nodes' stream failures as talosctl reports them at the end (`Failures::Listed`).
-fn listed(mut failures: Vec<anyhow::Error>) -> Option<anyhow::Error> {
+fn listed(mut failures: Vec<anyhow::Error>, opening: Option<&str>) -> Option<anyhow::Error> {
     use talm_base::error::node::{go, reword, Go, Kind};
     let direct = failures
         .iter()
         .position(|e| go(e).is_some_and(|g| g.is_direct()));
     if let Some(i) = direct {
         return Some(reword(failures.swap_remove(i), |go, kind| match kind {
-            // The stream could not be opened: the call's error alone.
-            Kind::Refused => go.stream().to_string(),
+            // The stream could not be opened: the call's error.
+            Kind::Refused => match opening {
+                Some(what) => format!("{what}: {}", go.stream()),
+                None => go.stream().to_string(),
+            },
             _ => format!("error streaming results: {}", go.stream()),
         }));
     }
@@ -245,7 +249,7 @@ async fn drain<T>(
     outcome?;
     let failure = match report {
         Failures::Each => failures.into_iter().next(),
-        Failures::Listed => listed(failures),
+        Failures::Listed { opening } => listed(failures, opening),
     };
     failure.map_or(Ok(()), Err)
 }
@@ -259,10 +263,23 @@ fn pump(
 ) -> Result<()> {
     interrupt::install();
     let _running = interrupt::running();
+    // The kernel log reads as talosctl's dmesg (its stream reader); a service's log keeps
+    // `ERROR:` lines as talosctl's logs prints them.
+    let report = if service == "kernel" && !o.kubernetes {
+        Failures::Listed {
+            opening: Some("error getting dmesg"),
+        }
+    } else {
+        Failures::Each
+    };
     let clients: Vec<(String, Client)> = nodes
         .iter()
         .map(|n| Ok((n.name.clone(), n.client()?)))
-        .collect::<Result<_>>()?;
+        .collect::<Result<_>>()
+        .map_err(|e| match report {
+            Failures::Listed { opening } => listed(vec![e], opening).expect("one failure"),
+            Failures::Each => e,
+        })?;
     crate::talos::block_on(async {
         let (tx, rx) = mpsc::channel::<Got<String>>(256);
         let mut tasks = Vec::new();
@@ -333,10 +350,7 @@ fn pump(
             }));
         }
         drop(tx);
-        drain(rx, tasks, Failures::Each, |node, line: &String| {
-            each(node, line)
-        })
-        .await
+        drain(rx, tasks, report, |node, line: &String| each(node, line)).await
     })
 }
 
