@@ -408,6 +408,9 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
             with(&a, json!({ "bundle": "talos" }))?,
             &a.project,
         ),
+        Command::Image(ImageCommand::Remove(a)) => {
+            node_command("image_remove", args_of(&a)?, &a.node)?
+        }
         Command::Restart(a) => node_command("restart", args_of(&a)?, &a.node)?,
         Command::Rollback(r) => node_command("rollback", args_of(&r)?, &r.node)?,
         Command::Shutdown(a) => node_command("shutdown", args_of(&a)?, &a.node)?,

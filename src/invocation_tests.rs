@@ -88,6 +88,8 @@ const COMMANDS: &[(&[&str], &str)] = &[
     (&["image", "k8s-bundle"], "image_bundle"),
     (&["image", "default"], "image_bundle"),
     (&["image", "talos-bundle", "v1.13.7"], "image_bundle"),
+    (&["image", "remove", "nginx"], "image_remove"),
+    (&["image", "rm", "nginx"], "image_remove"),
     (&["edit", "machineconfig"], "edit"),
     (&["patch", "mc", "-p", "@p.yaml"], "patch"),
 ];

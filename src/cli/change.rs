@@ -121,6 +121,18 @@ pub struct ImagePullArgs {
     pub node: NodeArgs,
 }
 
+#[derive(Debug, Args, Serialize)]
+pub struct ImageRemoveArgs {
+    /// The image's name as `image list` shows it (docker.io/library/nginx:latest, ...)
+    pub image: String,
+    /// cri (Kubernetes images), system (etcd, kubelet, installer) or inmem
+    #[arg(long, default_value = "cri", value_parser = ["cri", "system", "inmem"])]
+    pub namespace: String,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub node: NodeArgs,
+}
+
 /// Flags `edit` and `patch` share: how the changed config is applied.
 #[derive(Debug, Args, Serialize)]
 pub struct ConfigApplyFlags {

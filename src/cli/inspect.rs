@@ -262,6 +262,9 @@ pub enum ImageCommand {
     /// List the system images of a Talos version (the project's by default)
     #[command(name = "talos-bundle")]
     TalosBundle(super::bundles::TalosBundleArgs),
+    /// Remove an image from the containerd of nodes
+    #[command(visible_alias = "rm")]
+    Remove(super::change::ImageRemoveArgs),
 }
 
 #[derive(Debug, Args, Serialize)]

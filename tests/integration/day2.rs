@@ -194,7 +194,12 @@ fn logs_dmesg_and_services() {
         .ok()
         .stdout;
     assert_eq!(logs.lines().count(), 3, "{logs}");
-    assert!(logs.contains("kubelet: simulated log line 20"), "{logs}");
+    assert!(
+        logs.ends_with(
+            " kubelet_node_status.go:78] \"Successfully registered node\" node=\"talos-node\"\n"
+        ),
+        "{logs}"
+    );
     d.talm(["logs", "nosuch", "-f", "nodes/cp.yaml"])
         .expect()
         .mask(addrs)

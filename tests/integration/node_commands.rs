@@ -324,7 +324,10 @@ hint: list the node's resource types with `talm get rd`
         .stderr(
             "\
 - talm: bootstrapping etcd on $A1
-Error: node $A1: Bootstrap: rpc error: code = AlreadyExists desc = etcd data directory is not empty
+Error: error executing bootstrap: 1 error occurred:
+\t* $A1: rpc error: code = AlreadyExists desc = etcd data directory is not empty
+
+
 ",
         )
         .status(1)

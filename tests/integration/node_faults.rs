@@ -73,14 +73,14 @@ fn maintenance_and_configured_nodes_refuse_the_wrong_mode() {
     d.talm(["bootstrap", "-f", "nodes/node1.yaml"])
         .expect().mask(addrs).stderr("\
 - talm: bootstrapping etcd on $A1
-Error: node $A1: connect: the node is in maintenance mode (it has no config yet)
+Error: error executing bootstrap: node $A1: connect: the node is in maintenance mode (it has no config yet)
 hint: use -i/--insecure for maintenance nodes (template, apply); calls such as bootstrap and kubeconfig need the node configured first: `talm apply -f nodes/<node>.yaml -i`
 ").status(1).run();
     d
         .talm(["bootstrap", "-f", "nodes/node1.yaml", "-i"])
         .expect().mask(addrs).stderr("\
 - talm: bootstrapping etcd on $A1
-Error: node $A1: Bootstrap: not authorized
+Error: error executing bootstrap: rpc error: code = PermissionDenied desc = not authorized
 hint: the node is in maintenance mode, where only reads and applying a config are allowed: apply one first (`talm apply -i`), then talk to it with the talosconfig (without -i)
 ").status(1).run();
     // Maintenance calls to a configured node.
@@ -129,7 +129,7 @@ hint: the node belongs to another cluster, or the talosconfig to another project
         .talm(["bootstrap", "-f", "nodes/node1.yaml"])
         .expect().mask(addrs).stderr("\
 - talm: bootstrapping etcd on $A1
-Error: node $A1: Bootstrap: not authorized
+Error: error executing bootstrap: rpc error: code = PermissionDenied desc = not authorized
 hint: the talosconfig's client certificate lacks the role this call needs (os:admin for changes and secrets): regenerate it with `talm talosconfig`
 ").status(1).run();
     d.talm(["get", "machineconfig", "-f", "nodes/node1.yaml"])

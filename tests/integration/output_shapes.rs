@@ -135,6 +135,21 @@ fn jsonpath_prints_each_result_on_its_own_line() {
 "#,
     )
     .run();
+    // A key the resource lacks is an error, as client-go's jsonpath in talosctl.
+    d.talm([
+        "get",
+        "nodeaddress",
+        "current",
+        "-n",
+        &ip,
+        "-i",
+        "-o",
+        "jsonpath={.spec.missing}",
+    ])
+    .expect()
+    .stderr("Error: error finding result for jsonpath: missing is not found\nhint: -o yaml shows the keys the resource has (node, metadata, spec)\n")
+    .status(1)
+    .run();
 }
 
 #[test]

@@ -192,7 +192,9 @@ fn bundle_holds_talosctls_layout_without_secrets() {
     );
     let dmesg = d.talm(["dmesg", "-f", "nodes/cp.yaml"]).ok().stdout;
     assert_eq!(file(cp, "dmesg.log"), bare(&dmesg, cp));
-    assert!(file(cp, "controller-runtime.log").contains("simulated log line 1\n"));
+    assert!(file(cp, "controller-runtime.log").contains(
+        " [talos] setting hostname {\"component\": \"controller-runtime\", \"controller\": \"network.HostnameSpecController\""
+    ));
     assert!(
         file(cp, "service-logs/kubelet.state")
             .starts_with("ID       kubelet\nSTATE    Running\nHEALTH   OK\n"),

@@ -1,9 +1,10 @@
 //! Kubernetes-style JSONPath templates, as talosctl evaluates them for `get -o jsonpath=...`
 //! and for the print columns of resource definitions: literal text with `{...}` expressions
 //! (`.a.b`, `['k.e.y']`, `[0]`, `[-1]`, `[1:3]`, `[*]`, `..name`, `[?(@.x == "y")]`,
-//! `{range ...}...{end}`). Missing keys give nothing. `render` is client-go's `Execute` (a
-//! print column): several results joined by spaces, maps and lists as compact JSON, scalars as
-//! text; `results` is its `FindResults` (`get -o jsonpath`), every result on its own.
+//! `{range ...}...{end}`). `render` is client-go's `Execute` with missing keys allowed (a
+//! print column): they give nothing, several results are joined by spaces, maps and lists as
+//! compact JSON, scalars as text; `results` is its `FindResults` without them (`get -o
+//! jsonpath`): every result on its own, and a missing key is an error.
 
 use anyhow::{bail, Result};
 use serde_json::Value;
@@ -69,10 +70,12 @@ impl Template {
     }
 
     /// Each value the template finds in `v`, in order; its literal text counts as results too.
-    pub fn results(&self, v: &Value) -> Vec<Value> {
+    /// A key that is missing is an error, as client-go's `FindResults` without
+    /// `AllowMissingKeys` (talosctl's `-o jsonpath`): `KEY is not found`.
+    pub fn results(&self, v: &Value) -> Result<Vec<Value>> {
         let mut out = Vec::new();
-        results_of(&self.parts, v, &mut out);
-        out
+        results_of(&self.parts, v, &mut out)?;
+        Ok(out)
     }
 }
 
@@ -346,21 +349,45 @@ pub fn text(v: &Value) -> String {
     }
 }
 
-fn results_of(parts: &[Part], v: &Value, out: &mut Vec<Value>) {
+/// [`select`], where a field that none of the values has is an error (client-go's `evalField`
+/// when missing keys are not allowed).
+fn select_found<'a>(v: &'a Value, steps: &[Step]) -> Result<Vec<&'a Value>> {
+    let mut cur = vec![v];
+    for step in steps {
+        let mut next = Vec::new();
+        for x in &cur {
+            apply(x, step, &mut next);
+        }
+        if let Step::Field(name) = step {
+            if !cur.is_empty() && next.is_empty() {
+                bail!("{name} is not found");
+            }
+        }
+        cur = next;
+    }
+    Ok(cur)
+}
+
+fn results_of(parts: &[Part], v: &Value, out: &mut Vec<Value>) -> Result<()> {
     for p in parts {
         match p {
             Part::Text(t) => out.push(Value::String(t.clone())),
-            Part::Path(steps) => out.extend(select(v, steps).into_iter().cloned()),
+            Part::Path(steps) => out.extend(select_found(v, steps)?.into_iter().cloned()),
             Part::Range(steps, inner) => {
-                for x in select(v, steps) {
+                for x in select_found(v, steps)? {
                     match x {
-                        Value::Array(a) => a.iter().for_each(|item| results_of(inner, item, out)),
-                        other => results_of(inner, other, out),
+                        Value::Array(a) => {
+                            for item in a {
+                                results_of(inner, item, out)?;
+                            }
+                        }
+                        other => results_of(inner, other, out)?,
                     }
                 }
             }
         }
     }
+    Ok(())
 }
 
 fn render_parts(parts: &[Part], v: &Value, out: &mut String) {
@@ -449,17 +476,24 @@ mod tests {
     #[test]
     fn results_are_each_value_found_and_each_literal() {
         let v = json!({"a": [1, {"b": "x"}], "c": "y"});
-        let t = Template::parse("{.a[*]}-{.c}{\"\\n\"}{.missing}").unwrap();
+        let t = Template::parse("{.a[*]}-{.c}{\"\\n\"}{.a[*].b}").unwrap();
         assert_eq!(
-            t.results(&v),
+            t.results(&v).unwrap(),
             vec![
                 json!(1),
                 json!({"b": "x"}),
                 json!("-"),
                 json!("y"),
-                json!("\n")
+                json!("\n"),
+                json!("x")
             ]
         );
+        // A key none of the values has is an error (a print column's render says nothing).
+        let t = Template::parse("{.c}{.spec.missing}").unwrap();
+        assert_eq!(t.results(&v).unwrap_err().to_string(), "spec is not found");
+        let t = Template::parse("{range .a[*]}{.nope}{end}").unwrap();
+        assert_eq!(t.results(&v).unwrap_err().to_string(), "nope is not found");
+        assert_eq!(eval("{.spec.missing}", &v), "");
     }
 
     #[test]

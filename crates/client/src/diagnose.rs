@@ -9,7 +9,8 @@ use rustls::AlertDescription;
 use tonic::Status;
 
 use super::errors::{
-    answered, chain, Kind, NotTalos, Site, CONNECT, REGEN_HINT, RETRY_HINT, UNREACHABLE_HINT,
+    answered, chain, worded, Go, Kind, NotTalos, Site, CONNECT, REGEN_HINT, RETRY_HINT,
+    UNREACHABLE_HINT,
 };
 use super::transport::{Dial, End, Facts, Presented, SecondLook, H2};
 
@@ -50,7 +51,14 @@ fn end_text(end: &End) -> String {
 fn dial_failure(site: Site, f: &Facts, d: &Dial) -> anyhow::Error {
     let mtls = !site.insecure;
     match d {
-        Dial::Refused => return site.error(Kind::Refused, "connection refused", UNREACHABLE_HINT),
+        Dial::Refused => {
+            // grpc-go's words for it, as talosctl prints them.
+            let go = format!("rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp {}: connect: connection refused\"", site.endpoint);
+            return worded(
+                site.error(Kind::Refused, "connection refused", UNREACHABLE_HINT),
+                Go::Direct(go),
+            );
+        }
         Dial::Unreachable => {
             return site.error(
                 Kind::Unreachable,

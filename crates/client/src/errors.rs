@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tonic::{Code, Status};
 
-pub use talm_base::error::node::{kind, named_node, Kind, NodeError, NotTalos};
+pub use talm_base::error::node::{kind, named_node, Go, Kind, NodeError, NotTalos};
 pub use talm_wire::api::{code_name, describe};
 
 /// `error` reported about `node`: `NODE: error`, or the error alone when it names the node
@@ -55,6 +55,7 @@ impl Site<'_> {
             message: format!("node {}: {}: {what}", self.node, self.call),
             said: what.to_string(),
             hints: vec![hint.into()],
+            go: None,
         }
         .into()
     }
@@ -66,6 +67,7 @@ impl Site<'_> {
             message: format!("node {}: {}: {what}", self.node, self.call),
             said: what.to_string(),
             hints: Vec::new(),
+            go: None,
         }
         .into()
     }
@@ -77,6 +79,7 @@ impl Site<'_> {
             message: format!("node {} is not a Talos API: {what}", self.endpoint),
             said: format!("it is not a Talos API: {what}"),
             hints: vec![NOT_TALOS_HINT.into()],
+            go: None,
         }
         .into()
     }
@@ -143,8 +146,30 @@ pub fn is_deadline(st: &Status) -> bool {
     st.source().is_some_and(elapsed) || st.code() == Code::DeadlineExceeded
 }
 
-/// A status the node itself sent (directly, or in a proxied reply's metadata).
+/// `err` (a node failure) with talosctl's words for it.
+pub(super) fn worded(mut err: anyhow::Error, go: Go) -> anyhow::Error {
+    if let Some(n) = err.downcast_mut::<NodeError>() {
+        n.go = Some(go);
+    }
+    err
+}
+
+/// A status the node itself sent (directly, or in a proxied reply's metadata), with talosctl's
+/// words for it: a refusal for the client's role comes from the endpoint's apid before it
+/// proxies (the error alone); any other from the node's handler, named by the node.
 pub fn answered(site: Site, st: &Status) -> anyhow::Error {
+    let go = if st.code() == Code::PermissionDenied {
+        Go::Direct(describe(st))
+    } else {
+        Go::Node {
+            node: site.named.to_string(),
+            status: describe(st),
+        }
+    };
+    worded(status_error(site, st), go)
+}
+
+fn status_error(site: Site, st: &Status) -> anyhow::Error {
     let msg = st.message();
     match st.code() {
         Code::PermissionDenied => {

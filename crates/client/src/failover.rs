@@ -72,6 +72,7 @@ fn all_failed(target: Option<&str>, failures: &[(&String, anyhow::Error)]) -> an
         message: format!("node {node}: {}: {said}", errors::CONNECT),
         said,
         hints,
+        go: None,
     }
     .into()
 }

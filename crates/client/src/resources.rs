@@ -313,7 +313,13 @@ pub fn jsonpath_document(
 ) -> anyhow::Result<String> {
     let data = encodable(node, event, r)?;
     let mut out = String::new();
-    for found in t.results(&data) {
+    let found = t.results(&data).map_err(|e| {
+        talm_base::error::hinted(
+            format!("error finding result for jsonpath: {e}"),
+            "-o yaml shows the keys the resource has (node, metadata, spec)",
+        )
+    })?;
+    for found in found {
         match found {
             serde_json::Value::Object(_) | serde_json::Value::Array(_) => {
                 out.push_str(&json_4(&found))

@@ -14,7 +14,7 @@ use crate::runtime::node::{targets, Node};
 use crate::runtime::opts::{get, options, FromOpt};
 use crate::runtime::session::Session;
 use crate::sandbox::{NodeFailure, ScriptError};
-use talm_base::error::node::Kind;
+use talm_base::error::node::{Go, Kind};
 
 /// What the fan-out does when nodes fail.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -111,6 +111,10 @@ options! {
         errors: Listing,
         /// A closure's list results are joined into one list (`items += ...`).
         flat: bool,
+        /// For talosctl's streaming commands: a node whose call failed outright (the endpoint
+        /// refused it, or the connection failed) fails the command as `DIRECT_PREFIX: <error>`,
+        /// and under keep the nodes' own refusals never fail it (the command lists them).
+        direct_prefix: String,
     }
 }
 
@@ -135,16 +139,49 @@ pub struct Failure {
     pub names_node: bool,
     pub hints: Vec<String>,
     pub kind: Option<Kind>,
+    /// How talosctl's Go client words it, when known.
+    pub go: Option<Go>,
+}
+
+impl Failure {
+    /// Its text in a `listing`: talosctl's words where the listing copies talosctl's and they
+    /// are known.
+    fn said(&self, listing: Listing) -> String {
+        match (listing, &self.go) {
+            (Listing::Whole | Listing::Multierror, Some(go)) => go.unary(),
+            (Listing::Stream, Some(go)) => go.stream().to_string(),
+            _ => self.text.clone(),
+        }
+    }
+
+    /// Whether talosctl would list it among the nodes' errors of a unary reply (a failure
+    /// of the node itself, which apid hands back inside the reply).
+    fn in_reply(&self) -> bool {
+        matches!(self.go, Some(Go::Node { .. }))
+    }
 }
 
 /// The failures as `listing` reads them, `prefix` first.
 pub fn failure_text(failures: &[Failure], listing: Listing, prefix: &str) -> String {
     use crate::runtime::node::inspect::text::{multierror, stream_errors};
-    let texts = || failures.iter().map(|f| f.text.clone()).collect::<Vec<_>>();
+    let texts = || failures.iter().map(|f| f.said(listing)).collect::<Vec<_>>();
     let body = match listing {
-        Listing::Short | Listing::Whole if failures.len() == 1 => failures[0].text.clone(),
+        Listing::Short if failures.len() == 1 => failures[0].text.clone(),
+        // talosctl lists the node errors of a reply; a failed call is its error alone.
+        Listing::Whole if failures.len() == 1 && !failures[0].in_reply() => {
+            failures[0].said(listing)
+        }
+        Listing::Multierror
+            if failures.len() == 1 && failures[0].go.as_ref().is_some_and(Go::is_direct) =>
+        {
+            failures[0].said(listing)
+        }
         Listing::Short | Listing::Whole | Listing::Multierror => multierror(&texts()),
         Listing::Lines => lines(failures).join("\n"),
+        // talm's own words for a failure (not a stream's error) are said alone.
+        Listing::Stream if failures.len() == 1 && failures[0].go.is_none() => {
+            failures[0].text.clone()
+        }
         Listing::Stream => stream_errors(&texts()),
     };
     let text = if prefix.is_empty() {
@@ -163,7 +200,10 @@ fn lines(failures: &[Failure]) -> Vec<String> {
     failures
         .iter()
         .map(|f| {
-            if f.names_node {
+            if let Some(go) = &f.go {
+                // talosctl's image commands ask each node one-to-one: the status alone.
+                format!("error from node {}: {}", f.node, go.stream())
+            } else if f.names_node {
                 f.text.clone()
             } else {
                 format!("error from node {}: {}", f.node, f.text)
@@ -187,6 +227,7 @@ fn fail(message: String, failures: &[Failure]) -> Box<EvalAltResult> {
         .filter(|k| failures.iter().all(|f| f.kind == Some(*k)));
     let failure = kind.map(|kind| NodeFailure {
         kind,
+        go: None,
         node: match failures {
             [one] if one.names_node => one.node.clone(),
             _ => String::new(),
@@ -213,6 +254,7 @@ fn caught(node: &str, err: &EvalAltResult) -> Option<Failure> {
             names_node: failure.as_ref().is_some_and(|f| f.node == node),
             text: h.message,
             hints: h.hints,
+            go: failure.as_ref().and_then(|f| f.go.clone()),
             kind: failure.map(|f| f.kind),
         },
         None => Failure {
@@ -221,6 +263,7 @@ fn caught(node: &str, err: &EvalAltResult) -> Option<Failure> {
             names_node: false,
             hints: Vec::new(),
             kind: None,
+            go: None,
         },
     })
 }
@@ -232,7 +275,20 @@ pub fn settle(
     asked: usize,
     o: &EachOpts,
 ) -> Result<Dynamic, Box<EvalAltResult>> {
-    let none_answered = !failures.is_empty() && failures.len() == asked;
+    if !o.direct_prefix.is_empty() {
+        let direct = failures.iter().find_map(|f| match &f.go {
+            Some(Go::Direct(text)) => Some((f, text)),
+            _ => None,
+        });
+        if let Some((f, text)) = direct {
+            let message = format!("{}: {text}", o.direct_prefix);
+            return Err(fail(message, std::slice::from_ref(f)));
+        }
+    }
+    let listed = o.on_error == OnError::Keep
+        && !o.direct_prefix.is_empty()
+        && failures.iter().all(Failure::in_reply);
+    let none_answered = !failures.is_empty() && failures.len() == asked && !listed;
     if none_answered || (o.on_error == OnError::Fail && !failures.is_empty()) {
         return Err(fail(
             failure_text(&failures, o.errors, &o.prefix),
@@ -243,7 +299,7 @@ pub fn settle(
         OnError::Keep => {
             let errors: Array = match o.errors {
                 Listing::Lines => lines(&failures),
-                _ => failures.into_iter().map(|f| f.text).collect(),
+                listing => failures.iter().map(|f| f.said(listing)).collect(),
             }
             .into_iter()
             .map(Dynamic::from)
@@ -255,7 +311,7 @@ pub fn settle(
         }
         OnError::Warn | OnError::Fail => {
             if !failures.is_empty() {
-                let texts: Vec<String> = failures.into_iter().map(|f| f.text).collect();
+                let texts: Vec<String> = failures.iter().map(|f| f.said(o.errors)).collect();
                 // As talosctl's cli.Warning: a message that ends its own line gets no second
                 // line break.
                 let text = crate::runtime::node::inspect::text::multierror(&texts);
@@ -350,6 +406,7 @@ mod tests {
             names_node,
             hints: Vec::new(),
             kind: None,
+            go: None,
         }
     }
 
@@ -384,6 +441,48 @@ mod tests {
         assert_eq!(
             failure_text(&two, Listing::Stream, ""),
             "2 errors occurred:\n x\n node b: y"
+        );
+    }
+
+    #[test]
+    fn talosctls_words_list_a_nodes_refusal_and_say_a_failed_call_alone() {
+        let worded = |go: Go| Failure {
+            go: Some(go),
+            ..failure("a", "node a: Call: x", true)
+        };
+        let refused = [worded(Go::Node {
+            node: "a".into(),
+            status: "rpc error: code = Unknown desc = x".into(),
+        })];
+        let down = [worded(Go::Direct(
+            "rpc error: code = Unavailable desc = y".into(),
+        ))];
+        assert_eq!(
+            failure_text(&refused, Listing::Whole, "error restarting process"),
+            "error restarting process: 1 error occurred:\n\t* a: rpc error: code = Unknown desc = x\n\n"
+        );
+        assert_eq!(
+            failure_text(&down, Listing::Multierror, "error getting members"),
+            "error getting members: rpc error: code = Unavailable desc = y"
+        );
+        assert_eq!(
+            failure_text(&refused, Listing::Stream, ""),
+            "1 error occurred:\n rpc error: code = Unknown desc = x"
+        );
+        let list = EachOpts {
+            on_error: OnError::Keep,
+            errors: Listing::Stream,
+            direct_prefix: "error fetching logs".into(),
+            ..EachOpts::default()
+        };
+        let kept = settle(Array::new(), refused.to_vec(), 1, &list).unwrap();
+        assert_eq!(
+            kept.cast::<Map>()["errors"].clone().cast::<Array>()[0].to_string(),
+            "rpc error: code = Unknown desc = x"
+        );
+        assert_eq!(
+            message(settle(Array::new(), down.to_vec(), 1, &list)),
+            "error fetching logs: rpc error: code = Unavailable desc = y"
         );
     }
 

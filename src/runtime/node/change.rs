@@ -467,6 +467,14 @@ pub fn register(engine: &mut Engine, session: &crate::runtime::session::Session)
         .register_into_engine(engine, |n: &mut Node, reference: &str, opts: Map| {
             native(|| pull(n, reference, &PullOpts::read(&opts)?))
         });
+    FuncRegistration::new("image_remove")
+        .with_comments(["/// Removes an image (its name as `image list` shows it) from the node's containerd (`opts.namespace`: cri, system or inmem)."])
+        .register_into_engine(engine, |n: &mut Node, reference: &str, opts: Map| {
+            native(|| {
+                let inst = containerd(&PullOpts::read(&opts)?.namespace)?;
+                n.with(|c| block_on(c.image_remove(inst, reference)))
+            })
+        });
     FuncRegistration::new("image_pull")
         .with_comments(["/// Pulls an image into the CRI namespace (Kubernetes images)."])
         .register_into_engine(engine, |n: &mut Node, reference: &str| {

@@ -195,7 +195,10 @@ fn snapshot_to(session: &Session, n: &Node, path: &str) -> Result<Map> {
         if let Some(e) = failed {
             return Err(unwritten(&said_part, &e, removed));
         }
-        streamed.map_err(|e| anyhow!("error reading: {e:#}"))?;
+        streamed.map_err(|e| match talm_base::error::node::go(&e) {
+            Some(_) => super::inspect::read_failed(e),
+            None => anyhow!("error reading: {e:#}"),
+        })?;
         f.sync_all()
             .map_err(|e| unwritten(&said_part, &e, removed))?;
         let size = f.metadata()?.len();

@@ -83,7 +83,8 @@ fn event_pump(
     let clients: Vec<(String, Client)> = nodes
         .iter()
         .map(|n| Ok((n.name.clone(), n.client()?)))
-        .collect::<Result<_>>()?;
+        .collect::<Result<_>>()
+        .map_err(|e| listed(vec![e], None).expect("one failure"))?;
     let req = o.request();
     crate::talos::block_on(async {
         let (tx, rx) = mpsc::channel::<Got<crate::talos::events::Shown>>(256);
@@ -111,8 +112,60 @@ fn event_pump(
             }));
         }
         drop(tx);
-        drain(rx, tasks, &mut each).await
+        drain(rx, tasks, Failures::Listed { opening: None }, &mut each).await
     })
+}
+
+/// How a stream command reports the nodes whose stream failed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Failures {
+    /// `ERROR: <error>` as each happens; the first is the command's error.
+    Each,
+    /// Once, at the end, as talosctl's stream reader: the nodes' errors listed (`1 error
+    /// occurred:` then ` <status>` lines), a failed call alone (after `opening: ` when the
+    /// command words a stream that could not be opened so).
+    Listed { opening: Option<&'static str> },
+}
+
+/// The nodes' stream failures as talosctl reports them at the end (`Failures::Listed`).
+fn listed(mut failures: Vec<anyhow::Error>, opening: Option<&str>) -> Option<anyhow::Error> {
+    use talm_base::error::node::{go, reword, Go, Kind};
+    let direct = failures
+        .iter()
+        .position(|e| go(e).is_some_and(|g| g.is_direct()));
+    if let Some(i) = direct {
+        return Some(reword(failures.swap_remove(i), |go, kind| match kind {
+            // The stream could not be opened: the call's error.
+            Kind::Refused => match opening {
+                Some(what) => format!("{what}: {}", go.stream()),
+                None => go.stream().to_string(),
+            },
+            _ => format!("error streaming results: {}", go.stream()),
+        }));
+    }
+    let said: Option<Vec<String>> = failures
+        .iter()
+        .map(|e| go(e).as_ref().map(|g: &Go| g.stream().to_string()))
+        .collect();
+    match said {
+        Some(said) if !said.is_empty() => {
+            let hints = failures
+                .iter()
+                .flat_map(|e| {
+                    e.chain()
+                        .flat_map(|c| talm_base::error::hints_of(c).to_vec())
+                })
+                .fold(Vec::new(), |mut all, h| {
+                    if !all.contains(&h) {
+                        all.push(h);
+                    }
+                    all
+                });
+            let message = crate::runtime::node::inspect::text::stream_errors(&said);
+            Some(crate::error::Hinted { message, hints }.into())
+        }
+        _ => failures.into_iter().next(),
+    }
 }
 
 /// How often a wait looks at Ctrl-C.
@@ -159,10 +212,11 @@ enum Got<T> {
 async fn drain<T>(
     mut rx: mpsc::Receiver<Got<T>>,
     tasks: Vec<tokio::task::JoinHandle<Result<(), ()>>>,
+    report: Failures,
     mut each: impl FnMut(&str, &T) -> Result<bool>,
 ) -> Result<()> {
     let mut live = tasks.len();
-    let mut failure = None;
+    let mut failures = Vec::new();
     let outcome = loop {
         if live == 0 {
             break Ok(());
@@ -181,8 +235,10 @@ async fn drain<T>(
             },
             Ok(Some(Got::Done)) => live -= 1,
             Ok(Some(Got::Failed(e))) => {
-                crate::output::err(&format!("ERROR: {e}"));
-                failure.get_or_insert(e);
+                if report == Failures::Each {
+                    crate::output::err(&format!("ERROR: {e}"));
+                }
+                failures.push(e);
                 live -= 1;
             }
         }
@@ -191,6 +247,10 @@ async fn drain<T>(
         t.abort();
     }
     outcome?;
+    let failure = match report {
+        Failures::Each => failures.into_iter().next(),
+        Failures::Listed { opening } => listed(failures, opening),
+    };
     failure.map_or(Ok(()), Err)
 }
 
@@ -203,10 +263,23 @@ fn pump(
 ) -> Result<()> {
     interrupt::install();
     let _running = interrupt::running();
+    // The kernel log reads as talosctl's dmesg (its stream reader); a service's log keeps
+    // `ERROR:` lines as talosctl's logs prints them.
+    let report = if service == "kernel" && !o.kubernetes {
+        Failures::Listed {
+            opening: Some("error getting dmesg"),
+        }
+    } else {
+        Failures::Each
+    };
     let clients: Vec<(String, Client)> = nodes
         .iter()
         .map(|n| Ok((n.name.clone(), n.client()?)))
-        .collect::<Result<_>>()?;
+        .collect::<Result<_>>()
+        .map_err(|e| match report {
+            Failures::Listed { opening } => listed(vec![e], opening).expect("one failure"),
+            Failures::Each => e,
+        })?;
     crate::talos::block_on(async {
         let (tx, rx) = mpsc::channel::<Got<String>>(256);
         let mut tasks = Vec::new();
@@ -277,7 +350,7 @@ fn pump(
             }));
         }
         drop(tx);
-        drain(rx, tasks, |node, line: &String| each(node, line)).await
+        drain(rx, tasks, report, |node, line: &String| each(node, line)).await
     })
 }
 

@@ -97,10 +97,10 @@ fn services_start_stop_restart_and_containers_restart() {
     );
 
     // Talos's permissions: kubelet restarts but does not stop; core services neither.
-    svc(&["kubelet", "stop"]).expect().stderr(format!("Error: error starting service: node {ip}: ServiceStop: rpc error: code = Unknown desc = service \"kubelet\" doesn't support stop operation via API\n")).status(1).run();
+    svc(&["kubelet", "stop"]).expect().stderr(format!("Error: error starting service: 1 error occurred:\n\t* {ip}: rpc error: code = Unknown desc = service \"kubelet\" doesn't support stop operation via API\n\n\n")).status(1).run();
     svc(&["apid", "restart"])
-        .expect().mask(addrs).stderr("Error: error starting service: node $A1: ServiceRestart: rpc error: code = Unknown desc = service \"apid\" doesn't support restart operation via API\n").status(1).run();
-    svc(&["nosuch", "start"]).expect().mask(addrs).stderr("Error: error starting service: node $A1: ServiceStart: rpc error: code = Unknown desc = service \"nosuch\" not defined\n").status(1).run();
+        .expect().mask(addrs).stderr("Error: error starting service: 1 error occurred:\n\t* $A1: rpc error: code = Unknown desc = service \"apid\" doesn't support restart operation via API\n\n\n").status(1).run();
+    svc(&["nosuch", "start"]).expect().mask(addrs).stderr("Error: error starting service: 1 error occurred:\n\t* $A1: rpc error: code = Unknown desc = service \"nosuch\" not defined\n\n\n").status(1).run();
     svc(&["kubelet", "restart"]).ok();
     let status = svc(&["kubelet"]).ok().stdout;
     let events: Vec<&str> = status.lines().filter(|l| l.contains("]: ")).collect();
@@ -122,7 +122,7 @@ fn services_start_stop_restart_and_containers_restart() {
         "{status}"
     );
     assert!(row(&status, &["STATE", "Running"]).is_some(), "{status}");
-    d.talm(["restart", "nosuch", "-f", "nodes/cp.yaml"]).expect().stderr(format!("Error: error restarting process: node {ip}: Restart: rpc error: code = Unknown desc = container \"nosuch\" not found\n")).status(1).run();
+    d.talm(["restart", "nosuch", "-f", "nodes/cp.yaml"]).expect().stderr(format!("Error: error restarting process: 1 error occurred:\n\t* {ip}: rpc error: code = Unknown desc = container \"nosuch\" not found\n\n\n")).status(1).run();
 
     // Roles: readers may not, operators may; maintenance mode makes everyone a reader.
     let reader = nodes.connect(&ip, mutual(&["os:reader"])).unwrap();
@@ -139,9 +139,9 @@ fn services_start_stop_restart_and_containers_restart() {
     let _m = Nodes::start(&[&fresh], |_| {});
     d.talm(["service", "apid", "restart", "-n", &fresh, "-i"])
         .expect()
-        .stderr(format!(
-            "Error: error starting service: node {fresh}: ServiceRestart: not authorized\nhint: the node is in maintenance mode, where only reads and applying a config are allowed: apply one first (`talm apply -i`), then talk to it with the talosconfig (without -i)\n"
-        ))
+        .stderr(
+            "Error: error starting service: rpc error: code = PermissionDenied desc = not authorized\nhint: the node is in maintenance mode, where only reads and applying a config are allowed: apply one first (`talm apply -i`), then talk to it with the talosconfig (without -i)\n"
+        )
         .status(1)
         .run();
 }
@@ -306,10 +306,10 @@ fn wipe_disk_refuses_volumes_and_changes_the_disk() {
     let vdb2 = row(&before, &[&ip, "runtime", "DiscoveredVolume", "vdb2"]).unwrap();
     assert_eq!(vdb2[5..], ["partition", "5.0", "GB", "ext4"], "{before}");
 
-    wipe(&["nvme0n1"]).expect().stderr(format!("Error: node {ip}: BlockDeviceWipe: rpc error: code = FailedPrecondition desc = blockdevice \"nvme0n1\" is in use by volume \"EFI\"\n")).status(1).run();
-    wipe(&["nvme0n1p4"]).expect().mask(addrs).stderr("Error: node $A1: BlockDeviceWipe: rpc error: code = FailedPrecondition desc = blockdevice \"nvme0n1p4\" is in use by volume \"EPHEMERAL\"\n").status(1).run();
-    wipe(&["nosuch"]).expect().mask(addrs).stderr("Error: node $A1: BlockDeviceWipe: rpc error: code = NotFound desc = blockdevice \"nosuch\" not found\n").status(1).run();
-    wipe(&["vdc"]).expect().mask(addrs).stderr("Error: node $A1: BlockDeviceWipe: rpc error: code = FailedPrecondition desc = blockdevice \"vdc\" is read-only\n").status(1).run();
+    wipe(&["nvme0n1"]).expect().stderr(format!("Error: 1 error occurred:\n\t* {ip}: rpc error: code = FailedPrecondition desc = blockdevice \"nvme0n1\" is in use by volume \"EFI\"\n\n\n")).status(1).run();
+    wipe(&["nvme0n1p4"]).expect().mask(addrs).stderr("Error: 1 error occurred:\n\t* $A1: rpc error: code = FailedPrecondition desc = blockdevice \"nvme0n1p4\" is in use by volume \"EPHEMERAL\"\n\n\n").status(1).run();
+    wipe(&["nosuch"]).expect().mask(addrs).stderr("Error: 1 error occurred:\n\t* $A1: rpc error: code = NotFound desc = blockdevice \"nosuch\" not found\n\n\n").status(1).run();
+    wipe(&["vdc"]).expect().mask(addrs).stderr("Error: 1 error occurred:\n\t* $A1: rpc error: code = FailedPrecondition desc = blockdevice \"vdc\" is read-only\n\n\n").status(1).run();
     wipe(&["vdb", "--method", "fast"])
         .expect()
         .stderr(
@@ -322,7 +322,7 @@ For more information, try '--help'.
         .status(1)
         .run();
     // Every device is checked before any is wiped.
-    wipe(&["vdb1", "nvme0n1p3"]).expect().mask(addrs).stderr("Error: node $A1: BlockDeviceWipe: rpc error: code = FailedPrecondition desc = blockdevice \"nvme0n1p3\" is in use by volume \"STATE\"\n").status(1).run();
+    wipe(&["vdb1", "nvme0n1p3"]).expect().mask(addrs).stderr("Error: 1 error occurred:\n\t* $A1: rpc error: code = FailedPrecondition desc = blockdevice \"nvme0n1p3\" is in use by volume \"STATE\"\n\n\n").status(1).run();
     assert_eq!(dv(), before);
 
     wipe(&["vdb2", "--drop-partition"]).ok();
@@ -372,7 +372,7 @@ fn meta_keys_are_written_read_and_deleted() {
     run(&["meta", "delete", "0b1100"])
         .expect()
         .stderr(format!(
-            "Error: node {ip}: MetaDelete: rpc error: code = NotFound desc = meta key not found\n"
+            "Error: 1 error occurred:\n\t* {ip}: rpc error: code = NotFound desc = meta key not found\n\n\n"
         ))
         .status(1)
         .run();
@@ -383,7 +383,7 @@ fn meta_keys_are_written_read_and_deleted() {
         .run();
     d.talm(["meta", "write", "0x0d", "x", "-n", &fresh, "-i"])
         .expect()
-        .stderr(format!("Error: node {fresh}: MetaWrite: not authorized\nhint: the node is in maintenance mode, where only reads and applying a config are allowed: apply one first (`talm apply -i`), then talk to it with the talosconfig (without -i)\n"))
+        .stderr("Error: rpc error: code = PermissionDenied desc = not authorized\nhint: the node is in maintenance mode, where only reads and applying a config are allowed: apply one first (`talm apply -i`), then talk to it with the talosconfig (without -i)\n")
         .status(1)
         .run();
 }
@@ -422,18 +422,34 @@ fn image_pull_adds_to_the_image_list() {
         .ok()
         .stdout;
     assert!(!system.contains("nginx"), "{system}");
-    // The node is named once: its failure says `node IP:` itself.
-    let o = d
-        .talm([
-            "image",
-            "pull",
-            "registry.invalid/app:1",
-            "-f",
-            "nodes/cp.yaml",
-        ])
-        .expect().mask(addrs).stderr("Error: node $A1: ImagePull: rpc error: code = NotFound desc = error pulling image: registry.invalid/app:1: not found\n").status(1).run();
-    assert_eq!(
-        o.stderr,
-        format!("Error: node {ip}: ImagePull: rpc error: code = NotFound desc = error pulling image: registry.invalid/app:1: not found\n")
+    // As talosctl, which asks each node one-to-one: `error from node N: <status>`.
+    d.talm([
+        "image",
+        "pull",
+        "registry.invalid/app:1",
+        "-f",
+        "nodes/cp.yaml",
+    ])
+    .expect().mask(addrs).stderr("Error: error from node $A1: rpc error: code = NotFound desc = error pulling image: registry.invalid/app:1: not found\n").status(1).run();
+
+    // Remove takes that name out of the list (the image's other names stay); a second time
+    // the node says it has no such image.
+    let nginx = [
+        "image",
+        "rm",
+        "docker.io/library/nginx:1.27",
+        "-f",
+        "nodes/cp.yaml",
+    ];
+    d.talm(nginx).expect().stdout("").stderr("").run();
+    let removed = d.talm(["image", "list", "-f", "nodes/cp.yaml"]).ok().stdout;
+    assert!(
+        row(&removed, &[&ip, "docker.io/library/nginx:1.27"]).is_none(),
+        "{removed}"
     );
+    assert!(
+        removed.contains("docker.io/library/nginx@sha256:"),
+        "{removed}"
+    );
+    d.talm(nginx).expect().mask(addrs).stderr("Error: error from node $A1: rpc error: code = NotFound desc = image docker.io/library/nginx:1.27 not found\n").status(1).run();
 }

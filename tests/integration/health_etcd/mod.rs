@@ -153,7 +153,7 @@ fn member_order(nodes: &Nodes, ip: &str) -> Vec<String> {
     c.members.iter().map(|x| x.addr.clone()).collect()
 }
 
-fn reader_talosconfig(d: &Dir) -> String {
+pub(crate) fn reader_talosconfig(d: &Dir) -> String {
     let bundle = Bundle::load(&d.read("secrets.yaml"), "secrets.yaml").unwrap();
     let (ca, key) = bundle.os_ca().unwrap();
     let cert =
@@ -298,7 +298,7 @@ hint: the check \"etcd to be healthy\" did not pass within 1s: 1 error occurred:
     .mask(addrs)
     .stdout("")
     .stderr(format!(
-        "Error: 1 error occurred:\n\t* node $A1: EtcdRemoveMemberByID: rpc error: code = NotFound desc = failed to remove member {gone}: etcdserver: member not found\n"
+        "Error: 1 error occurred:\n\t* $A1: rpc error: code = NotFound desc = failed to remove member {gone}: etcdserver: member not found\n"
     ))
     .status(1)
     .run();
@@ -323,13 +323,13 @@ Error: 1 error occurred:
     d.talm(["etcd", "status", "-f", "nodes/cp2.yaml"])
         .expect().mask(addrs).stderr("\
 Error: error getting status: 1 error occurred:
-\t* node $A1: EtcdStatus: rpc error: code = Unknown desc = failed to query etcd status: connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:2379: connect: connection refused\"
+\t* $A1: rpc error: code = Unknown desc = failed to query etcd status: connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:2379: connect: connection refused\"
 ").status(1).run();
     // Alone, the first cannot hand leadership over, nor leave.
     d.talm(["etcd", "forfeit-leadership", "-f", "nodes/cp1.yaml"])
         .expect().mask(addrs).stderr("\
 Error: 1 error occurred:
-\t* node $A1: EtcdForfeitLeadership: rpc error: code = Unknown desc = failed to forfeit leadership: cannot forfeit leadership, only one member
+\t* $A1: rpc error: code = Unknown desc = failed to forfeit leadership: cannot forfeit leadership, only one member
 ").status(1).run();
     d.talm(["etcd", "leave", "-f", "nodes/cp1.yaml"])
         .expect().mask(addrs).stderr("Error: node $A1: EtcdLeaveCluster: rpc error: code = Unknown desc = failed to leave cluster: etcdserver: re-configuration failed due to not enough started members\n").status(1).run();

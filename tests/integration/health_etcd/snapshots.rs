@@ -131,7 +131,7 @@ fn snapshot_recovery_tables_and_refusals() {
     d.talm(["etcd", "status", "-f", "nodes/cp1.yaml"])
         .expect().mask(addrs).stderr("\
 Error: error getting status: 1 error occurred:
-\t* node $A1: EtcdStatus: rpc error: code = Unknown desc = failed to query etcd status: connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:2379: connect: connection refused\"
+\t* $A1: rpc error: code = Unknown desc = failed to query etcd status: connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:2379: connect: connection refused\"
 ").status(1).run();
 
     // A damaged snapshot is refused before anything is sent.
@@ -204,7 +204,10 @@ hint: give a file saved by `talm etcd snapshot` (or etcdctl snapshot save), or a
         .stderr(
             "\
 - talm: bootstrapping etcd on $A1
-Error: node $A1: Bootstrap: rpc error: code = AlreadyExists desc = etcd data directory is not empty
+Error: error executing bootstrap: 1 error occurred:
+\t* $A1: rpc error: code = AlreadyExists desc = etcd data directory is not empty
+
+
 ",
         )
         .status(1)
@@ -236,17 +239,29 @@ Error: node $A1: Bootstrap: rpc error: code = AlreadyExists desc = etcd data dir
 
     // Refusals: a worker, a maintenance node, a reader's certificate.
     d.talm(["etcd", "members", "-f", "nodes/worker.yaml"])
-        .expect().mask(addrs).stderr("\
+        .expect()
+        .mask(addrs)
+        .stderr(
+            "\
 Error: error getting members: 1 error occurred:
-\t* node $A1: EtcdMemberList: rpc error: code = Unimplemented desc = member list is only available on control plane nodes
-").status(1).run();
+\t* $A1: rpc error: code = Unimplemented desc = member list is only available on control plane nodes
+",
+        )
+        .status(1)
+        .run();
     d.talm(["health", "-f", "nodes/worker.yaml", "--wait-timeout", "5s"])
         .expect().stderr("Error: healthcheck error: rpc error: code = Unimplemented desc = cluster health check is only available on control plane nodes\n").status(1).run();
     d.talm(["etcd", "status", "-n", &fresh, "-i"])
-        .expect().mask(addrs).stderr("\
+        .expect()
+        .mask(addrs)
+        .stderr(
+            "\
 Error: error getting status: 1 error occurred:
-\t* node $A1: EtcdStatus: rpc error: code = Unimplemented desc = machine type is not set, cannot use etcd status API
-").status(1).run();
+\t* $A1: rpc error: code = Unimplemented desc = machine type is not set, cannot use etcd status API
+",
+        )
+        .status(1)
+        .run();
     d.write("reader.talosconfig", &reader_talosconfig(&d));
     let reader = [
         "--talosconfig",
@@ -260,7 +275,7 @@ Error: error getting status: 1 error occurred:
     d.talm(args(&["etcd", "snapshot", "r.snap"]))
         .expect()
         .mask(addrs)
-        .stderr("Error: error reading: node $A1: EtcdSnapshot: not authorized\n")
+        .stderr("Error: error reading: rpc error: code = PermissionDenied desc = not authorized\nhint: the talosconfig's client certificate lacks the role this call needs (os:admin for changes and secrets): regenerate it with `talm talosconfig`\n")
         .status(1)
         .run();
     d.talm(args(&["etcd", "leave"]))

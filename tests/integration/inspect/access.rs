@@ -165,7 +165,7 @@ hint: `talm help api containers` describes the options
     assert_eq!(words(&out.stdout).len(), 4, "{}", out.stdout);
     assert!(
         out.stderr.contains(&format!(
-            "1 error occurred:\n node {down} (via {cp}:50000): List: rpc error: code = Unavailable"
+            "1 error occurred:\n rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp {down}:50000: connect: connection refused\""
         )),
         "{}",
         out.stderr

@@ -31,12 +31,12 @@ fn files_are_read_listed_measured_and_copied() {
         .stdout;
     assert_eq!(proc_, "/sbin/init\0");
     play(&d, "read", &[cp], "path: \"/etc/nope\"")
-        .expect().mask(addrs).stderr("Error: node $A1: Read: rpc error: code = NotFound desc = stat /etc/nope: no such file or directory\n").status(1).run();
+        .expect().mask(addrs).stderr("Error: error reading: rpc error: code = NotFound desc = stat /etc/nope: no such file or directory\n").status(1).run();
     play(&d, "read", &[cp], "path: \"/etc\"")
         .expect()
         .mask(addrs)
         .stderr(
-            "Error: node $A1: Read: rpc error: code = Unknown desc = path must be a regular file\n",
+            "Error: error reading: rpc error: code = Unknown desc = path must be a regular file\n",
         )
         .status(1)
         .run();
@@ -110,7 +110,7 @@ hint: read from one node: talm read -f nodes/node1.yaml /etc/hostname
         .status(1)
         .run();
     list("path: \"/nope\", long: false, recurse: false, depth: 1, humanize: false, type: []")
-        .expect().mask(addrs).stderr("Error: node $A1: List: rpc error: code = Unknown desc = lstat /nope: no such file or directory\n").status(1).run();
+        .expect().stdout("NODE   NAME\n").stderr("Error: 1 error occurred:\n rpc error: code = Unknown desc = lstat /nope: no such file or directory\n").status(1).run();
 
     // Usage: folders after their contents, the path itself last, one level by default.
     let out = play(

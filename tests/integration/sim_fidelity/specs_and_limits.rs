@@ -322,10 +322,15 @@ fn followed_logs_and_dmesg_carry_new_lines_until_cancelled() {
     assert!(none.is_empty(), "tail 0: no history");
     on(async {
         let mut log = reader.logs_stream(logs(2, true)).await.unwrap();
-        let first = until(&mut log, "line 20\n").await;
+        let first = until(&mut log, "started with PID 1893\n").await;
+        // machined's lines after their stamp (`2026/12/06 05:42:06.015641 `).
+        let said: Vec<&str> = first.lines().map(|l| &l[27..]).collect();
         assert_eq!(
-            first,
-            "machined: simulated log line 19\nmachined: simulated log line 20\n"
+            said,
+            [
+                "[talos] service[apid](Waiting): Waiting for service \"containerd\" to be \"up\", api certificates",
+                "[talos] service[udevd](Running): Process Process([\"/sbin/udevd\" \"--resolve-names=never\"]) started with PID 1893"
+            ]
         );
         let mut kmsg = reader
             .dmesg_stream(machine::DmesgRequest {

@@ -92,6 +92,73 @@ pub struct NodeError {
     /// the message starts with, for a message that names them its own way.
     pub said: String,
     pub hints: Vec<String>,
+    /// How talosctl's Go client words the failure, when talm knows it.
+    pub go: Option<Go>,
+}
+
+/// A node failure in the words of talosctl's Go client (grpc-go's `rpc error: code = C desc =
+/// M`), by where it happened: talosctl always targets nodes through apid's one-to-many proxy,
+/// which hands a node's own refusal back inside the reply, named by the node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Go {
+    /// The node's handler refused the call: in a unary reply talosctl's client names the node
+    /// (`NODE: rpc error: ...`, in a go-multierror list); in a stream only the status is said.
+    Node { node: String, status: String },
+    /// The endpoint refused the call itself (authorization), or the connection failed: the
+    /// error alone, for the whole call.
+    Direct(String),
+}
+
+impl Go {
+    /// The text in a unary reply's list of node errors (`NODE: rpc error: ...`), or alone.
+    pub fn unary(&self) -> String {
+        match self {
+            Go::Node { node, status } => format!("{node}: {status}"),
+            Go::Direct(text) => text.clone(),
+        }
+    }
+
+    /// The text a stream reports (the status without the node).
+    pub fn stream(&self) -> &str {
+        match self {
+            Go::Node { status, .. } => status,
+            Go::Direct(text) => text,
+        }
+    }
+
+    pub fn is_direct(&self) -> bool {
+        matches!(self, Go::Direct(_))
+    }
+}
+
+/// A node failure said as talosctl says it: `f` of its Go words, the failure's kind and every
+/// hint in the chain kept; an error talm has no Go words for stays as it is.
+pub fn reword(err: anyhow::Error, f: impl FnOnce(&Go, Kind) -> String) -> anyhow::Error {
+    let Some(found) = err.chain().find_map(|c| c.downcast_ref::<NodeError>()) else {
+        return err;
+    };
+    let Some(go) = &found.go else { return err };
+    let message = f(go, found.kind);
+    let hints = err
+        .chain()
+        .flat_map(|c| super::hints_of(c).iter().cloned())
+        .collect();
+    NodeError {
+        kind: found.kind,
+        node: String::new(),
+        said: message.clone(),
+        message,
+        hints,
+        go: None,
+    }
+    .into()
+}
+
+/// How talosctl's Go client words the first node failure in an error's chain, when known.
+pub fn go(err: &anyhow::Error) -> Option<Go> {
+    err.chain()
+        .find_map(|c| c.downcast_ref::<NodeError>())
+        .and_then(|n| n.go.clone())
 }
 
 impl fmt::Display for NodeError {

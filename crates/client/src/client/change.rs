@@ -208,4 +208,20 @@ impl Client {
         };
         self.call("ImagePull", IMAGES, read).await
     }
+
+    /// ImageService.Remove (`node` routing): one image name out of a containerd instance.
+    pub async fn image_remove(
+        &self,
+        containerd: talm_wire::proto::common::ContainerdInstance,
+        image_ref: &str,
+    ) -> Result<()> {
+        let req = machine::ImageServiceRemoveRequest {
+            containerd: Some(containerd),
+            image_ref: image_ref.into(),
+        };
+        let mut c = machine::image_service_client::ImageServiceClient::new(self.channel.clone());
+        self.call("ImageRemove", IMAGES, c.remove(self.request(req, false)))
+            .await?;
+        Ok(())
+    }
 }

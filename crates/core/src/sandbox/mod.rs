@@ -40,6 +40,8 @@ pub struct NodeFailure {
     pub kind: talm_base::error::node::Kind,
     /// Empty when the message names no node.
     pub node: String,
+    /// How talosctl's Go client words it, when known.
+    pub go: Option<talm_base::error::node::Go>,
 }
 
 /// What `on_progress` hands Rhai to stop a script on Ctrl-C.
@@ -71,6 +73,7 @@ pub fn to_rhai(err: anyhow::Error) -> Box<EvalAltResult> {
     let failure = talm_base::error::node::kind(&err).map(|kind| NodeFailure {
         kind,
         node: talm_base::error::node::named_node(&err).unwrap_or_default(),
+        go: talm_base::error::node::go(&err),
     });
     let mut hints = Vec::new();
     for cause in err.chain() {
@@ -327,12 +330,13 @@ fn convert(err: EvalAltResult, script: &str, limits: Option<&Limits>) -> anyhow:
             let ScriptError(h, failure) = d.clone().cast::<ScriptError>();
             match failure {
                 // A node failure stays one through the script, kind and all.
-                Some(NodeFailure { kind, node }) => talm_base::error::node::NodeError {
+                Some(NodeFailure { kind, node, go }) => talm_base::error::node::NodeError {
                     kind,
                     node,
                     said: h.message.clone(),
                     message: h.message,
                     hints: h.hints,
+                    go,
                 }
                 .into(),
                 None => h.into(),

@@ -1,6 +1,7 @@
 //! ImageService of a simulated node: List from the node's image stores (containerd's `system`
 //! and CRI instances; the CRI's only while it runs) with what was pulled since, and Pull, which
-//! changes the node (`change.rs`). Routed one-to-one only: ImageService refuses `nodes`.
+//! changes the node (`change.rs`), and Remove (os:admin only), which takes one name out of a
+//! store. Routed one-to-one only: ImageService refuses `nodes`.
 
 use std::sync::Arc;
 
@@ -21,6 +22,29 @@ impl machine::image_service_server::ImageService for Svc {
         req: Request<machine::ImageServicePullRequest>,
     ) -> Result<Response<Self::PullStream>, Status> {
         self.change_pull(req).await
+    }
+
+    async fn remove(
+        &self,
+        req: Request<machine::ImageServiceRemoveRequest>,
+    ) -> Result<Response<()>, Status> {
+        let peer = peer(&req);
+        if self.faults("ImageRemove", &peer).await? {
+            peer.kill.cancel();
+            return Err(Status::unavailable("connection cut"));
+        }
+        let node = match self.route(&req, "/machine.ImageService/Remove", false)? {
+            Route::One(n) => self.target(&n)?,
+            _ => Arc::clone(&self.node),
+        };
+        allow(&peer.roles, &["os:admin"])?;
+        let instance = req.get_ref().containerd.unwrap_or_default();
+        let store = images::store(&instance)?;
+        if store != images::Store::InMem && !World::of(&node).running("cri") {
+            return Err(cri_down("error connecting to containerd: "));
+        }
+        node.remove_image(store, &req.get_ref().image_ref)?;
+        Ok(Response::new(()))
     }
 
     async fn list(

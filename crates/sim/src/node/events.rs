@@ -3,7 +3,7 @@
 //! that sort by time. Boots, sequences started by API calls (with their actor IDs) and service
 //! state changes are published; followers are woken when one is added.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -38,6 +38,8 @@ struct Ring {
 
 pub struct Events {
     inner: Mutex<Ring>,
+    /// Each checked service's health this boot: healthy or not, and since when.
+    health: Mutex<HashMap<String, (bool, prost_types::Timestamp)>>,
     /// Bumped on every new event.
     pub grew: watch::Sender<u64>,
 }
@@ -46,8 +48,21 @@ impl Default for Events {
     fn default() -> Events {
         Events {
             inner: Mutex::new(Ring::default()),
+            health: Mutex::new(HashMap::new()),
             grew: watch::channel(0).0,
         }
+    }
+}
+
+/// Go's zero `time.Time` in Unix seconds: the last change of a health never checked, as
+/// Talos's `timestamppb.New(status.LastChange)` sends it.
+pub const GO_ZERO_TIME: i64 = -62_135_596_800;
+
+fn now() -> prost_types::Timestamp {
+    let t = time::OffsetDateTime::now_utc();
+    prost_types::Timestamp {
+        seconds: t.unix_timestamp(),
+        nanos: t.nanosecond() as i32,
     }
 }
 
@@ -184,17 +199,34 @@ impl Events {
         self.publish(m, actor_id, any("PhaseEvent", &e));
     }
 
-    /// A service changing state.
+    /// A service changing state, with its health then: unknown (and Go's zero time) until it
+    /// first runs, then healthy while it runs, with when that last changed (Talos's health
+    /// state moves `LastChange` only when the health flips).
     pub fn service(&self, m: [u8; 3], service: &str, state: &str, message: &str, actor: &str) {
         let healthy = state == "Running";
+        let mut health = self.health.lock().unwrap_or_else(|e| e.into_inner());
+        let known = match health.get_mut(service) {
+            Some(h) if h.0 != healthy => {
+                *h = (healthy, now());
+                Some(h.1)
+            }
+            Some(h) => Some(h.1),
+            None if healthy => Some(health.entry(service.into()).or_insert((true, now())).1),
+            None => None,
+        };
+        drop(health);
         let e = ServiceStateEvent {
             service: service.into(),
             action: service_action(state) as i32,
             message: message.into(),
             health: Some(machine::EventServiceHealth {
-                unknown: !healthy,
+                unknown: known.is_none(),
                 healthy,
                 last_message: String::new(),
+                last_change: Some(known.unwrap_or(prost_types::Timestamp {
+                    seconds: GO_ZERO_TIME,
+                    nanos: 0,
+                })),
             }),
         };
         self.publish(m, actor, any("ServiceStateEvent", &e));
@@ -233,6 +265,10 @@ impl Events {
     /// A boot: the ring starts over with the boot sequence and each service coming up.
     pub fn boot(&self, m: [u8; 3], services: &[(&str, &str)], maintenance: bool) {
         *self.lock() = Ring::default();
+        self.health
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         self.sequence(m, "boot", true, "");
         for (svc, state) in services {
             let msg = if *state == "Running" {
@@ -345,6 +381,50 @@ mod tests {
         let now = time::OffsetDateTime::now_utc().unix_timestamp() as u32;
         assert!(xid_seconds(&a).unwrap().abs_diff(now) <= 1);
         assert_eq!(xid_seconds("nope"), Err("xid: invalid ID"));
+    }
+
+    /// The health each service event carries, by service, in order.
+    fn healths(e: &Events, service: &str) -> Vec<machine::EventServiceHealth> {
+        let (past, _) = e
+            .start(&machine::EventsRequest {
+                tail_events: -1,
+                ..Default::default()
+            })
+            .unwrap();
+        past.iter()
+            .filter(|p| p.data.type_url.ends_with("ServiceStateEvent"))
+            .map(|p| ServiceStateEvent::decode(p.data.value.as_slice()).unwrap())
+            .filter(|s| s.service == service)
+            .map(|s| s.health.unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn service_health_carries_when_it_last_changed() {
+        let e = Events::default();
+        let before = time::OffsetDateTime::now_utc().unix_timestamp();
+        e.boot([0; 3], &[("apid", "Running"), ("etcd", "Preparing")], false);
+        // A service not yet checked: Talos's zero time (Go's time.Time{}).
+        let etcd = &healths(&e, "etcd")[0];
+        assert!(etcd.unknown);
+        assert_eq!(etcd.last_change.unwrap().seconds, GO_ZERO_TIME);
+        let apid = healths(&e, "apid")[0].last_change.unwrap();
+        assert!(apid.seconds >= before, "{apid:?}");
+        // Another event with the same health keeps the time; a change of health moves it.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        e.service([0; 3], "apid", "Running", "Health check successful", "");
+        e.service(
+            [0; 3],
+            "apid",
+            "Finished",
+            "Service finished successfully",
+            "",
+        );
+        let h = healths(&e, "apid");
+        assert_eq!(h[1].last_change, Some(apid));
+        assert!(!h[2].healthy);
+        let at = |t: prost_types::Timestamp| (t.seconds, t.nanos);
+        assert!(at(h[2].last_change.unwrap()) > at(apid), "{h:?}");
     }
 
     #[test]

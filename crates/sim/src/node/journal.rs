@@ -57,7 +57,7 @@ pub fn rfc3339_nano(t: OffsetDateTime) -> String {
 }
 
 /// machined's log prefix: `YYYY/MM/DD HH:MM:SS.ffffff ` (node-local time, UTC on Talos).
-fn machined_stamp(t: OffsetDateTime) -> String {
+pub fn machined_stamp(t: OffsetDateTime) -> String {
     let t = t.to_offset(time::UtcOffset::UTC);
     format!(
         "{:04}/{:02}/{:02} {:02}:{:02}:{:02}.{:06}",
@@ -74,6 +74,9 @@ fn machined_stamp(t: OffsetDateTime) -> String {
 struct Buffers {
     /// Bumped at every reboot: followers of the old boot stop.
     epoch: u64,
+    /// When this boot began, and the Talos version booted (what the services' first lines say).
+    booted: OffsetDateTime,
+    version: String,
     services: BTreeMap<String, Vec<String>>,
     kernel: Vec<Record>,
 }
@@ -90,6 +93,8 @@ impl Default for Journal {
         Journal {
             inner: Mutex::new(Buffers {
                 epoch: 0,
+                booted: OffsetDateTime::now_utc(),
+                version: String::new(),
                 services: BTreeMap::new(),
                 kernel: Vec::new(),
             }),
@@ -105,10 +110,14 @@ pub struct Mark {
     next: usize,
 }
 
-fn seed(svc: &str) -> Vec<String> {
-    (1..=20)
-        .map(|i| format!("{svc}: simulated log line {i}"))
-        .collect()
+impl Buffers {
+    /// A service's buffer, with what it logged at start-up when it is read first.
+    fn of(&mut self, svc: &str) -> &mut Vec<String> {
+        let (booted, version) = (self.booted, self.version.clone());
+        self.services
+            .entry(svc.into())
+            .or_insert_with(|| super::seeds::lines(svc, booted, &version))
+    }
 }
 
 impl Journal {
@@ -126,6 +135,8 @@ impl Journal {
         let at = |ms: i64| now + time::Duration::milliseconds(ms);
         let mut b = self.lock();
         b.epoch += 1;
+        b.booted = now;
+        b.version = version.to_string();
         b.services.clear();
         b.kernel = vec![
             Record {
@@ -156,10 +167,7 @@ impl Journal {
         let now = OffsetDateTime::now_utc();
         let mut b = self.lock();
         let line = format!("{} [talos] {text}", machined_stamp(now));
-        b.services
-            .entry("machined".into())
-            .or_insert_with(|| seed("machined"))
-            .push(line);
+        b.of("machined").push(line);
         b.kernel.push(Record {
             facility: "user",
             priority: "warning",
@@ -172,11 +180,7 @@ impl Journal {
 
     /// A service prints a line.
     pub fn service(&self, svc: &str, line: &str) {
-        self.lock()
-            .services
-            .entry(svc.into())
-            .or_insert_with(|| seed(svc))
-            .push(line.into());
+        self.lock().of(svc).push(line.into());
         self.bump();
     }
 
@@ -184,7 +188,7 @@ impl Journal {
     pub fn service_tail(&self, svc: &str, tail: i32) -> (Vec<String>, Mark) {
         let mut b = self.lock();
         let epoch = b.epoch;
-        let lines = b.services.entry(svc.into()).or_insert_with(|| seed(svc));
+        let lines = b.of(svc);
         let keep = match usize::try_from(tail) {
             Ok(n) => lines.len().saturating_sub(n),
             Err(_) => 0,
@@ -204,7 +208,7 @@ impl Journal {
         if b.epoch != mark.epoch {
             return None;
         }
-        let lines = b.services.entry(svc.into()).or_insert_with(|| seed(svc));
+        let lines = b.of(svc);
         let new = lines.get(mark.next..).unwrap_or_default().to_vec();
         mark.next = lines.len();
         Some(new)
@@ -262,18 +266,19 @@ mod tests {
         let j = Journal::default();
         j.boot("v1.13.7", 1);
         let (last, mut mark) = j.service_tail("kubelet", 2);
-        assert_eq!(
-            last,
-            [
-                "kubelet: simulated log line 19",
-                "kubelet: simulated log line 20"
-            ]
+        let seeded = super::super::seeds::lines("kubelet", j.lock().booted, "v1.13.7");
+        assert_eq!(last, seeded[seeded.len() - 2..]);
+        assert!(
+            last[1].ends_with(
+                " kubelet_node_status.go:78] \"Successfully registered node\" node=\"talos-node\""
+            ),
+            "{last:?}"
         );
         assert!(
             j.service_tail("kubelet", 0).0.is_empty(),
             "tail 0: no history"
         );
-        assert_eq!(j.service_tail("kubelet", -1).0.len(), 20);
+        assert_eq!(j.service_tail("kubelet", -1).0.len(), seeded.len());
         j.service("kubelet", "new");
         assert_eq!(j.service_since("kubelet", &mut mark).unwrap(), ["new"]);
         assert!(j.service_since("kubelet", &mut mark).unwrap().is_empty());

@@ -6,6 +6,7 @@ pub mod events;
 pub mod hardware;
 pub mod journal;
 pub mod load;
+mod seeds;
 pub mod state;
 
 use std::net::IpAddr;

@@ -153,7 +153,15 @@ fn info(w: &World, load: &Workload, id: &str, state: &str) -> ServiceInfo {
             unknown: !checked,
             healthy: checked && !failing,
             last_message: why,
-            last_change: checked.then(|| ts(last)),
+            // Go's zero time until the health is first checked, as Talos sends it.
+            last_change: Some(if checked {
+                ts(last)
+            } else {
+                prost_types::Timestamp {
+                    seconds: crate::node::events::GO_ZERO_TIME,
+                    nanos: 0,
+                }
+            }),
         }),
     }
 }

@@ -22,6 +22,7 @@ use crate::proto::{common, machine};
 use crate::runtime::native;
 use crate::runtime::node::Node;
 use crate::talos::block_on;
+use talm_base::error::node::Kind;
 
 /// Writes to stdout; a closed pipe (the reader went away) ends the output quietly.
 struct Stdout {
@@ -55,9 +56,22 @@ fn read_text(n: &Node, path: &str) -> Result<String> {
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
+/// As talosctl's `read`: a call that could not start is `error reading file: ...`, a node's
+/// refusal while reading `error reading: ...`.
 fn read_out(n: &Node, path: &str) -> Result<()> {
     let mut out = Stdout { closed: false };
     n.with(|c| block_on(c.read(path, |b| out.write(b))))
+        .map_err(read_failed)
+}
+
+/// A failed read of a node's stream (a file, an etcd snapshot) as talosctl says it: `error
+/// reading file: ...` when the stream could not be opened, else `error reading: ...`; a
+/// failure talm words itself (a timeout, a cut) stays as it is.
+pub(crate) fn read_failed(e: anyhow::Error) -> anyhow::Error {
+    talm_base::error::node::reword(e, |go, kind| match kind {
+        Kind::Refused => format!("error reading file: {}", go.stream()),
+        _ => format!("error reading: {}", go.stream()),
+    })
 }
 
 fn copy_blob(n: &Node, path: &str) -> Result<Blob> {

@@ -81,18 +81,17 @@ pub struct Pulled {
 }
 
 impl Node {
-    /// Whether `store` holds the image `name` (a normalized reference): listed or pulled.
+    /// Whether `store` holds the image `name` (a normalized reference): listed or pulled, and not
+    /// removed since.
     pub fn holds(&self, store: Store, name: &str) -> bool {
         let w = World::of(self);
-        crate::world::images::list(&w, store)
-            .iter()
-            .any(|i| i.name == name)
-            || self
-                .state()
-                .changes
-                .pulled
-                .iter()
-                .any(|(s, n)| *s == store && n == name)
+        with_pulled(
+            crate::world::images::list(&w, store),
+            store,
+            &self.state().changes,
+        )
+        .iter()
+        .any(|i| i.name == name)
     }
 
     /// Pulls `reference` into `store`.
@@ -115,7 +114,12 @@ impl Node {
             ]
         };
         if !present {
-            self.state().changes.pulled.push((store, name.clone()));
+            let mut st = self.state();
+            st.changes
+                .removed
+                .retain(|(s, n)| !(*s == store && *n == name));
+            st.changes.pulled.push((store, name.clone()));
+            drop(st);
             self.journal.talos(&format!("image pulled: {name}"));
         }
         let pinned = if name.contains('@') {
@@ -130,7 +134,22 @@ impl Node {
     }
 }
 
-/// `list` of a store with the images pulled into it added, by name.
+impl Node {
+    /// Removes the image record `name` from `store`, as containerd's ImageService.Delete does
+    /// (that name only: the image's other names stay); machined's NotFound when there is none.
+    pub fn remove_image(&self, store: Store, name: &str) -> Result<(), Status> {
+        let w = World::of(self);
+        let mut st = self.state();
+        let listed = with_pulled(crate::world::images::list(&w, store), store, &st.changes);
+        if !listed.iter().any(|i| i.name == name) {
+            return Err(Status::not_found(format!("image {name} not found")));
+        }
+        st.changes.removed.push((store, name.to_string()));
+        Ok(())
+    }
+}
+
+/// `list` of a store with the images pulled into it added and those removed taken out, by name.
 pub fn with_pulled(mut list: Vec<Image>, store: Store, changes: &super::Changes) -> Vec<Image> {
     for (s, name) in &changes.pulled {
         if *s != store || list.iter().any(|i| &i.name == name) {
@@ -159,6 +178,12 @@ pub fn with_pulled(mut list: Vec<Image>, store: Store, changes: &super::Changes)
             });
         }
     }
+    list.retain(|i| {
+        !changes
+            .removed
+            .iter()
+            .any(|(s, n)| *s == store && *n == i.name)
+    });
     list.sort_by(|a, b| a.name.cmp(&b.name));
     list.dedup_by(|a, b| a.name == b.name);
     list

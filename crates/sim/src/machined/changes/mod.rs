@@ -43,6 +43,8 @@ pub struct Changes {
     pub dropped: BTreeSet<String>,
     /// Images pulled through the API: the store and the reference as containerd names it.
     pub pulled: Vec<(Store, String)>,
+    /// Image records removed through the API: the store and the name.
+    pub removed: Vec<(Store, String)>,
     /// The Talos version of the other boot entry (before the last upgrade).
     pub previous_version: Option<String>,
     /// Powered off by a shutdown: the node stays down.
