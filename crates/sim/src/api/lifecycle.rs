@@ -25,15 +25,17 @@ fn progress(run: Run) -> Vec<machine::LifecycleServiceInstallProgress> {
 }
 
 impl Svc {
-    /// The node a lifecycle call is for, once the call may go on.
-    async fn lifecycle_node<T>(
+    /// A lifecycle call: the node it is for (a node before v1.13 has no such service), the
+    /// installer run `run` makes there, its replies wrapped by `reply`.
+    async fn lifecycle<T, R: Send + 'static>(
         &self,
         req: &Request<T>,
         method: &str,
-    ) -> Result<(Arc<Node>, bool), Status> {
-        let drops = self
-            .faults(&format!("Lifecycle{method}"), &peer(req))
-            .await?;
+        run: impl FnOnce(&Node, &[String], &T) -> Result<Run, Status>,
+        reply: fn(machine::LifecycleServiceInstallProgress) -> R,
+    ) -> Result<Response<Stream_<R>>, Status> {
+        let peer = peer(req);
+        let drops = self.faults(&format!("Lifecycle{method}"), &peer).await?;
         let node = match self.route(req, &format!("/{SERVICE}/{method}"), false)? {
             Route::One(n) => self.target(&n)?,
             _ => Arc::clone(&self.node),
@@ -41,8 +43,17 @@ impl Svc {
         if !has_v1_13_apis(&node) {
             return Err(unknown_service(SERVICE));
         }
-        Ok((node, drops))
+        let items = progress(run(&node, &peer.roles, req.get_ref())?)
+            .into_iter()
+            .map(reply)
+            .collect();
+        Ok(Response::new(Self::stream(items, drops, peer)))
     }
+}
+
+/// The installer image a request names ("" when none).
+fn image(source: &Option<machine::InstallArtifactsSource>) -> &str {
+    source.as_ref().map_or("", |s| s.image_name.as_str())
 }
 
 #[tonic::async_trait]
@@ -54,44 +65,26 @@ impl machine::lifecycle_service_server::LifecycleService for Svc {
         &self,
         req: Request<machine::LifecycleServiceInstallRequest>,
     ) -> Result<Response<Self::InstallStream>, Status> {
-        let (node, drops) = self.lifecycle_node(&req, "Install").await?;
-        let peer = peer(&req);
-        let r = req.get_ref();
-        let image = r
-            .source
-            .as_ref()
-            .map(|s| s.image_name.as_str())
-            .unwrap_or("");
-        let disk = r
-            .destination
-            .as_ref()
-            .map(|d| d.disk.as_str())
-            .unwrap_or("");
-        let run = node.lifecycle_install(&peer.roles, r.containerd, image, disk)?;
-        let items = progress(run)
-            .into_iter()
-            .map(|p| machine::LifecycleServiceInstallResponse { progress: Some(p) })
-            .collect();
-        Ok(Response::new(Self::stream(items, drops, peer)))
+        let run = |n: &Node, roles: &[String], r: &machine::LifecycleServiceInstallRequest| {
+            let disk = r.destination.as_ref().map_or("", |d| d.disk.as_str());
+            n.lifecycle_install(roles, r.containerd, image(&r.source), disk)
+        };
+        self.lifecycle(&req, "Install", run, |p| {
+            machine::LifecycleServiceInstallResponse { progress: Some(p) }
+        })
+        .await
     }
 
     async fn upgrade(
         &self,
         req: Request<machine::LifecycleServiceUpgradeRequest>,
     ) -> Result<Response<Self::UpgradeStream>, Status> {
-        let (node, drops) = self.lifecycle_node(&req, "Upgrade").await?;
-        let peer = peer(&req);
-        let r = req.get_ref();
-        let image = r
-            .source
-            .as_ref()
-            .map(|s| s.image_name.as_str())
-            .unwrap_or("");
-        let run = node.lifecycle_upgrade(&peer.roles, r.containerd, image)?;
-        let items = progress(run)
-            .into_iter()
-            .map(|p| machine::LifecycleServiceUpgradeResponse { progress: Some(p) })
-            .collect();
-        Ok(Response::new(Self::stream(items, drops, peer)))
+        let run = |n: &Node, roles: &[String], r: &machine::LifecycleServiceUpgradeRequest| {
+            n.lifecycle_upgrade(roles, r.containerd, image(&r.source))
+        };
+        self.lifecycle(&req, "Upgrade", run, |p| {
+            machine::LifecycleServiceUpgradeResponse { progress: Some(p) }
+        })
+        .await
     }
 }
