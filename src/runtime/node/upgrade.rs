@@ -165,6 +165,8 @@ fn lifecycle(n: &Node, o: &UpgradeOpts, req: machine::UpgradeRequest) -> Result<
     if o.no_reboot {
         return Ok(reply(Path::Lifecycle, String::new(), String::new()));
     }
+    // talosctl drains the Kubernetes node here (`--drain`, on by default) and uncordons it
+    // after the reboot; that step comes with talm's Kubernetes client.
     let mode = match o.reboot_mode {
         crate::cli::values::UpgradeRebootMode::Default => machine::reboot_request::Mode::Default,
         crate::cli::values::UpgradeRebootMode::Powercycle => {
