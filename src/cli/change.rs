@@ -151,6 +151,9 @@ pub struct ConfigApplyFlags {
 pub struct EditArgs {
     /// The resource to edit: machineconfig (the only one that can be)
     pub resource: String,
+    /// The resource's namespace (default: the one its type lives in)
+    #[arg(long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
     #[command(flatten)]
     #[serde(flatten)]
     pub apply: ConfigApplyFlags,

@@ -181,6 +181,20 @@ hint: talm edit machineconfig
         )
         .status(1)
         .run();
+    // Another namespace holds no machine config: nothing to edit, as talosctl's --namespace.
+    d.talm([
+        "edit",
+        "machineconfig",
+        "--namespace",
+        "runtime",
+        "-f",
+        "nodes/cp.yaml",
+    ])
+    .env("EDITOR", "false")
+    .expect()
+    .stdout("")
+    .stderr("")
+    .run();
 }
 
 /// An editor script (0755) in `d` that logs each run to `runs` and then runs `body`.
