@@ -411,6 +411,13 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
         Command::Image(ImageCommand::Remove(a)) => {
             node_command("image_remove", args_of(&a)?, &a.node)?
         }
+        Command::Pcap(a) => {
+            let inv = node_command("pcap", with(&a, json!({ "insecure": false }))?, &a.node())?;
+            match a.output.as_str() {
+                "" | "-" => inv,
+                file => writing(inv, file),
+            }
+        }
         Command::Restart(a) => node_command("restart", args_of(&a)?, &a.node)?,
         Command::Rollback(r) => node_command("rollback", args_of(&r)?, &r.node)?,
         Command::Shutdown(a) => node_command("shutdown", args_of(&a)?, &a.node)?,

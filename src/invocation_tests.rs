@@ -90,6 +90,8 @@ const COMMANDS: &[(&[&str], &str)] = &[
     (&["image", "talos-bundle", "v1.13.7"], "image_bundle"),
     (&["image", "remove", "nginx"], "image_remove"),
     (&["image", "rm", "nginx"], "image_remove"),
+    (&["pcap", "-i", "eth0"], "pcap"),
+    (&["tcpdump"], "pcap"),
     (&["edit", "machineconfig"], "edit"),
     (&["patch", "mc", "-p", "@p.yaml"], "patch"),
 ];

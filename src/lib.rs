@@ -2,7 +2,7 @@
 //! git. The library behind the `talm` binary: CLI → runtime/scripts → project/secrets → Talos.
 
 pub use talm_base::{
-    ahead, caches, error, heap, input, mask, netip, output, printable, progress, yaml,
+    ahead, caches, error, heap, input, mask, netip, output, pcap, printable, progress, yaml,
 };
 pub use talm_client as talos;
 pub use talm_core::{config, embedded, project, render, sandbox, secrets};

@@ -3,6 +3,7 @@
 //! connection flags, project commands `--root`, and the simulator neither.
 
 pub mod bundles;
+pub mod capture;
 mod carry;
 pub mod change;
 pub mod cluster;
@@ -138,6 +139,9 @@ pub enum Command {
     /// Sockets of nodes, as netstat does
     #[command(alias = "ss")]
     Netstat(inspect::NetstatArgs),
+    /// Capture the network packets of a node's link (decoded, or a pcap file with -o)
+    #[command(alias = "tcpdump")]
+    Pcap(capture::PcapArgs),
     /// Print a file of a node
     #[command(alias = "cat")]
     Read(inspect::ReadArgs),

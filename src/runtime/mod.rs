@@ -57,6 +57,7 @@ fn engine_with(
     node::support::register(&mut engine, session);
     node::change::register(&mut engine, session);
     node::upgrade::register(&mut engine, session);
+    node::pcap::register(&mut engine, session);
     node::rotate::register(&mut engine);
     local::rotate_journal::register(&mut engine, session);
     fleet::rolling::register(&mut engine);

@@ -38,6 +38,7 @@ mod migrate;
 mod node_commands;
 mod node_faults;
 mod output_shapes;
+mod pcap;
 mod playbooks;
 mod presets_golden;
 mod presets_values;

@@ -16,6 +16,7 @@ pub mod jsonpath;
 pub mod mask;
 pub mod netip;
 pub mod output;
+pub mod pcap;
 pub mod printable;
 pub mod progress;
 pub mod rt;

@@ -113,6 +113,24 @@ impl Client {
         })
     }
 
+    /// A packet capture as a stream of pcap file bytes, until the node ends it or it is dropped.
+    pub async fn packet_capture_stream(
+        &self,
+        req: machine::PacketCaptureRequest,
+    ) -> Result<DataStream> {
+        let mut c = self.machine();
+        let req = self.stream_request(req, true);
+        let stream = self
+            .call("PacketCapture", MACHINE, c.packet_capture(req))
+            .await?
+            .into_inner();
+        Ok(DataStream {
+            client: self.clone(),
+            call: "PacketCapture",
+            stream,
+        })
+    }
+
     /// The kernel log as a stream: with `follow`, new records keep coming until it is dropped.
     pub async fn dmesg_stream(&self, req: machine::DmesgRequest) -> Result<DataStream> {
         let mut c = self.machine();

@@ -127,7 +127,7 @@ fn alarms(n: &Node, list: Vec<machine::EtcdMemberAlarm>) -> Array {
 }
 
 /// A file the command line named (outputs and inputs alike), or one inside the project.
-fn allowed(session: &Session, path: &str, what: &str) -> Result<PathBuf> {
+pub(crate) fn allowed(session: &Session, path: &str, what: &str) -> Result<PathBuf> {
     session.named_or_inside(
         what,
         path,

@@ -10,6 +10,7 @@ pub(crate) mod etcd;
 pub(crate) mod inspect;
 pub(crate) mod lines;
 pub(crate) mod opts;
+pub(crate) mod pcap;
 mod reach;
 pub(crate) mod rotate;
 pub(crate) mod stream;

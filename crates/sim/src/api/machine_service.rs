@@ -122,6 +122,20 @@ impl machine::machine_service_server::MachineService for Svc {
         crate::api::logs::dmesg(self, req).await
     }
 
+    type PacketCaptureStream = Stream_<common::Data>;
+
+    async fn packet_capture(
+        &self,
+        req: Request<machine::PacketCaptureRequest>,
+    ) -> Result<Response<Self::PacketCaptureStream>, Status> {
+        let body = req.get_ref().clone();
+        self.data(&req, "PacketCapture", |n, roles| {
+            super::inspect::allow(roles, &super::inspect::OPERATORS)?;
+            n.packet_capture(&body)
+        })
+        .await
+    }
+
     type EventsStream = Stream_<machine::Event>;
 
     async fn events(

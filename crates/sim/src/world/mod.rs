@@ -12,6 +12,7 @@ pub mod images;
 pub mod meminfo;
 pub mod mounts;
 pub mod netstat;
+pub mod pcap;
 pub mod rootfs;
 pub mod services;
 pub mod walk;
