@@ -1,0 +1,218 @@
+//! How the node runs, as Talos's runtime controllers report it: MachineStatus (stage and the
+//! readiness conditions still unmet), SecurityState, Version and the Services that run.
+
+use serde_yaml_ng::Value;
+
+use super::{map, res, s, Ctx};
+use crate::cosi::facts::Res;
+
+/// The services MachineStatus waits for (control planes add etcd and trustd).
+fn required(control_plane: bool) -> Vec<&'static str> {
+    let mut v = vec!["apid", "machined", "kubelet"];
+    if control_plane {
+        v.extend(["etcd", "trustd"]);
+    }
+    v
+}
+
+/// Whether Talos checks a service's health (machined has no check).
+pub fn checked(id: &str) -> bool {
+    id != "machined"
+}
+
+/// MachineStatus: stage, readiness and unmet conditions, with the version it reached.
+fn machine_status(ctx: &Ctx) -> Res {
+    let services = crate::node::services(ctx.st);
+    let (stage, unmet): (&str, Vec<(&str, String)>) = if ctx.st.rebooting {
+        ("rebooting", vec![])
+    } else if ctx.st.in_maintenance() {
+        ("maintenance", vec![])
+    } else {
+        let mut problems: Vec<String> = Vec::new();
+        for id in required(ctx.is_control_plane()) {
+            if !services.iter().any(|(s, st)| *s == id && *st == "Running") {
+                problems.push(format!("{id} not running"));
+            }
+        }
+        let mut unmet = Vec::new();
+        if !problems.is_empty() {
+            unmet.push(("services", problems.join(", ")));
+        }
+        if !ctx.kubernetes_up() {
+            if let Some(h) = ctx.st.hostname(ctx.hw) {
+                unmet.push((
+                    "nodeReady",
+                    format!("node {:?} status is not available yet", h.to_lowercase()),
+                ));
+            }
+        }
+        ("running", unmet)
+    };
+    let ready = unmet.is_empty();
+    // Booting (time, network, services waited for), then the stage it is in, then ready.
+    let version = match (stage, ready) {
+        ("maintenance", _) => 2,
+        ("running", false) => 4,
+        ("running", true) => 5,
+        _ => 6,
+    };
+    let conditions = unmet
+        .into_iter()
+        .map(|(name, reason)| map(vec![("name", s(name)), ("reason", s(reason))]))
+        .collect();
+    res(
+        "runtime",
+        "MachineStatuses.runtime.talos.dev",
+        "machine",
+        "runtime.MachineStatusController",
+        map(vec![
+            ("stage", s(stage)),
+            (
+                "status",
+                map(vec![
+                    ("ready", Value::from(ready)),
+                    ("unmetConditions", Value::Sequence(conditions)),
+                ]),
+            ),
+        ]),
+        version,
+    )
+}
+
+/// SecurityState: no Secure Boot, SELinux permissive and module signatures enforced (the
+/// kernel command line has `selinux=1 module.sig_enforce=1`).
+fn security_state() -> Res {
+    res(
+        "runtime",
+        "SecurityStates.talos.dev",
+        "securitystate",
+        "runtime.SecurityStateController",
+        map(vec![
+            ("secureBoot", Value::from(false)),
+            ("selinuxState", s("enabled, permissive")),
+            ("moduleSignatureEnforced", Value::from(true)),
+        ]),
+        1,
+    )
+}
+
+fn version(ctx: &Ctx) -> Res {
+    res(
+        "runtime",
+        "Versions.runtime.talos.dev",
+        "version",
+        "runtime.VersionController",
+        map(vec![("name", s("Talos")), ("version", s(&ctx.st.version))]),
+        1,
+    )
+}
+
+/// One Service per running service (Talos destroys the resource when a service stops); a
+/// checked service is written again once its health check passes.
+fn services(ctx: &Ctx) -> Vec<Res> {
+    crate::node::services(ctx.st)
+        .into_iter()
+        .filter(|(_, state)| *state == "Running")
+        .map(|(id, _)| {
+            let checked = checked(id);
+            res(
+                "runtime",
+                "Services.v1alpha1.talos.dev",
+                id,
+                "v1alpha1.ServiceController",
+                map(vec![
+                    ("running", Value::from(true)),
+                    ("healthy", Value::from(checked)),
+                    ("unknown", Value::from(!checked)),
+                ]),
+                if checked { 2 } else { 1 },
+            )
+        })
+        .collect()
+}
+
+pub fn resources(ctx: &Ctx) -> Vec<Res> {
+    let mut out = vec![machine_status(ctx), security_state(), version(ctx)];
+    out.extend(services(ctx));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{configured, hw, keys};
+    use super::*;
+    use crate::node::state::State;
+
+    #[test]
+    fn machine_status_follows_the_stage_and_readiness() {
+        let hw = hw();
+        let st = State::new("v1.13.7", "n1");
+        let ctx = Ctx {
+            hw: &hw,
+            st: &st,
+            peers: &[],
+        };
+        let m = machine_status(&ctx);
+        assert_eq!(
+            serde_yaml_ng::to_string(&m.spec).unwrap(),
+            "stage: maintenance\nstatus:\n  ready: true\n  unmetConditions: []\n"
+        );
+        assert_eq!(m.version, 2);
+        let mut st = configured("controlplane", "CA");
+        let ctx = Ctx {
+            hw: &hw,
+            st: &st,
+            peers: &[],
+        };
+        let m = machine_status(&ctx);
+        assert_eq!(
+            serde_yaml_ng::to_string(&m.spec).unwrap(),
+            "stage: running\nstatus:\n  ready: false\n  unmetConditions:\n  - name: services\n    reason: etcd not running\n  - name: nodeReady\n    reason: node \"node-controlplane\" status is not available yet\n"
+        );
+        st.etcd_bootstrapped = true;
+        let ctx = Ctx {
+            hw: &hw,
+            st: &st,
+            peers: &[],
+        };
+        let m = machine_status(&ctx);
+        assert_eq!(m.spec["status"]["ready"], Value::from(true));
+        assert_eq!(m.version, 5);
+    }
+
+    #[test]
+    fn keys_keep_the_go_struct_order() {
+        let hw = hw();
+        let st = configured("worker", "CA");
+        let ctx = Ctx {
+            hw: &hw,
+            st: &st,
+            peers: &[],
+        };
+        let all = resources(&ctx);
+        assert_eq!(
+            keys(&all[1].spec),
+            ["secureBoot", "selinuxState", "moduleSignatureEnforced"]
+        );
+        assert_eq!(keys(&all[2].spec), ["name", "version"]);
+        let ids: Vec<&str> = all[3..].iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "apid",
+                "containerd",
+                "cri",
+                "kubelet",
+                "machined",
+                "trustd",
+                "udevd"
+            ]
+        );
+        let machined = all.iter().find(|r| r.id == "machined").unwrap();
+        assert_eq!(
+            serde_yaml_ng::to_string(&machined.spec).unwrap(),
+            "running: true\nhealthy: false\nunknown: true\n"
+        );
+        assert_eq!(keys(&all[3].spec), ["running", "healthy", "unknown"]);
+    }
+}
