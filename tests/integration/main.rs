@@ -52,6 +52,7 @@ mod sim_fidelity;
 mod sim_lifecycle;
 mod sim_node;
 mod sim_registry;
+mod sim_resources;
 mod sim_scale;
 mod stdlib_links;
 mod stdlib_net;

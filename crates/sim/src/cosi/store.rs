@@ -314,6 +314,15 @@ impl Store {
     }
 }
 
+/// A spec as Talos's YAML encoder (yaml.v3) writes it: a mapping in its key order with 4-space
+/// indentation and `""`/`[]`/`{}` for empty values; scalar specs as before.
+fn yaml_spec(spec: &serde_yaml_ng::Value) -> String {
+    match spec {
+        serde_yaml_ng::Value::Mapping(m) if !m.is_empty() => talm_base::yaml::to_string(spec),
+        other => serde_yaml_ng::to_string(other).unwrap_or_default(),
+    }
+}
+
 /// A resource as the API carries it: metadata, YAML spec and protobuf spec.
 fn to_proto(
     r: &Res,
@@ -338,7 +347,7 @@ fn to_proto(
         }),
         spec: Some(cosi::Spec {
             proto_spec: protospec::encode(r.ty, &r.spec),
-            yaml_spec: serde_yaml_ng::to_string(&r.spec).unwrap_or_default(),
+            yaml_spec: yaml_spec(&r.spec),
         }),
     }
 }

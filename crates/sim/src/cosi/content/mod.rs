@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod etcd;
 pub mod hardware;
 pub mod k8s;
+pub mod protospec;
 pub mod runtime;
 pub mod time;
 
