@@ -29,6 +29,7 @@ fn compile_protos() -> Result<(), Box<dyn std::error::Error>> {
         "proto/resource/definitions/hardware/hardware.proto",
         "proto/resource/definitions/cluster/cluster.proto",
         "proto/resource/definitions/k8s/k8s.proto",
+        "proto/resource/definitions/secrets/secrets.proto",
     ];
     let fds = protox::compile(files, ["proto"])?;
     tonic_prost_build::configure()

@@ -11,7 +11,7 @@ use talm::config::generate::MachineType;
 use talm::talos::client::Client;
 
 use crate::common::expect::addrs;
-use crate::common::sim::{admin, config, template_node, Nodes};
+use crate::common::sim::{admin, config, mutual, template_node, Nodes};
 use crate::common::{net, Dir};
 
 fn on<T>(f: impl Future<Output = T>) -> T {
@@ -240,7 +240,8 @@ fn specs_are_written_as_talos_writes_them() {
         &cp,
         &config(MachineType::ControlPlane, Some("/dev/nvme0n1")),
     );
-    nodes.install(&worker, &config(MachineType::Worker, Some("/dev/nvme0n1")));
+    let worker_config = config(MachineType::Worker, Some("/dev/nvme0n1"));
+    nodes.install(&worker, &worker_config);
     let c = nodes.connect(&cp, admin()).unwrap();
     let w = nodes.connect(&worker, admin()).unwrap();
     let net = "network";
@@ -400,6 +401,42 @@ resources:
     ))
     .unwrap()
     .is_none());
+    // Secrets stay sensitive: readers are refused, admins read them. A worker's config holds
+    // the machine CA's certificate only, so it has no issuing CA.
+    let reader = nodes.connect(&cp, mutual(&["os:reader"])).unwrap();
+    let refused = on(reader.get("secrets", "OSRootSecrets.secrets.talos.dev", "os")).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        format!("node {cp}: get OSRootSecrets.secrets.talos.dev: not authorized")
+    );
+    let doc = serde_yaml_ng::Deserializer::from_str(&worker_config)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .find(|d: &serde_yaml_ng::Value| d.get("machine").is_some())
+        .unwrap();
+    let (ca, token) = (
+        doc["machine"]["ca"]["crt"].as_str().unwrap(),
+        doc["machine"]["token"].as_str().unwrap(),
+    );
+    assert_eq!(
+        spec(&w, "secrets", "OSRootSecrets.secrets.talos.dev", "os"),
+        format!(
+            "issuingCA: null\nacceptedCAs:\n    - crt: {ca}\ncertSANIPs: []\ncertSANDNSNames: []\ntoken: {token}\n"
+        )
+    );
+    assert!(
+        on(w.get("secrets", "EtcdRootSecrets.secrets.talos.dev", "etcd"))
+            .unwrap()
+            .is_none()
+    );
+    let etcd_root = spec(&c, "secrets", "EtcdRootSecrets.secrets.talos.dev", "etcd");
+    assert_eq!(
+        etcd_root
+            .lines()
+            .map(|l| l.split(':').next().unwrap())
+            .collect::<Vec<_>>(),
+        ["etcdCA", "    crt", "    key"]
+    );
+
     // The control plane's member, as the worker's discovery shows it.
     let member = spec(&w, "cluster", "Members.cluster.talos.dev", &cp_name);
     let node_id = spec(&c, "cluster", "Identities.cluster.talos.dev", "local");

@@ -81,6 +81,10 @@ pub mod talos {
             pub mod k8s {
                 tonic::include_proto!("talos.resource.definitions.k8s");
             }
+            /// The OS and etcd roots.
+            pub mod secrets {
+                tonic::include_proto!("talos.resource.definitions.secrets");
+            }
         }
     }
 }

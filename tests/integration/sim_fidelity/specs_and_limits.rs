@@ -44,6 +44,8 @@ fn every_resource_carries_its_proto_spec() {
         "APIServerConfigs.kubernetes.talos.dev",
         "ControllerManagerConfigs.kubernetes.talos.dev",
         "SchedulerConfigs.kubernetes.talos.dev",
+        "OSRootSecrets.secrets.talos.dev",
+        "EtcdRootSecrets.secrets.talos.dev",
         RDS,
         "Namespaces.meta.cosi.dev",
     ];

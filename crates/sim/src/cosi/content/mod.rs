@@ -1,7 +1,8 @@
 //! The resources Talos's controllers fill from a running node, grouped by subject: what the
 //! machine is (`hardware`), how it runs (`runtime`), its clock (`time`), its etcd member
-//! (`etcd`), its place in the cluster (`cluster`) and its Kubernetes parts (`k8s`); each built
-//! from the node's hardware and state and the other simulated nodes of its world (`Peer`).
+//! (`etcd`), its place in the cluster (`cluster`), its Kubernetes parts (`k8s`) and its
+//! roots of trust (`secrets`); each built from the node's hardware and state and the other
+//! simulated nodes of its world (`Peer`).
 
 pub mod cluster;
 pub mod etcd;
@@ -9,6 +10,7 @@ pub mod hardware;
 pub mod k8s;
 pub mod protospec;
 pub mod runtime;
+pub mod secrets;
 pub mod time;
 
 use serde_yaml_ng::Value;
@@ -157,6 +159,7 @@ pub fn all(ctx: &Ctx) -> Vec<Res> {
     out.extend(etcd::resources(ctx));
     out.extend(cluster::resources(ctx));
     out.extend(k8s::resources(ctx));
+    out.extend(secrets::resources(ctx));
     out
 }
 

@@ -5,9 +5,27 @@ use prost::Message;
 use serde_yaml_ng::Value;
 
 use crate::cosi::protospec::{flag, net_ip, num, num32, text, texts};
+use talm_wire::proto::common::{PemEncodedCertificate, PemEncodedCertificateAndKey};
 use talm_wire::proto::talos::resource::definitions::{
-    cluster as cl, enums, etcd, hardware as hw, k8s, runtime as rt, time, v1alpha1,
+    cluster as cl, enums, etcd, hardware as hw, k8s, runtime as rt, secrets, time, v1alpha1,
 };
+
+/// The PEM a `crt`/`key` field holds in base64 (the YAML), as the raw bytes protobuf carries.
+fn pem(v: &Value, key: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(text(v, key))
+        .unwrap_or_default()
+}
+
+/// A `{crt, key}` mapping; nothing for `null`.
+fn cert_and_key(v: Option<&Value>) -> Option<PemEncodedCertificateAndKey> {
+    let v = v.filter(|v| v.is_mapping())?;
+    Some(PemEncodedCertificateAndKey {
+        crt: pem(v, "crt"),
+        key: pem(v, "key"),
+    })
+}
 
 fn machine_type(s: &str) -> i32 {
     (match s {
@@ -292,6 +310,29 @@ pub fn encode(ty: &str, v: &Value) -> Option<Vec<u8>> {
             resources: resources(v),
             config: v.get("config").map(pb_struct),
             extra_args: extra_args(v),
+        }
+        .encode_to_vec(),
+        "OSRootSecrets.secrets.talos.dev" => secrets::OsRootSpec {
+            issuing_ca: cert_and_key(v.get("issuingCA")),
+            cert_sani_ps: texts(v, "certSANIPs")
+                .iter()
+                .filter_map(|a| net_ip(a))
+                .collect(),
+            cert_sandns_names: texts(v, "certSANDNSNames"),
+            token: text(v, "token"),
+            accepted_c_as: v
+                .get("acceptedCAs")
+                .and_then(Value::as_sequence)
+                .map(|s| {
+                    s.iter()
+                        .map(|c| PemEncodedCertificate { crt: pem(c, "crt") })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+        .encode_to_vec(),
+        "EtcdRootSecrets.secrets.talos.dev" => secrets::EtcdRootSpec {
+            etcd_ca: cert_and_key(v.get("etcdCA")),
         }
         .encode_to_vec(),
         _ => return None,
