@@ -8,6 +8,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use talm::config::generate::MachineType;
+use talm::sim::net::faults::Faults;
+use talm::sim::net::unhealthy::Unhealthy;
 use talm::talos::client::Client;
 
 use crate::common::expect::addrs;
@@ -338,6 +340,43 @@ symlinks:
         spec(&c, "runtime", "Services.v1alpha1.talos.dev", "apid"),
         "running: true\nhealthy: true\nunknown: false\n"
     );
+    // A service failing its health check (a fault) is running, unhealthy, and unmet.
+    let kubelet = || spec(&w, "runtime", "Services.v1alpha1.talos.dev", "kubelet");
+    assert_eq!(kubelet(), "running: true\nhealthy: true\nunknown: false\n");
+    nodes.node(&worker).set_faults(Faults {
+        unhealthy: Some(Unhealthy {
+            services: vec!["kubelet".into()],
+            version: None,
+        }),
+        ..Default::default()
+    });
+    assert_eq!(kubelet(), "running: true\nhealthy: false\nunknown: false\n");
+    assert_eq!(
+        spec(
+            &w,
+            "runtime",
+            "MachineStatuses.runtime.talos.dev",
+            "machine"
+        ),
+        format!(
+            "\
+stage: running
+status:
+    ready: false
+    unmetConditions:
+        - name: services
+          reason: kubelet not healthy
+        - name: nodeReady
+          reason: node \"{}\" status is not available yet
+",
+            spec(&w, "k8s", "Nodenames.kubernetes.talos.dev", "nodename")
+                .lines()
+                .next()
+                .unwrap()
+                .trim_start_matches("nodename: ")
+        )
+    );
+    nodes.node(&worker).set_faults(Faults::default());
     assert_eq!(
         spec(&c, "hardware", "Processors.hardware.talos.dev", "CPU-0"),
         "\

@@ -5,7 +5,7 @@
 
 use serde_yaml_ng::{Mapping, Value};
 
-use crate::cosi::content::{self, Peer};
+use crate::cosi::content::{self, Outside};
 use crate::node::hardware::{pretty_size, Hardware};
 use crate::node::state::State;
 
@@ -139,9 +139,9 @@ fn family(cidr: &str) -> &'static str {
     }
 }
 
-/// Every resource of the node in its current state, with what `peers` (the other nodes of its
-/// world) tell it.
-pub fn all(hw: &Hardware, st: &State, peers: &[Peer]) -> Vec<Res> {
+/// Every resource of the node in its current state, with what it learns from `outside` (the
+/// other nodes of its world, failing health checks).
+pub fn all(hw: &Hardware, st: &State, outside: &Outside) -> Vec<Res> {
     let mut out: Vec<Res> = defs().iter().map(definition).collect();
     for ns in &talm_wire::registry::registry().namespaces {
         out.push(res(
@@ -188,7 +188,12 @@ pub fn all(hw: &Hardware, st: &State, peers: &[Peer]) -> Vec<Res> {
             )
         });
     }
-    out.extend(content::all(&content::Ctx { hw, st, peers }));
+    out.extend(content::all(&content::Ctx {
+        hw,
+        st,
+        peers: &outside.peers,
+        unhealthy: &outside.unhealthy,
+    }));
     out
 }
 
@@ -516,7 +521,7 @@ mod tests {
         let node = all(
             &Hardware::default_for("127.0.0.11".parse().unwrap()),
             &State::new("v1.13.7", "n"),
-            &[],
+            &Outside::default(),
         );
         let of = |ty: &str| node.iter().filter(|r| r.ty == ty).count();
         assert_eq!(of("ResourceDefinitions.meta.cosi.dev"), defs().len());

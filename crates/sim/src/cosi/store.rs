@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use crate::cosi::content::Peer;
+use crate::cosi::content::Outside;
 use crate::cosi::facts::{self, Res};
 use crate::cosi::protospec;
 use crate::node::hardware::Hardware;
@@ -216,9 +216,9 @@ impl Store {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Brings the store in step with the node's state and its peers as of `generation` (a
-    /// fingerprint of both; nothing to do when it already is); a new boot starts from scratch.
-    pub fn sync(&self, hw: &Hardware, st: &State, peers: &[Peer], generation: u64) {
+    /// Brings the store in step with the node's state and what it learns from outside as of
+    /// `generation` (a fingerprint of both; nothing to do when it already is); a new boot starts from scratch.
+    pub fn sync(&self, hw: &Hardware, st: &State, outside: &Outside, generation: u64) {
         let now = time::OffsetDateTime::now_utc();
         let mut inner = self.lock();
         if inner.boots == st.boots && inner.generation == Some(generation) {
@@ -239,7 +239,7 @@ impl Store {
         for def in facts::defs() {
             desired.insert((def.namespace.clone(), def.ty.clone()), BTreeMap::new());
         }
-        for r in facts::all(hw, st, peers) {
+        for r in facts::all(hw, st, outside) {
             desired
                 .entry((r.namespace.into(), r.ty.into()))
                 .or_default()

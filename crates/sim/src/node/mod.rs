@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
-use crate::cosi::content::Peer;
+use crate::cosi::content::{Outside, Peer};
 use crate::cosi::store::Store;
 use crate::net::certs;
 use crate::net::faults::Faults;
@@ -236,16 +236,24 @@ impl Node {
             .collect()
     }
 
-    /// The resource store, brought in step with the node's state and its peers'.
+    /// The resource store, brought in step with the node's state, its peers' and its faults.
     pub fn synced(&self) -> &Store {
         use std::hash::{Hash, Hasher};
         let peers = self.peers();
         let st = self.state();
+        let outside = Outside {
+            peers,
+            unhealthy: self
+                .faults()
+                .unhealthy
+                .map(|u| u.now(&st.version))
+                .unwrap_or_default(),
+        };
         // Read under the state lock: every change made before it was taken is counted.
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        (*self.changed.borrow(), &peers).hash(&mut h);
+        (*self.changed.borrow(), &outside).hash(&mut h);
         self.store
-            .sync(&self.spec.hardware, &st, &peers, h.finish());
+            .sync(&self.spec.hardware, &st, &outside, h.finish());
         &self.store
     }
 

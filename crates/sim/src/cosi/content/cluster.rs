@@ -149,6 +149,7 @@ mod tests {
             hw: &hw,
             st: &st,
             peers: &peers,
+            unhealthy: &[],
         });
         let members: Vec<&Res> = r.iter().filter(|r| r.ty.starts_with("Members")).collect();
         let ids: Vec<&str> = members.iter().map(|m| m.id.as_str()).collect();

@@ -33,7 +33,8 @@ mod tests {
         assert!(resources(&Ctx {
             hw: &hw,
             st: &st,
-            peers: &[]
+            peers: &[],
+            unhealthy: &[],
         })
         .is_empty());
         let (cluster, id) = crate::etcd::Cluster::bootstrap("CA", "node", "127.0.0.11");
@@ -46,6 +47,7 @@ mod tests {
             hw: &hw,
             st: &st,
             peers: &[],
+            unhealthy: &[],
         });
         assert_eq!(
             serde_yaml_ng::to_string(&r[0].spec).unwrap(),

@@ -87,6 +87,7 @@ mod tests {
             hw: &hw,
             st: &st,
             peers: &[],
+            unhealthy: &[],
         });
         assert_eq!(
             serde_yaml_ng::to_string(&r[0].spec).unwrap(),

@@ -295,6 +295,7 @@ mod tests {
             hw: &hw,
             st: &st,
             peers: &[],
+            unhealthy: &[],
         });
         let ids: Vec<&str> = r.iter().map(|r| r.id.as_str()).collect();
         assert_eq!(
@@ -331,6 +332,7 @@ mod tests {
             hw: &hw,
             st: &worker,
             peers: &[],
+            unhealthy: &[],
         });
         assert_eq!(r.len(), 1, "a worker has no control plane configs");
     }

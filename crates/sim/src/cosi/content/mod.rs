@@ -68,11 +68,20 @@ pub fn ips(hw: &Hardware) -> Vec<String> {
         .collect()
 }
 
-/// A node's view: its hardware, state and the other nodes of its world.
+/// What a node learns from outside its state: the other nodes of its world and the services
+/// whose health check an injected fault fails.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Outside {
+    pub peers: Vec<Peer>,
+    pub unhealthy: Vec<String>,
+}
+
+/// A node's view: its hardware, state, the other nodes of its world and failing health checks.
 pub struct Ctx<'a> {
     pub hw: &'a Hardware,
     pub st: &'a State,
     pub peers: &'a [Peer],
+    pub unhealthy: &'a [String],
 }
 
 impl Ctx<'_> {

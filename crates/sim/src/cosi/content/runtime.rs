@@ -20,6 +20,11 @@ pub fn checked(id: &str) -> bool {
     id != "machined"
 }
 
+/// Whether service `id` fails its health check (an injected fault).
+fn failing(ctx: &Ctx, id: &str) -> bool {
+    ctx.unhealthy.iter().any(|s| s == id)
+}
+
 /// MachineStatus: stage, readiness and unmet conditions, with the version it reached.
 fn machine_status(ctx: &Ctx) -> Res {
     let services = crate::node::services(ctx.st);
@@ -28,7 +33,13 @@ fn machine_status(ctx: &Ctx) -> Res {
     } else if ctx.st.in_maintenance() {
         ("maintenance", vec![])
     } else {
-        let mut problems: Vec<String> = Vec::new();
+        // The running services failing their check (by ID), then the required ones not running.
+        let mut problems: Vec<String> = services
+            .iter()
+            .filter(|(id, st)| *st == "Running" && checked(id) && failing(ctx, id))
+            .map(|(id, _)| format!("{id} not healthy"))
+            .collect();
+        problems.sort();
         for id in required(ctx.is_control_plane()) {
             if !services.iter().any(|(s, st)| *s == id && *st == "Running") {
                 problems.push(format!("{id} not running"));
@@ -122,7 +133,7 @@ fn services(ctx: &Ctx) -> Vec<Res> {
                 "v1alpha1.ServiceController",
                 map(vec![
                     ("running", Value::from(true)),
-                    ("healthy", Value::from(checked)),
+                    ("healthy", Value::from(checked && !failing(ctx, id))),
                     ("unknown", Value::from(!checked)),
                 ]),
                 if checked { 2 } else { 1 },
@@ -151,6 +162,7 @@ mod tests {
             hw: &hw,
             st: &st,
             peers: &[],
+            unhealthy: &[],
         };
         let m = machine_status(&ctx);
         assert_eq!(
@@ -163,6 +175,7 @@ mod tests {
             hw: &hw,
             st: &st,
             peers: &[],
+            unhealthy: &[],
         };
         let m = machine_status(&ctx);
         assert_eq!(
@@ -174,10 +187,35 @@ mod tests {
             hw: &hw,
             st: &st,
             peers: &[],
+            unhealthy: &[],
         };
         let m = machine_status(&ctx);
         assert_eq!(m.spec["status"]["ready"], Value::from(true));
         assert_eq!(m.version, 5);
+    }
+
+    #[test]
+    fn a_failing_health_check_shows_in_services_and_readiness() {
+        let hw = hw();
+        let mut st = configured("controlplane", "CA");
+        st.etcd_bootstrapped = true;
+        let unhealthy = ["kubelet".to_string()];
+        let ctx = Ctx {
+            hw: &hw,
+            st: &st,
+            peers: &[],
+            unhealthy: &unhealthy,
+        };
+        let all = resources(&ctx);
+        let kubelet = all.iter().find(|r| r.id == "kubelet").unwrap();
+        assert_eq!(
+            serde_yaml_ng::to_string(&kubelet.spec).unwrap(),
+            "running: true\nhealthy: false\nunknown: false\n"
+        );
+        assert_eq!(
+            serde_yaml_ng::to_string(&all[0].spec["status"]).unwrap(),
+            "ready: false\nunmetConditions:\n- name: services\n  reason: kubelet not healthy\n"
+        );
     }
 
     #[test]
@@ -188,6 +226,7 @@ mod tests {
             hw: &hw,
             st: &st,
             peers: &[],
+            unhealthy: &[],
         };
         let all = resources(&ctx);
         assert_eq!(

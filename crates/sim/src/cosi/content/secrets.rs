@@ -112,6 +112,7 @@ mod tests {
             hw: &hw,
             st: &st,
             peers: &[],
+            unhealthy: &[],
         });
         assert_eq!(r.len(), 1);
         assert_eq!(
@@ -123,6 +124,7 @@ mod tests {
             hw: &hw,
             st: &cp,
             peers: &[],
+            unhealthy: &[],
         });
         let ids: Vec<&str> = r.iter().map(|r| r.id.as_str()).collect();
         assert_eq!(ids, ["os", "etcd"]);
