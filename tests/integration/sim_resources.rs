@@ -119,7 +119,9 @@ spec:
 #[test]
 fn content_follows_bootstrap_and_upgrade() {
     let [cp, worker] = net::addrs();
-    let nodes = Nodes::start(&[&cp, &worker], |_| {});
+    let nodes = Nodes::start(&[&cp, &worker], |s| {
+        s.hardware.extensions = vec!["hello".into()]
+    });
     let d = cluster(&nodes, &cp, &worker);
     let (cpf, wf) = ("nodes/cp.yaml", "nodes/worker.yaml");
     let cp_name = path(&d, cpf, "nodename", "{.spec.nodename}");
@@ -153,6 +155,33 @@ fn content_follows_bootstrap_and_upgrade() {
     let ids = format!("{}\n{}\n", both[0], both[1]);
     assert_eq!(path(&d, cpf, "members", "{.metadata.id}"), ids);
     assert_eq!(path(&d, wf, "members", "{.metadata.id}"), ids);
+
+    // Services are the running services `talm service` lists, an extension's among them,
+    // and one stopped through the API is gone.
+    let running = |file: &str| {
+        let list = d.talm(["service", "-f", file]).ok().stdout;
+        let ids: Vec<String> = list
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|w| w.get(2) == Some(&"Running"))
+            .map(|w| format!("{}\n", w[1]))
+            .collect();
+        ids.concat()
+    };
+    let services = path(&d, wf, "services", "{.metadata.id}");
+    assert_eq!(
+        services,
+        "apid\ncontainerd\ncri\next-hello\nkubelet\nmachined\ntrustd\nudevd\n"
+    );
+    assert_eq!(services, running(wf));
+    d.talm(["service", "ext-hello", "stop", "-f", wf]).ok();
+    let services = path(&d, wf, "services", "{.metadata.id}");
+    assert_eq!(
+        services,
+        "apid\ncontainerd\ncri\nkubelet\nmachined\ntrustd\nudevd\n"
+    );
+    assert_eq!(services, running(wf));
 
     d.talm(["bootstrap", "-f", cpf]).ok();
     let start = std::time::Instant::now();

@@ -20,6 +20,35 @@ pub fn checked(id: &str) -> bool {
     id != "machined"
 }
 
+/// The node's services and their states as ServiceList reports them: the node's own, its
+/// extensions' (`ext-<name>`, once configured), then what the API changed this boot.
+pub fn service_states(ctx: &Ctx) -> Vec<(String, &'static str)> {
+    let mut out: Vec<(String, &'static str)> = crate::node::services(ctx.st)
+        .into_iter()
+        .map(|(id, state)| (id.to_string(), state))
+        .collect();
+    if ctx.st.config.is_some() {
+        out.extend(
+            ctx.hw
+                .extensions
+                .iter()
+                .map(|e| (format!("ext-{e}"), "Running")),
+        );
+    }
+    for (id, state) in &mut out {
+        if let Some(c) = ctx.st.changes.services.get(id.as_str()) {
+            *state = c.state;
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Whether Talos checks service `id`'s health (machined and extension services have no check).
+fn has_check(id: &str) -> bool {
+    checked(id) && !id.starts_with("ext-")
+}
+
 /// Whether service `id` fails its health check (an injected fault).
 fn failing(ctx: &Ctx, id: &str) -> bool {
     ctx.unhealthy.iter().any(|s| s == id)
@@ -27,7 +56,7 @@ fn failing(ctx: &Ctx, id: &str) -> bool {
 
 /// MachineStatus: stage, readiness and unmet conditions, with the version it reached.
 fn machine_status(ctx: &Ctx) -> Res {
-    let services = crate::node::services(ctx.st);
+    let services = service_states(ctx);
     let (stage, unmet): (&str, Vec<(&str, String)>) = if ctx.st.rebooting {
         ("rebooting", vec![])
     } else if ctx.st.in_maintenance() {
@@ -36,7 +65,7 @@ fn machine_status(ctx: &Ctx) -> Res {
         // The running services failing their check (by ID), then the required ones not running.
         let mut problems: Vec<String> = services
             .iter()
-            .filter(|(id, st)| *st == "Running" && checked(id) && failing(ctx, id))
+            .filter(|(id, st)| *st == "Running" && has_check(id) && failing(ctx, id))
             .map(|(id, _)| format!("{id} not healthy"))
             .collect();
         problems.sort();
@@ -121,11 +150,12 @@ fn version(ctx: &Ctx) -> Res {
 /// One Service per running service (Talos destroys the resource when a service stops); a
 /// checked service is written again once its health check passes.
 fn services(ctx: &Ctx) -> Vec<Res> {
-    crate::node::services(ctx.st)
+    service_states(ctx)
         .into_iter()
         .filter(|(_, state)| *state == "Running")
         .map(|(id, _)| {
-            let checked = checked(id);
+            let checked = has_check(&id);
+            let healthy = checked && !failing(ctx, &id);
             res(
                 "runtime",
                 "Services.v1alpha1.talos.dev",
@@ -133,7 +163,7 @@ fn services(ctx: &Ctx) -> Vec<Res> {
                 "v1alpha1.ServiceController",
                 map(vec![
                     ("running", Value::from(true)),
-                    ("healthy", Value::from(checked && !failing(ctx, id))),
+                    ("healthy", Value::from(healthy)),
                     ("unknown", Value::from(!checked)),
                 ]),
                 if checked { 2 } else { 1 },
@@ -215,6 +245,49 @@ mod tests {
         assert_eq!(
             serde_yaml_ng::to_string(&all[0].spec["status"]).unwrap(),
             "ready: false\nunmetConditions:\n- name: services\n  reason: kubelet not healthy\n"
+        );
+    }
+
+    #[test]
+    fn services_follow_the_api_and_the_extensions() {
+        let mut hw = hw();
+        hw.extensions = vec!["iscsi-tools".into()];
+        let mut st = configured("worker", "CA");
+        st.changes.services.insert(
+            "kubelet".into(),
+            crate::machined::changes::Service {
+                state: "Finished",
+                events: vec![],
+            },
+        );
+        let ctx = Ctx {
+            hw: &hw,
+            st: &st,
+            peers: &[],
+            unhealthy: &[],
+        };
+        let all = resources(&ctx);
+        let ids: Vec<&str> = all[3..].iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "apid",
+                "containerd",
+                "cri",
+                "ext-iscsi-tools",
+                "machined",
+                "trustd",
+                "udevd"
+            ]
+        );
+        let ext = all.iter().find(|r| r.id == "ext-iscsi-tools").unwrap();
+        assert_eq!(
+            serde_yaml_ng::to_string(&ext.spec).unwrap(),
+            "running: true\nhealthy: false\nunknown: true\n"
+        );
+        assert_eq!(
+            all[0].spec["status"]["unmetConditions"][0]["reason"],
+            Value::from("kubelet not running")
         );
     }
 
