@@ -1,7 +1,8 @@
 //! The COSI resources a simulated node serves: discovery resources built from its hardware and
 //! state (disks, links, addresses, routes, hostname, node addresses, resolvers, machine type and
 //! config, system disk), the definitions of every type Talos registers (from `talm_wire`'s
-//! registry) with talosctl's aliases, and Talos's namespaces.
+//! registry) with talosctl's aliases, Talos's namespaces, and (from `content`) what Talos's
+//! controllers fill for a running node.
 
 use serde_yaml_ng::{Mapping, Value};
 

@@ -222,6 +222,20 @@ mod tests {
         let m = machine_status(&ctx);
         assert_eq!(m.spec["status"]["ready"], Value::from(true));
         assert_eq!(m.version, 5);
+        // A reboot under way: the stage moves on (one more version), no conditions checked.
+        st.rebooting = true;
+        let ctx = Ctx {
+            hw: &hw,
+            st: &st,
+            peers: &[],
+            unhealthy: &[],
+        };
+        let m = machine_status(&ctx);
+        assert_eq!(
+            serde_yaml_ng::to_string(&m.spec).unwrap(),
+            "stage: rebooting\nstatus:\n  ready: true\n  unmetConditions: []\n"
+        );
+        assert_eq!(m.version, 6);
     }
 
     #[test]
