@@ -7,9 +7,16 @@ use serde_yaml_ng::Value;
 
 use super::{map, res, s, texts, Ctx, Peer};
 use crate::cosi::facts::Res;
+use crate::node::state::State;
 
 /// The API server port control planes advertise.
 const API_SERVER_PORT: u64 = 6443;
+
+/// The node's discovery identity: made at its first configuration, persisted on STATE, and
+/// made anew after a reset wipes it.
+pub fn identity(st: &State) -> String {
+    node_id(&format!("{}#{}", st.node_id, st.resets))
+}
 
 /// Discovery's node ID for a node: 32 bytes in base62 (43 characters), as Talos generates it
 /// once per installation.
@@ -105,7 +112,7 @@ pub fn resources(ctx: &Ctx) -> Vec<Res> {
         "Identities.cluster.talos.dev",
         "local",
         "cluster.NodeIdentityController",
-        map(vec![("nodeId", s(node_id(&ctx.st.node_id)))]),
+        map(vec![("nodeId", s(identity(ctx.st)))]),
         1,
     )];
     if !discovery_enabled(ctx) {
@@ -158,7 +165,7 @@ mod tests {
             serde_yaml_ng::to_string(&members[0].spec).unwrap(),
             format!(
                 "nodeId: {}\naddresses:\n- 127.0.0.11\nhostname: node-controlplane\nmachineType: controlplane\noperatingSystem: Talos (v1.13.7)\ncontrolPlane:\n  port: 6443\n",
-                node_id("n1")
+                identity(&st)
             )
         );
         assert_eq!(
@@ -181,6 +188,13 @@ mod tests {
                 "controlPlane"
             ]
         );
-        assert_eq!(node_id("n1").len(), 43);
+        assert_eq!(identity(&st).len(), 43);
+        let mut reset = st.clone();
+        reset.resets += 1;
+        assert_ne!(
+            identity(&reset),
+            identity(&st),
+            "a reset makes a new identity"
+        );
     }
 }

@@ -41,7 +41,7 @@ impl Peer {
         let cfg = st.config.as_ref()?;
         Some(Peer {
             identity: cfg.cluster_ca().0,
-            node_id: cluster::node_id(&st.node_id),
+            node_id: cluster::identity(st),
             hostname: st.hostname(hw).unwrap_or_default(),
             machine_type: cfg.machine_type(),
             version: st.version.clone(),
