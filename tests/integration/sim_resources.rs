@@ -354,6 +354,10 @@ symlinks:
 "
     );
     assert_eq!(
+        spec(&c, "runtime", "MountStatuses.runtime.talos.dev", "EPHEMERAL"),
+        "source: /dev/nvme0n1p4\ntarget: /var\nfilesystemType: xfs\noptions: []\nencrypted: false\n"
+    );
+    assert_eq!(
         spec(&c, "runtime", "SecurityStates.talos.dev", "securitystate"),
         "secureBoot: false\nselinuxState: enabled, permissive\nmoduleSignatureEnforced: true\n"
     );

@@ -46,6 +46,7 @@ fn every_resource_carries_its_proto_spec() {
         "SchedulerConfigs.kubernetes.talos.dev",
         "OSRootSecrets.secrets.talos.dev",
         "EtcdRootSecrets.secrets.talos.dev",
+        "MountStatuses.runtime.talos.dev",
         RDS,
         "Namespaces.meta.cosi.dev",
     ];

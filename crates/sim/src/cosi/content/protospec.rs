@@ -195,6 +195,15 @@ pub fn encode(ty: &str, v: &Value) -> Option<Vec<u8>> {
             name: text(v, "name"),
         }
         .encode_to_vec(),
+        "MountStatuses.runtime.talos.dev" => rt::MountStatusSpec {
+            source: text(v, "source"),
+            target: text(v, "target"),
+            filesystem_type: text(v, "filesystemType"),
+            options: texts(v, "options"),
+            encrypted: flag(v, "encrypted"),
+            encryption_providers: texts(v, "encryptionProviders"),
+        }
+        .encode_to_vec(),
         "Services.v1alpha1.talos.dev" => v1alpha1::ServiceSpec {
             running: flag(v, "running"),
             healthy: flag(v, "healthy"),

@@ -1,5 +1,6 @@
 //! How the node runs, as Talos's runtime controllers report it: MachineStatus (stage and the
-//! readiness conditions still unmet), SecurityState, Version and the Services that run.
+//! readiness conditions still unmet), SecurityState, Version, the Services that run and the
+//! legacy MountStatuses of the system disk's mounted partitions.
 
 use serde_yaml_ng::Value;
 
@@ -172,9 +173,44 @@ fn services(ctx: &Ctx) -> Vec<Res> {
         .collect()
 }
 
+/// The legacy MountStatus (`get mounts`) of each mounted partition volume: STATE and
+/// EPHEMERAL of an installed, configured node (as `/proc/mounts` lists them).
+fn mounts(ctx: &Ctx) -> Vec<Res> {
+    let disk = ctx.st.system_disk().filter(|_| !ctx.st.in_maintenance());
+    let Some(disk) = disk.and_then(|d| ctx.hw.disks.iter().find(|x| &x.name == d)) else {
+        return Vec::new();
+    };
+    [("STATE", 3, "/system/state"), ("EPHEMERAL", 4, "/var")]
+        .into_iter()
+        .map(|(id, n, target)| {
+            res(
+                "runtime",
+                "MountStatuses.runtime.talos.dev",
+                id,
+                "runtime.MountStatusController",
+                map(vec![
+                    (
+                        "source",
+                        s(format!(
+                            "/dev/{}",
+                            crate::world::mounts::partition(&disk.name, n)
+                        )),
+                    ),
+                    ("target", s(target)),
+                    ("filesystemType", s("xfs")),
+                    ("options", Value::Sequence(vec![])),
+                    ("encrypted", Value::from(false)),
+                ]),
+                1,
+            )
+        })
+        .collect()
+}
+
 pub fn resources(ctx: &Ctx) -> Vec<Res> {
     let mut out = vec![machine_status(ctx), security_state(), version(ctx)];
     out.extend(services(ctx));
+    out.extend(mounts(ctx));
     out
 }
 
@@ -281,7 +317,11 @@ mod tests {
             unhealthy: &[],
         };
         let all = resources(&ctx);
-        let ids: Vec<&str> = all[3..].iter().map(|r| r.id.as_str()).collect();
+        let ids: Vec<&str> = all
+            .iter()
+            .filter(|r| r.ty.starts_with("Services"))
+            .map(|r| r.id.as_str())
+            .collect();
         assert_eq!(
             ids,
             [
@@ -316,12 +356,21 @@ mod tests {
             unhealthy: &[],
         };
         let all = resources(&ctx);
+        let state = all.iter().find(|r| r.id == "STATE").unwrap();
+        assert_eq!(
+            serde_yaml_ng::to_string(&state.spec).unwrap(),
+            "source: /dev/nvme0n1p3\ntarget: /system/state\nfilesystemType: xfs\noptions: []\nencrypted: false\n"
+        );
         assert_eq!(
             keys(&all[1].spec),
             ["secureBoot", "selinuxState", "moduleSignatureEnforced"]
         );
         assert_eq!(keys(&all[2].spec), ["name", "version"]);
-        let ids: Vec<&str> = all[3..].iter().map(|r| r.id.as_str()).collect();
+        let ids: Vec<&str> = all
+            .iter()
+            .filter(|r| r.ty.starts_with("Services"))
+            .map(|r| r.id.as_str())
+            .collect();
         assert_eq!(
             ids,
             [
