@@ -219,6 +219,10 @@ impl Node {
     /// The other configured nodes of the world, by address, as discovery shows them; each
     /// node's state is locked in turn, never with this one's.
     fn peers(&self) -> Vec<Peer> {
+        // A node in maintenance has no cluster: no need to look at thousands of others.
+        if self.state().in_maintenance() {
+            return Vec::new();
+        }
         let Some(registry) = self.world.get().and_then(std::sync::Weak::upgrade) else {
             return Vec::new();
         };
