@@ -24,6 +24,13 @@ fn compile_protos() -> Result<(), Box<dyn std::error::Error>> {
         "proto/resource/definitions/block/volumes.proto",
         "proto/resource/definitions/runtime/runtime.proto",
         "proto/resource/definitions/network/network.proto",
+        "proto/resource/definitions/v1alpha1/v1alpha1.proto",
+        "proto/resource/definitions/time/time.proto",
+        "proto/resource/definitions/etcd/etcd.proto",
+        "proto/resource/definitions/hardware/hardware.proto",
+        "proto/resource/definitions/cluster/cluster.proto",
+        "proto/resource/definitions/k8s/k8s.proto",
+        "proto/resource/definitions/secrets/secrets.proto",
     ];
     let fds = protox::compile(files, ["proto"])?;
     tonic_prost_build::configure()

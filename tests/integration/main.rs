@@ -56,6 +56,7 @@ mod sim_lifecycle;
 mod sim_logs;
 mod sim_node;
 mod sim_registry;
+mod sim_resources;
 mod sim_scale;
 mod stdlib_links;
 mod stdlib_net;

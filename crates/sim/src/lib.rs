@@ -57,6 +57,9 @@ impl Sim {
                 .insert(node.name(), Arc::clone(&node));
             nodes.push(node);
         }
+        for node in &nodes {
+            node.set_world(Arc::downgrade(&registry));
+        }
         let tasks = nodes
             .iter()
             .map(|n| tokio::spawn(net::server::run(Arc::clone(n), Arc::clone(&registry))))

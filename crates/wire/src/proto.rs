@@ -49,13 +49,41 @@ pub mod talos {
             pub mod block {
                 tonic::include_proto!("talos.resource.definitions.block");
             }
-            /// META keys.
+            /// META keys, machine status, security state, version.
             pub mod runtime {
                 tonic::include_proto!("talos.resource.definitions.runtime");
             }
             /// Links, addresses, routes, hostname, node addresses, resolvers.
             pub mod network {
                 tonic::include_proto!("talos.resource.definitions.network");
+            }
+            /// Services.
+            pub mod v1alpha1 {
+                tonic::include_proto!("talos.resource.definitions.v1alpha1");
+            }
+            /// The time sync status.
+            pub mod time {
+                tonic::include_proto!("talos.resource.definitions.time");
+            }
+            /// The local etcd member.
+            pub mod etcd {
+                tonic::include_proto!("talos.resource.definitions.etcd");
+            }
+            /// SMBIOS processors, memory modules, system information.
+            pub mod hardware {
+                tonic::include_proto!("talos.resource.definitions.hardware");
+            }
+            /// Identity, affiliates, members.
+            pub mod cluster {
+                tonic::include_proto!("talos.resource.definitions.cluster");
+            }
+            /// Node name and control plane configs.
+            pub mod k8s {
+                tonic::include_proto!("talos.resource.definitions.k8s");
+            }
+            /// The OS and etcd roots.
+            pub mod secrets {
+                tonic::include_proto!("talos.resource.definitions.secrets");
             }
         }
     }

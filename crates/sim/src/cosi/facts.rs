@@ -1,10 +1,12 @@
 //! The COSI resources a simulated node serves: discovery resources built from its hardware and
 //! state (disks, links, addresses, routes, hostname, node addresses, resolvers, machine type and
 //! config, system disk), the definitions of every type Talos registers (from `talm_wire`'s
-//! registry) with talosctl's aliases, and Talos's namespaces.
+//! registry) with talosctl's aliases, Talos's namespaces, and (from `content`) what Talos's
+//! controllers fill for a running node.
 
 use serde_yaml_ng::{Mapping, Value};
 
+use crate::cosi::content::{self, Outside};
 use crate::node::hardware::{pretty_size, Hardware};
 use crate::node::state::State;
 
@@ -138,8 +140,9 @@ fn family(cidr: &str) -> &'static str {
     }
 }
 
-/// Every resource of the node in its current state.
-pub fn all(hw: &Hardware, st: &State) -> Vec<Res> {
+/// Every resource of the node in its current state, with what it learns from `outside` (the
+/// other nodes of its world, failing health checks).
+pub fn all(hw: &Hardware, st: &State, outside: &Outside) -> Vec<Res> {
     let mut out: Vec<Res> = defs().iter().map(definition).collect();
     for ns in &talm_wire::registry::registry().namespaces {
         out.push(res(
@@ -186,6 +189,12 @@ pub fn all(hw: &Hardware, st: &State) -> Vec<Res> {
             )
         });
     }
+    out.extend(content::all(&content::Ctx {
+        hw,
+        st,
+        peers: &outside.peers,
+        unhealthy: &outside.unhealthy,
+    }));
     out
 }
 
@@ -215,6 +224,7 @@ fn disks(hw: &Hardware, out: &mut Vec<Res>) {
                 "bus_path",
                 s(format!("/pci0000:00/0000:00:{:02x}.0/{}", 5 + i, d.name)),
             ));
+            spec.push(("sub_system", s("/sys/class/block")));
             spec.push(("transport", s(d.transport.clone())));
             links.push(s(format!("/dev/disk/by-path/pci-0000:00:{:02x}.0", 5 + i)));
         }
@@ -222,7 +232,10 @@ fn disks(hw: &Hardware, out: &mut Vec<Res>) {
             let prefix = if d.transport == "nvme" { "nvme" } else { "wwn" };
             links.push(s(format!("/dev/disk/by-id/{prefix}-{}", d.wwid)));
         }
-        spec.push(("rotational", Value::from(d.rotational)));
+        // `omitempty`: Talos prints `rotational` only for spinning disks.
+        if d.rotational {
+            spec.push(("rotational", Value::from(true)));
+        }
         if !links.is_empty() {
             spec.push(("symlinks", Value::Sequence(links)));
         }
@@ -242,15 +255,23 @@ fn network(hw: &Hardware, st: &State, out: &mut Vec<Res>) {
         "LinkStatuses.net.talos.dev",
         "lo",
         "network.LinkStatusController",
+        // Every field without `omitempty` is printed; ethtool knows lo's link state only.
         map(vec![
             ("index", Value::from(1u64)),
             ("type", s("loopback")),
             ("linkIndex", Value::from(0u64)),
             ("flags", s("UP,LOOPBACK,RUNNING,LOWER_UP")),
             ("hardwareAddr", s("00:00:00:00:00:00")),
+            ("permanentAddr", s("")),
+            ("broadcastAddr", s("00:00:00:00:00:00")),
             ("mtu", Value::from(65536u64)),
+            ("queueDisc", s("noqueue")),
             ("operationalState", s("unknown")),
             ("kind", s("")),
+            ("slaveKind", s("")),
+            ("linkState", Value::from(true)),
+            ("port", s("Other")),
+            ("duplex", s("Unknown")),
         ]),
     ));
     let mut global: Vec<String> = Vec::new();
@@ -279,12 +300,16 @@ fn network(hw: &Hardware, st: &State, out: &mut Vec<Res>) {
             ("slaveKind", s("")),
         ];
         if physical {
+            // In LinkStatusSpec's order: bus, PCI ID, driver, IDs, product, vendor.
             spec.extend([
                 ("busPath", s(l.bus_path.clone())),
-                ("driver", s(l.driver.clone())),
                 ("pciID", s("1AF4:1000")),
-                ("vendor", s("Red Hat, Inc.")),
+                ("driver", s(l.driver.clone())),
+                ("driverVersion", s("1.0.0")),
+                ("productID", s("0x1000")),
+                ("vendorID", s("0x1af4")),
                 ("product", s("Virtio network device")),
+                ("vendor", s("Red Hat, Inc.")),
             ]);
         }
         spec.extend([
@@ -307,36 +332,24 @@ fn network(hw: &Hardware, st: &State, out: &mut Vec<Res>) {
                 "AddressStatuses.net.talos.dev",
                 format!("{}/{cidr}", l.name),
                 "network.AddressStatusController",
-                map(vec![
-                    ("address", s(cidr.clone())),
-                    ("local", s(local)),
-                    ("linkIndex", Value::from(index)),
-                    ("linkName", s(l.name.clone())),
-                    ("family", s(family(cidr))),
-                    ("scope", s("global")),
-                    ("flags", s("permanent")),
-                ]),
+                map(address_spec(cidr, &local, index, &l.name, "global", 1024)),
             ));
         }
     }
-    for (id, cidr, fam) in [
-        ("lo/127.0.0.1/8", "127.0.0.1/8", "inet4"),
-        ("lo/::1/128", "::1/128", "inet6"),
-    ] {
+    for (id, cidr) in [("lo/127.0.0.1/8", "127.0.0.1/8"), ("lo/::1/128", "::1/128")] {
         out.push(res(
             "network",
             "AddressStatuses.net.talos.dev",
             id,
             "network.AddressStatusController",
-            map(vec![
-                ("address", s(cidr)),
-                ("local", s(cidr.split('/').next().unwrap_or(cidr))),
-                ("linkIndex", Value::from(1u64)),
-                ("linkName", s("lo")),
-                ("family", s(fam)),
-                ("scope", s("host")),
-                ("flags", s("permanent")),
-            ]),
+            map(address_spec(
+                cidr,
+                cidr.split('/').next().unwrap_or(cidr),
+                1,
+                "lo",
+                "host",
+                0,
+            )),
         ));
     }
     routes(hw, out);
@@ -375,6 +388,41 @@ fn network(hw: &Hardware, st: &State, out: &mut Vec<Res>) {
             map(vec![("hostname", s(h)), ("domainname", s(""))]),
         ));
     }
+}
+
+/// An AddressStatus spec in Go's field order: the broadcast address (IPv4 with room for one)
+/// only where the kernel has one, `priority` always.
+fn address_spec<'a>(
+    cidr: &str,
+    local: &str,
+    link_index: u64,
+    link: &str,
+    scope: &str,
+    priority: u64,
+) -> Vec<(&'a str, Value)> {
+    let mut spec = vec![("address", s(cidr)), ("local", s(local))];
+    let bits: u32 = cidr
+        .split_once('/')
+        .and_then(|(_, b)| b.parse().ok())
+        .unwrap_or(32);
+    if family(cidr) == "inet4" && link != "lo" && bits < 31 {
+        if let Ok(ip) = local.parse::<std::net::Ipv4Addr>() {
+            let broadcast = u32::from(ip) | (u32::MAX >> bits);
+            spec.push((
+                "broadcast",
+                s(std::net::Ipv4Addr::from(broadcast).to_string()),
+            ));
+        }
+    }
+    spec.extend([
+        ("linkIndex", Value::from(link_index)),
+        ("linkName", s(link)),
+        ("family", s(family(cidr))),
+        ("scope", s(scope)),
+        ("flags", s("permanent")),
+        ("priority", Value::from(priority)),
+    ]);
+    spec
 }
 
 fn routes(hw: &Hardware, out: &mut Vec<Res>) {
@@ -474,6 +522,7 @@ mod tests {
         let node = all(
             &Hardware::default_for("127.0.0.11".parse().unwrap()),
             &State::new("v1.13.7", "n"),
+            &Outside::default(),
         );
         let of = |ty: &str| node.iter().filter(|r| r.ty == ty).count();
         assert_eq!(of("ResourceDefinitions.meta.cosi.dev"), defs().len());

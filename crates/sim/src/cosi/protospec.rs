@@ -25,7 +25,7 @@ use talm_wire::proto::talos::resource::definitions::network::{
     RouteStatusSpec,
 };
 
-fn text(v: &Value, key: &str) -> String {
+pub(crate) fn text(v: &Value, key: &str) -> String {
     match v.get(key) {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Number(n)) => n.to_string(),
@@ -34,19 +34,19 @@ fn text(v: &Value, key: &str) -> String {
     }
 }
 
-fn num(v: &Value, key: &str) -> u64 {
+pub(crate) fn num(v: &Value, key: &str) -> u64 {
     v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
-fn num32(v: &Value, key: &str) -> u32 {
+pub(crate) fn num32(v: &Value, key: &str) -> u32 {
     u32::try_from(num(v, key)).unwrap_or(u32::MAX)
 }
 
-fn flag(v: &Value, key: &str) -> bool {
+pub(crate) fn flag(v: &Value, key: &str) -> bool {
     v.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
-fn texts(v: &Value, key: &str) -> Vec<String> {
+pub(crate) fn texts(v: &Value, key: &str) -> Vec<String> {
     v.get(key)
         .and_then(Value::as_sequence)
         .map(|s| {
@@ -65,7 +65,7 @@ fn ip_bytes(ip: IpAddr) -> Vec<u8> {
 }
 
 /// `netip.Addr` as Talos encodes it; the zero address (empty text) is left out.
-fn net_ip(s: &str) -> Option<NetIp> {
+pub(crate) fn net_ip(s: &str) -> Option<NetIp> {
     s.parse::<IpAddr>()
         .ok()
         .map(|ip| NetIp { ip: ip_bytes(ip) })
@@ -381,6 +381,7 @@ pub fn encode(ty: &str, spec: &Value) -> Vec<u8> {
         .encode_to_vec(),
         _ => crate::machined::changes::disks::proto_spec(ty, spec)
             .or_else(|| crate::machined::changes::meta::proto_spec(ty, spec))
+            .or_else(|| crate::cosi::content::protospec::encode(ty, spec))
             .unwrap_or_default(),
     }
 }

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
+use crate::cosi::content::Outside;
 use crate::cosi::facts::{self, Res};
 use crate::cosi::protospec;
 use crate::node::hardware::Hardware;
@@ -215,9 +216,9 @@ impl Store {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Brings the store in step with the node's state as of change `generation` (nothing to do
-    /// when it already is); a new boot starts from scratch.
-    pub fn sync(&self, hw: &Hardware, st: &State, generation: u64) {
+    /// Brings the store in step with the node's state and what it learns from outside as of
+    /// `generation` (a fingerprint of both; nothing to do when it already is); a new boot starts from scratch.
+    pub fn sync(&self, hw: &Hardware, st: &State, outside: &Outside, generation: u64) {
         let now = time::OffsetDateTime::now_utc();
         let mut inner = self.lock();
         if inner.boots == st.boots && inner.generation == Some(generation) {
@@ -238,7 +239,7 @@ impl Store {
         for def in facts::defs() {
             desired.insert((def.namespace.clone(), def.ty.clone()), BTreeMap::new());
         }
-        for r in facts::all(hw, st) {
+        for r in facts::all(hw, st, outside) {
             desired
                 .entry((r.namespace.into(), r.ty.into()))
                 .or_default()
@@ -313,6 +314,15 @@ impl Store {
     }
 }
 
+/// A spec as Talos's YAML encoder (yaml.v3) writes it: a mapping in its key order with 4-space
+/// indentation and `""`/`[]`/`{}` for empty values; scalar specs as before.
+fn yaml_spec(spec: &serde_yaml_ng::Value) -> String {
+    match spec {
+        serde_yaml_ng::Value::Mapping(m) if !m.is_empty() => talm_base::yaml::to_string(spec),
+        other => serde_yaml_ng::to_string(other).unwrap_or_default(),
+    }
+}
+
 /// A resource as the API carries it: metadata, YAML spec and protobuf spec.
 fn to_proto(
     r: &Res,
@@ -337,7 +347,7 @@ fn to_proto(
         }),
         spec: Some(cosi::Spec {
             proto_spec: protospec::encode(r.ty, &r.spec),
-            yaml_spec: serde_yaml_ng::to_string(&r.spec).unwrap_or_default(),
+            yaml_spec: yaml_spec(&r.spec),
         }),
     }
 }

@@ -17,6 +17,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
+use crate::cosi::content::{Outside, Peer};
 use crate::cosi::store::Store;
 use crate::net::certs;
 use crate::net::faults::Faults;
@@ -140,6 +141,8 @@ pub struct Node {
     pub halted: tokio::sync::watch::Sender<bool>,
     /// An installation or upgrade runs (LifecycleService takes one at a time).
     pub(crate) installing: std::sync::atomic::AtomicBool,
+    /// The nodes of the simulator it runs in (the other nodes discovery and etcd show it).
+    world: std::sync::OnceLock<std::sync::Weak<crate::api::Registry>>,
 }
 
 impl Node {
@@ -161,6 +164,7 @@ impl Node {
             listen_failure: Mutex::new(None),
             halted: tokio::sync::watch::channel(false).0,
             installing: std::sync::atomic::AtomicBool::new(false),
+            world: std::sync::OnceLock::new(),
             stop,
             spec,
         }
@@ -210,12 +214,54 @@ impl Node {
         }
     }
 
-    /// The resource store, brought in step with the node's state.
+    /// Joins the node to the simulator's nodes: it then sees the others as its peers.
+    pub fn set_world(&self, registry: std::sync::Weak<crate::api::Registry>) {
+        // Set once, when the simulator starts; a second call changes nothing.
+        let _ = self.world.set(registry);
+    }
+
+    /// The other configured nodes of the world, by address, as discovery shows them; each
+    /// node's state is locked in turn, never with this one's.
+    fn peers(&self) -> Vec<Peer> {
+        // A node in maintenance has no cluster: no need to look at thousands of others.
+        if self.state().in_maintenance() {
+            return Vec::new();
+        }
+        let Some(registry) = self.world.get().and_then(std::sync::Weak::upgrade) else {
+            return Vec::new();
+        };
+        let mut others: Vec<Arc<Node>> = registry
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|n| !std::ptr::eq(Arc::as_ptr(n), self))
+            .cloned()
+            .collect();
+        others.sort_by_key(|n| (n.spec.addr, n.spec.port));
+        others
+            .iter()
+            .filter_map(|n| Peer::of(&n.spec.hardware, &n.state()))
+            .collect()
+    }
+
+    /// The resource store, brought in step with the node's state, its peers' and its faults.
     pub fn synced(&self) -> &Store {
+        use std::hash::{Hash, Hasher};
+        let peers = self.peers();
         let st = self.state();
+        let outside = Outside {
+            peers,
+            unhealthy: self
+                .faults()
+                .unhealthy
+                .map(|u| u.now(&st.version))
+                .unwrap_or_default(),
+        };
         // Read under the state lock: every change made before it was taken is counted.
-        let generation = *self.changed.borrow();
-        self.store.sync(&self.spec.hardware, &st, generation);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (*self.changed.borrow(), &outside).hash(&mut h);
+        self.store
+            .sync(&self.spec.hardware, &st, &outside, h.finish());
         &self.store
     }
 

@@ -181,6 +181,8 @@ pub struct State {
     /// The last reset asked of the node (what it wiped), for tests and the log.
     pub last_reset: Option<talm_wire::proto::machine::ResetRequest>,
     pub boots: u64,
+    /// Resets that wiped the node (its discovery identity is made anew after each).
+    pub resets: u64,
     /// Seed of the stable hostname.
     pub node_id: String,
     /// When the node was created (Unix seconds): resources' timestamps.
@@ -212,6 +214,7 @@ impl State {
             last_upgrade: None,
             last_reset: None,
             boots: 1,
+            resets: 0,
             node_id: node_id.to_string(),
             started: now,
             booted: now,
@@ -261,6 +264,7 @@ impl State {
         self.etcd_down = None;
         self.changes.boot();
         if self.reset_pending {
+            self.resets += 1;
             self.changes.reset(self.last_reset.as_ref());
             self.etcd = None;
             self.etcd_recovery = None;
