@@ -530,3 +530,45 @@ controlPlane:
         )
     );
 }
+
+#[test]
+fn get_prints_specs_in_the_order_talos_gives_their_keys() {
+    let ip = net::addr();
+    let _nodes = Nodes::start(&[&ip], |_| {});
+    let d = Dir::new();
+    let o = d
+        .talm(["get", "links", "lo", "-n", &ip, "-i", "-o", "yaml"])
+        .ok();
+    // Go's struct order, as the node serves it (script maps would sort the keys).
+    assert_eq!(
+        masked(&o.stdout),
+        "\
+node: $A1
+metadata:
+    namespace: network
+    type: LinkStatuses.net.talos.dev
+    id: lo
+    version: 1
+    owner: network.LinkStatusController
+    phase: running
+    created: $STAMP
+    updated: $STAMP
+spec:
+    index: 1
+    type: loopback
+    linkIndex: 0
+    flags: UP,LOOPBACK,RUNNING,LOWER_UP
+    hardwareAddr: \"00:00:00:00:00:00\"
+    permanentAddr: \"\"
+    broadcastAddr: \"00:00:00:00:00:00\"
+    mtu: 65536
+    queueDisc: noqueue
+    operationalState: unknown
+    kind: \"\"
+    slaveKind: \"\"
+    linkState: true
+    port: Other
+    duplex: Unknown
+"
+    );
+}

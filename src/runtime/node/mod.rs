@@ -191,6 +191,36 @@ async fn get_async(c: &Client, kind: &str, id: &str, namespace: &str) -> Result<
     }
 }
 
+/// Resources as `talm get` prints them (`output`: table, yaml, json, jsonpath=EXPR), formatted
+/// from the node's answer without passing through script maps, so specs keep the order Talos
+/// gives their keys; `()` when `id` names a resource the node does not have.
+fn get_text(n: &Node, kind: &str, id: &str, namespace: &str, output: &str) -> Result<Dynamic> {
+    let output = resources::Output::parse(output)?;
+    n.with(|c| {
+        block_on(async {
+            let def = resources::resolve(c, kind).await?;
+            let ns = if namespace.is_empty() {
+                def.namespace.clone()
+            } else {
+                namespace.to_string()
+            };
+            let items: Vec<serde_yaml_ng::Value> = if id.is_empty() {
+                c.list(&ns, &def.ty)
+                    .await?
+                    .iter()
+                    .map(resources::to_value)
+                    .collect()
+            } else {
+                match c.get(&ns, &def.ty, id).await? {
+                    Some(r) => vec![resources::to_value(&r)],
+                    None => return Ok(Dynamic::UNIT),
+                }
+            };
+            Ok(resources::format(&n.name, &items, &output, &def)?.into())
+        })
+    })
+}
+
 /// A node's discovery as a script map.
 pub(super) fn discover(n: &Node) -> Result<Dynamic> {
     crate::progress::stage(crate::progress::Stage::Discover);
@@ -416,6 +446,11 @@ pub fn register(engine: &mut Engine, session: &Session) {
         .with_comments(["/// One resource by ID in a namespace (an empty ID lists them all)."])
         .register_into_engine(engine, |n: &mut Node, kind: &str, id: &str, ns: &str| {
             native(|| get(n, kind, id, ns))
+        });
+    FuncRegistration::new("get_text")
+        .with_comments(["/// Resources of a kind as `talm get` prints them: `id` (\"\" for all), `namespace` (\"\" for the kind's own), `output` (table, yaml, json or jsonpath=EXPR); specs keep the key order the node gives them. () when `id` names no resource."])
+        .register_into_engine(engine, |n: &mut Node, kind: &str, id: &str, namespace: &str, output: &str| {
+            native(|| get_text(n, kind, id, namespace, output))
         });
     FuncRegistration::new("bootstrap")
         .with_comments(["/// Bootstraps etcd on the node (a control plane, once); a second call fails with Talos's AlreadyExists."])
