@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::cli::change::{MetaCommand, WipeCommand};
-use crate::cli::inspect::ImageCommand;
+use crate::cli::inspect::{ImageCommand, InspectCommand};
 use crate::cli::{Cli, Command, Connection, GenCommand, ProjectFlags};
 use crate::error::hinted;
 
@@ -396,6 +396,9 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
         Command::Usage(a) => node_command("usage", args_of(&a)?, &a.node)?,
         Command::Time(a) => node_command("time", args_of(&a)?, &a.node)?,
         Command::Cgroups(a) => node_command("cgroups", args_of(&a)?, &a.node)?,
+        Command::Inspect(InspectCommand::Dependencies(a)) => {
+            node_command("inspect_dependencies", args_of(&a)?, &a.node)?
+        }
         Command::Image(ImageCommand::List(a)) => node_command("image_list", args_of(&a)?, &a.node)?,
         Command::Image(ImageCommand::Pull(a)) => node_command("image_pull", args_of(&a)?, &a.node)?,
         Command::Image(ImageCommand::K8sBundle(a)) => local_project(

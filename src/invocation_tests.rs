@@ -60,6 +60,11 @@ const COMMANDS: &[(&[&str], &str)] = &[
     (&["du", "/var"], "usage"),
     (&["time"], "time"),
     (&["cg", "--preset", "cpu"], "cgroups"),
+    (&["inspect", "dependencies"], "inspect_dependencies"),
+    (
+        &["inspect", "dependencies", "--with-resources"],
+        "inspect_dependencies",
+    ),
     (&["image", "list"], "image_list"),
     (&["images", "ls"], "image_list"),
     (&["dashboard"], "dashboard"),

@@ -14,6 +14,7 @@ fn compile_protos() -> Result<(), Box<dyn std::error::Error>> {
         "proto/machine/change.proto",
         "proto/storage/storage.proto",
         "proto/time/time.proto",
+        "proto/inspect/inspect.proto",
         "proto/cluster/cluster.proto",
         "proto/v1alpha1/resource.proto",
         "proto/v1alpha1/state.proto",

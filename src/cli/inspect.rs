@@ -249,6 +249,22 @@ pub struct ServiceArgs {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum InspectCommand {
+    /// Inspect controller-resource dependencies as graphviz graph (pipe it through `dot -Tpng`)
+    Dependencies(DependenciesArgs),
+}
+
+#[derive(Debug, Args, Serialize)]
+pub struct DependenciesArgs {
+    /// Display live resource information with dependencies
+    #[arg(long)]
+    pub with_resources: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub node: NodeArgs,
+}
+
+#[derive(Debug, Subcommand)]
 pub enum ImageCommand {
     /// The images of a containerd namespace on nodes
     #[command(visible_aliases = ["l", "ls"])]

@@ -159,6 +159,9 @@ pub enum Command {
     /// The cgroups of a node with their usage
     #[command(alias = "cg")]
     Cgroups(inspect::CgroupsArgs),
+    /// Inspect internals of Talos: the controller runtime's dependencies
+    #[command(subcommand)]
+    Inspect(inspect::InspectCommand),
     /// Images in the containerd of nodes
     #[command(subcommand, visible_alias = "images")]
     Image(inspect::ImageCommand),

@@ -25,6 +25,11 @@ pub mod time {
     tonic::include_proto!("time");
 }
 
+/// The `inspect` package: InspectService (the controller runtime's dependency graph).
+pub mod inspect {
+    tonic::include_proto!("inspect");
+}
+
 /// COSI: resources and the `cosi.resource.State` service.
 pub mod cosi {
     pub mod resource {

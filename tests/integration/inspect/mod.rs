@@ -46,5 +46,6 @@ pub fn words(s: &str) -> Vec<Vec<&str>> {
 
 mod access;
 mod cli;
+mod dependencies;
 mod files;
 mod tables;

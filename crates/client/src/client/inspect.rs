@@ -1,7 +1,8 @@
 //! The node-inspection calls of the client: containers and their stats, processes, memory,
-//! mounts, sockets, files (read, list, copy as a tar.gz, disk usage), time and images. Unary
-//! calls check in-band errors like the other machine calls; file streams hand each chunk or
-//! entry to the caller as it arrives, so large reads and copies are not held in memory.
+//! mounts, sockets, files (read, list, copy as a tar.gz, disk usage), time, images and the
+//! controller runtime's dependency graph. Unary calls check in-band errors like the other
+//! machine calls; file streams hand each chunk or entry to the caller as it arrives, so large
+//! reads and copies are not held in memory.
 
 use anyhow::Result;
 use tonic::Streaming;
@@ -10,11 +11,14 @@ use super::Client;
 use crate::errors::MACHINE;
 use crate::transport::Checked;
 use talm_wire::proto::common;
+use talm_wire::proto::inspect as inspectapi;
 use talm_wire::proto::machine;
 use talm_wire::proto::time as timeapi;
 
 /// The Talos time service.
 const TIME: &str = "time.TimeService";
+/// The Talos inspect service.
+const INSPECT: &str = "inspect.InspectService";
 /// The Talos image service.
 const IMAGES: &str = "machine.ImageService";
 
@@ -235,6 +239,24 @@ impl Client {
             "Time"
         };
         self.first(call, r.into_inner().messages, |m| m.metadata.as_ref())
+    }
+
+    /// The controller runtime's dependency edges, in the order the node sends them.
+    pub async fn dependencies(&self) -> Result<Vec<inspectapi::ControllerDependencyEdge>> {
+        let mut c =
+            inspectapi::inspect_service_client::InspectServiceClient::new(self.channel.clone())
+                .max_decoding_message_size(super::MAX_MESSAGE);
+        let call = "ControllerRuntimeDependencies";
+        let r = self
+            .call(
+                call,
+                INSPECT,
+                c.controller_runtime_dependencies(self.request((), true)),
+            )
+            .await?;
+        Ok(self
+            .first(call, r.into_inner().messages, |m| m.metadata.as_ref())?
+            .edges)
     }
 
     /// The images of a containerd instance (ImageService is called one-to-one, `node`).

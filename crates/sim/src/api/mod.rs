@@ -2,7 +2,7 @@
 //! one-to-one, `nodes` one-to-many with metadata and in-band errors; ignored in maintenance) and
 //! the node's injected faults. One file per service family: MachineService's methods in
 //! `machine_service.rs` over `inspect`, `change` and `etcd`; ImageService in `images.rs`, LifecycleService in `lifecycle.rs`,
-//! TimeService in `time.rs`, COSI in `cosi.rs`; logs and events in `logs.rs` and `events.rs`; the
+//! TimeService in `time.rs`, InspectService in `deps.rs` (its graph in `controllers.rs`), COSI in `cosi.rs`; logs and events in `logs.rs` and `events.rs`; the
 //! routing they all share in `routing.rs`.
 
 pub mod cluster;
@@ -64,6 +64,8 @@ routed!(
 );
 
 mod change;
+mod controllers;
+mod deps;
 mod etcd;
 mod images;
 mod inspect;

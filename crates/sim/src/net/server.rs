@@ -21,6 +21,7 @@ use crate::net::certs;
 use crate::node::Node;
 use talm_wire::proto::cluster::cluster_service_server::ClusterServiceServer;
 use talm_wire::proto::cosi::resource::state_server::StateServer;
+use talm_wire::proto::inspect::inspect_service_server::InspectServiceServer;
 use talm_wire::proto::machine::image_service_server::ImageServiceServer;
 use talm_wire::proto::machine::lifecycle_service_server::LifecycleServiceServer;
 use talm_wire::proto::machine::machine_service_server::MachineServiceServer;
@@ -195,6 +196,7 @@ async fn serve_boot(
                 .max_encoding_message_size(max),
         )
         .add_service(TimeServiceServer::new(svc.clone()))
+        .add_service(InspectServiceServer::new(svc.clone()))
         .add_service(ClusterServiceServer::new(svc.clone()))
         .add_service(ImageServiceServer::new(svc.clone()))
         .add_service(LifecycleServiceServer::new(svc.clone()))

@@ -1,12 +1,13 @@
 //! Looking at nodes from scripts: one node method per talosctl inspection command
 //! (`containers`, `stats`, `processes`, `memory`, `mounts`, `netstat`, `read`, `list`,
-//! `usage`, `copy`, `time`, `cgroups`, `service`, `images`), each returning the reply's data
+//! `usage`, `copy`, `time`, `cgroups`, `service`, `images`, `dependencies`), each returning the reply's data
 //! as maps whose keys are the Talos message fields the tables print, plus the streaming forms
 //! (`read_out`, `copy_out`, `copy_to`) and, in `text`, the natives that print rows as
 //! talosctl's tables do.
 
 mod convert;
 mod copy;
+mod graph;
 mod opts;
 pub(crate) mod text;
 
@@ -369,6 +370,9 @@ pub fn register(engine: &mut Engine, session: &crate::runtime::Session) {
         .register_into_engine(engine, |n: &mut Node, opts: Map| {
             native(|| images(n, &ImagesOpts::read(&opts)?))
         });
+    FuncRegistration::new("dependencies")
+        .with_comments(["/// The controller runtime's dependency graph as DOT text, as `talosctl inspect dependencies` prints it; with `with_resources` the live resources of each type instead of the types."])
+        .register_into_engine(engine, |n: &mut Node, with_resources: bool| native(|| dependencies(n, with_resources)));
     FuncRegistration::new("cgroups")
         .with_comments(["/// The cgroup tree for a preset (cpu, cpuset, io, memory, process, psi, swap): #{columns, rows: [#{name, path, cells}]}, names drawn as a tree and resolved to pods, containers and processes unless `skip_cri_resolve` (needs os:admin)."])
         .register_into_engine(engine, |n: &mut Node, opts: Map| native(|| cgroups(n, &CgroupsOpts::read(&opts)?)));
@@ -387,6 +391,24 @@ fn stats(n: &Node, kubernetes: bool) -> Result<Array> {
     let mut list = n.with(|c| block_on(c.stats(kubernetes)))?;
     list.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(list.into_iter().map(|s| stat(&n.name, s).into()).collect())
+}
+
+fn dependencies(n: &Node, with_resources: bool) -> Result<String> {
+    n.with(|c| {
+        let edges = block_on(c.dependencies()).map_err(|e| {
+            talm_base::error::node::reword(e, |go, _| {
+                format!(
+                    "error getting controller runtime dependencies: {}",
+                    go.unary()
+                )
+            })
+        })?;
+        if with_resources {
+            graph::resources_graph(c, &edges)
+        } else {
+            Ok(graph::types_graph(&edges))
+        }
+    })
 }
 
 fn cgroups(n: &Node, o: &CgroupsOpts) -> Result<Map> {
