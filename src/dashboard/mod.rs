@@ -4,15 +4,18 @@
 //! polled live; keys switch node and screen, `q` quits.
 //!
 //! Parts: `model` (state and how updates and keys change it), `panels` (the Summary's panels
-//! from the node's resources), `render` (state → buffer, pure), `input` (keys → commands),
-//! `source` (the node pollers), `term` (the terminal loop), `format` (numbers as talosctl
-//! writes them) and `svg` (a buffer as a picture, for the README).
+//! from the node's resources), `metrics` (the Monitor's figures and series), `render` (state →
+//! buffer, pure; `summary`, `monitor` and `proctable` draw the screens), `input` (keys →
+//! commands), `source` (the node pollers), `term` (the terminal loop), `format` (numbers as
+//! talosctl writes them) and `svg` (a buffer as a picture, for the README).
 
 pub mod format;
 pub mod input;
+pub mod metrics;
 pub mod model;
 mod monitor;
 pub mod panels;
+mod proctable;
 pub mod render;
 pub mod source;
 mod summary;

@@ -4,7 +4,9 @@
 //! No I/O here: the terminal loop feeds updates and commands in.
 
 use super::input::Command;
+use super::metrics::Metrics;
 use super::panels::Resources;
+use crate::proto::machine;
 
 /// The screens, in footer order (`F1`, `F2`), as talosctl's dashboard names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +99,10 @@ pub struct Sample {
     pub procs: Option<usize>,
     /// The resources the Summary's panels and the header read.
     pub resources: Option<Resources>,
+    /// What the Monitor screen reads, as the node sent it.
+    pub stat: Option<machine::SystemStat>,
+    pub meminfo: Option<machine::MemInfo>,
+    pub processes: Option<Vec<machine::ProcessInfo>>,
     /// Set when the node answered none of the calls.
     pub error: Option<String>,
 }
@@ -127,6 +133,7 @@ pub struct NodeView {
     pub services: Vec<Service>,
     pub procs: Option<usize>,
     pub resources: Resources,
+    pub metrics: Metrics,
     /// Busy share of all CPUs since the previous poll (0..=1).
     pub cpu_usage: Option<f64>,
     last_cpu: Option<CpuTimes>,
@@ -162,6 +169,13 @@ impl NodeView {
         }
         self.polled = true;
         self.error = s.error;
+        self.metrics.apply(
+            s.stat.take(),
+            s.meminfo.take(),
+            s.load,
+            s.processes.take(),
+            s.cpus.map(|c| c.count),
+        );
         if let Some(cpu) = s.cpu {
             if let Some(prev) = self.last_cpu {
                 let (busy, idle) = (cpu.busy - prev.busy, cpu.idle - prev.idle);

@@ -116,10 +116,13 @@ pub async fn sample(client: &Client, with_cpus: bool) -> Sample {
                 mhz: c.cpu_mhz,
             })
         }),
-        memory: mem.ok().map(|m| memory(&m)),
+        memory: mem.as_ref().ok().map(memory),
         load: load.ok().map(|l| [l.load1, l.load5, l.load15]),
         services: services.ok().map(|s| s.iter().map(service).collect()),
-        procs: procs.ok().map(|p| p.len()),
+        procs: procs.as_ref().ok().map(Vec::len),
+        stat: stat.as_ref().ok().cloned(),
+        meminfo: mem.as_ref().ok().copied(),
+        processes: procs.ok(),
         resources: (failures.len() < 6).then_some(resources),
         error,
     }

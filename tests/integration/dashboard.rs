@@ -343,7 +343,21 @@ fn dashboard_in_a_terminal_switches_node_and_screen_and_quits() {
         ]
     );
     tty.keys("\u{1b}OQ"); // F2: the Monitor screen
-    tty.wait_for(&["[F1: Summary] --- [Monitor]"]);
+    let screen = tty.wait_for(&["[F1: Summary] --- [Monitor]", "COMMAND", "/sbin/init"]);
+    let screen = masked(&screen);
+    assert_eq!(
+        screen[2],
+        " CPU           CPU                         LOAD          PROCS         MEMORY"
+    );
+    assert_eq!(
+        screen[8],
+        "         CPU USER/SYSTEM                     MEM USED                       LOAD AVG 60sec"
+    );
+    assert_eq!(
+        screen[15],
+        " NET                      PID S CPU% MEM%   VIRT    RES TIME+ THR COMMAND"
+    );
+    assert_eq!(screen[22], " DISK");
     tty.keys("h"); // back to the first node
     tty.wait_for(&["dash-1 Talos"]);
     tty.keys("\u{1b}OP"); // F1
