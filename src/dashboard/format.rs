@@ -57,6 +57,32 @@ pub fn ibytes(bytes: u64) -> String {
     }
 }
 
+/// go-humanize's `Bytes` (powers of 1000): `0 B`, `512 kB`, `8.6 GB`.
+pub fn bytes(bytes: u64) -> String {
+    const UNITS: [&str; 7] = ["B", "kB", "MB", "GB", "TB", "PB", "EB"];
+    if bytes < 10 {
+        return format!("{bytes} B");
+    }
+    let b = bytes as f64;
+    let e = ((b.ln() / 1000f64.ln()).floor() as usize).min(UNITS.len() - 1);
+    let val = (b / 1000f64.powi(e as i32) * 10.0 + 0.5).floor() / 10.0;
+    if val < 10.0 {
+        format!("{val:.1} {}", UNITS[e])
+    } else {
+        format!("{val:.0} {}", UNITS[e])
+    }
+}
+
+/// go-humanize's `ComputeSI` for a count: the value scaled by powers of 1000 and its prefix.
+pub fn si(v: u64) -> (f64, &'static str) {
+    const PREFIXES: [&str; 7] = ["", "k", "M", "G", "T", "P", "E"];
+    if v == 0 {
+        return (0.0, "");
+    }
+    let e = (((v as f64).log10().floor() as usize) / 3).min(PREFIXES.len() - 1);
+    (v as f64 / 1000f64.powi(e as i32), PREFIXES[e])
+}
+
 /// A share (0..=1) as a percentage with one decimal.
 pub fn percent(share: f64) -> String {
     format!("{:.1}%", share * 100.0)
@@ -98,6 +124,12 @@ mod tests {
         assert_eq!(ibytes(8_148_772 << 10), "7.8 GiB");
         assert_eq!(ibytes(16 << 30), "16 GiB");
         assert_eq!(ibytes(1536), "1.5 KiB");
+        assert_eq!(bytes(0), "0 B");
+        assert_eq!(bytes(512_000), "512 kB");
+        assert_eq!(bytes(8_148_772 << 10), "8.3 GB");
+        assert_eq!(si(0), (0.0, ""));
+        assert_eq!(si(950), (950.0, ""));
+        assert_eq!(si(12_345), (12.345, "k"));
         assert_eq!(percent(0.1234), "12.3%");
         assert_eq!(bar(0.5, 4), ("██".to_string(), "░░".to_string()));
         assert_eq!(bar(1.7, 3).0.chars().count(), 3);

@@ -1,7 +1,7 @@
 //! Keys, as talosctl's dashboard binds them: `h`/← and `l`/→ switch node, `F1`/`F2` switch
-//! screen, `j`/`k`/↓/↑ move, `Ctrl-d`/`Ctrl-u` half a page, `Ctrl-f`/`Ctrl-b` (and PgDn/PgUp)
-//! a page, `q`/`Ctrl-C` quit; plus `Enter` to open the logs of the highlighted service, `Esc`
-//! back to the summary, `g`/`G` (Home/End) to the top and bottom.
+//! screen, `q`/`Ctrl-C` quit; in the Summary's log pane `j`/`k`/↓/↑ scroll a line,
+//! `Ctrl-d`/`Ctrl-u` half a page, `Ctrl-f`/`Ctrl-b` (and PgDn/PgUp) a page, `g`/`G`
+//! (Home/End) to the top and bottom.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
@@ -33,10 +33,6 @@ pub enum Command {
     PrevNode,
     NextNode,
     Show(Screen),
-    /// Logs of the highlighted service.
-    Open,
-    /// Back to the summary.
-    Back,
     Up(Step),
     Down(Step),
     Top,
@@ -66,9 +62,7 @@ pub fn command(key: &KeyEvent) -> Option<Command> {
         KeyCode::Char('g') | KeyCode::Home => Command::Top,
         KeyCode::Char('G') | KeyCode::End => Command::Bottom,
         KeyCode::F(1) => Command::Show(Screen::Summary),
-        KeyCode::F(2) => Command::Show(Screen::Logs),
-        KeyCode::Enter => Command::Open,
-        KeyCode::Esc => Command::Back,
+        KeyCode::F(2) => Command::Show(Screen::Monitor),
         _ => return None,
     };
     Some(cmd)
@@ -97,7 +91,10 @@ mod tests {
             key(KeyCode::F(1), none),
             Some(Command::Show(Screen::Summary))
         );
-        assert_eq!(key(KeyCode::F(2), none), Some(Command::Show(Screen::Logs)));
+        assert_eq!(
+            key(KeyCode::F(2), none),
+            Some(Command::Show(Screen::Monitor))
+        );
         assert_eq!(key(KeyCode::F(3), none), None);
         assert_eq!(
             key(KeyCode::Char('j'), none),
@@ -110,7 +107,7 @@ mod tests {
         );
         assert_eq!(key(KeyCode::Char('b'), ctrl), Some(Command::Up(Step::Page)));
         assert_eq!(key(KeyCode::Char('q'), ctrl), None);
-        assert_eq!(key(KeyCode::Enter, none), Some(Command::Open));
+        assert_eq!(key(KeyCode::Enter, none), None);
         let mut release = KeyEvent::new(KeyCode::Char('q'), none);
         release.kind = KeyEventKind::Release;
         assert_eq!(command(&release), None);

@@ -1,16 +1,24 @@
-//! `talm dashboard`: a terminal UI over one or more Talos nodes, as talosctl's dashboard: a
-//! summary screen per node (hostname, version, uptime, CPU, memory, load, services with health)
-//! and the log of a chosen service, polled live; keys switch node and screen, `q` quits.
+//! `talm dashboard`: a terminal UI over one or more Talos nodes, as talosctl's dashboard: the
+//! header (hostname, version, uptime, CPUs, RAM, PROCS, CPU and RAM use), the Summary screen
+//! (Talos, Kubernetes and network panels over the node's kernel log) and the Monitor screen,
+//! polled live; keys switch node and screen, `q` quits.
 //!
-//! Parts: `model` (state and how updates and keys change it), `render` (state → buffer, pure),
-//! `input` (keys → commands), `source` (the node pollers), `term` (the terminal loop), `format`
-//! (numbers as talosctl writes them) and `svg` (a buffer as a picture, for the README).
+//! Parts: `model` (state and how updates and keys change it), `panels` (the Summary's panels
+//! from the node's resources), `metrics` (the Monitor's figures and series), `render` (state →
+//! buffer, pure; `summary`, `monitor` and `proctable` draw the screens), `input` (keys →
+//! commands), `source` (the node pollers), `term` (the terminal loop), `format` (numbers as
+//! talosctl writes them) and `svg` (a buffer as a picture, for the README).
 
 pub mod format;
 pub mod input;
+pub mod metrics;
 pub mod model;
+mod monitor;
+pub mod panels;
+mod proctable;
 pub mod render;
 pub mod source;
+mod summary;
 pub mod svg;
 mod term;
 
@@ -18,7 +26,6 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::Result;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::hinted;
@@ -79,7 +86,6 @@ fn run_with(nodes: Vec<(String, Client)>, opts: Options, stdin_is_tty: bool) -> 
     let (names, clients): (Vec<String>, Vec<Client>) = nodes.into_iter().unzip();
     let mut state = State::new(names);
     let (tx, rx) = std::sync::mpsc::channel();
-    let (logs_tx, logs_rx) = watch::channel(None);
     let stop = CancellationToken::new();
     let rt = crate::talos::runtime();
     for (i, c) in clients.iter().enumerate() {
@@ -91,14 +97,8 @@ fn run_with(nodes: Vec<(String, Client)>, opts: Options, stdin_is_tty: bool) -> 
             stop.clone(),
         ));
     }
-    rt.spawn(source::poll_logs(
-        clients,
-        opts.interval,
-        logs_rx,
-        tx,
-        stop.clone(),
-    ));
-    let outcome = term::run(&mut state, &rx, &logs_tx);
+    drop(tx);
+    let outcome = term::run(&mut state, &rx);
     stop.cancel();
     outcome.map(|()| 0)
 }

@@ -1,23 +1,27 @@
 //! What the dashboard shows and how it changes: one view per node built up from the samples the
-//! pollers send, the log lines of the chosen service, the selected node and screen, and what
-//! each key command does to them. No I/O here: the terminal loop feeds updates and commands in.
+//! pollers send (stats, services, processes, the resources of the Summary's panels) and the
+//! node's kernel log, the selected node and screen, and what each key command does to them.
+//! No I/O here: the terminal loop feeds updates and commands in.
 
 use super::input::Command;
+use super::metrics::Metrics;
+use super::panels::Resources;
+use crate::proto::machine;
 
-/// The screens, in footer order (`F1`, `F2`).
+/// The screens, in footer order (`F1`, `F2`), as talosctl's dashboard names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Screen {
     Summary,
-    Logs,
+    Monitor,
 }
 
 impl Screen {
-    pub const ALL: [Screen; 2] = [Screen::Summary, Screen::Logs];
+    pub const ALL: [Screen; 2] = [Screen::Summary, Screen::Monitor];
 
     pub fn title(self) -> &'static str {
         match self {
             Screen::Summary => "Summary",
-            Screen::Logs => "Logs",
+            Screen::Monitor => "Monitor",
         }
     }
 
@@ -25,7 +29,7 @@ impl Screen {
     pub fn key(self) -> &'static str {
         match self {
             Screen::Summary => "F1",
-            Screen::Logs => "F2",
+            Screen::Monitor => "F2",
         }
     }
 }
@@ -91,8 +95,27 @@ pub struct Sample {
     pub memory: Option<Memory>,
     pub load: Option<[f64; 3]>,
     pub services: Option<Vec<Service>>,
+    /// How many processes run (the header's `PROCS`).
+    pub procs: Option<usize>,
+    /// The resources the Summary's panels and the header read.
+    pub resources: Option<Resources>,
+    /// What the Monitor screen reads, as the node sent it.
+    pub stat: Option<machine::SystemStat>,
+    pub meminfo: Option<machine::MemInfo>,
+    pub processes: Option<Vec<machine::ProcessInfo>>,
     /// Set when the node answered none of the calls.
     pub error: Option<String>,
+}
+
+/// A node's kernel log as the Summary's log pane shows it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KernelLog {
+    pub lines: Vec<String>,
+    pub error: Option<String>,
+    /// Whether the node has answered yet.
+    pub loaded: bool,
+    /// Lines scrolled up from the newest (0 = following the end).
+    pub scroll: usize,
 }
 
 /// Everything known about one node: the newest value of each field, kept when a later poll
@@ -108,6 +131,9 @@ pub struct NodeView {
     pub memory: Option<Memory>,
     pub load: Option<[f64; 3]>,
     pub services: Vec<Service>,
+    pub procs: Option<usize>,
+    pub resources: Resources,
+    pub metrics: Metrics,
     /// Busy share of all CPUs since the previous poll (0..=1).
     pub cpu_usage: Option<f64>,
     last_cpu: Option<CpuTimes>,
@@ -115,6 +141,7 @@ pub struct NodeView {
     pub error: Option<String>,
     /// Whether any poll has come back yet.
     pub polled: bool,
+    pub kernel: KernelLog,
 }
 
 impl NodeView {
@@ -142,6 +169,13 @@ impl NodeView {
         }
         self.polled = true;
         self.error = s.error;
+        self.metrics.apply(
+            s.stat.take(),
+            s.meminfo.take(),
+            s.load,
+            s.processes.take(),
+            s.cpus.map(|c| c.count),
+        );
         if let Some(cpu) = s.cpu {
             if let Some(prev) = self.last_cpu {
                 let (busy, idle) = (cpu.busy - prev.busy, cpu.idle - prev.idle);
@@ -157,10 +191,19 @@ impl NodeView {
         macro_rules! keep {
             ($($f:ident),*) => { $(if s.$f.is_some() { self.$f = s.$f; })* };
         }
-        keep!(hostname, version, boot_time, cpus, memory, load);
+        keep!(hostname, version, boot_time, cpus, memory, load, procs);
         if let Some(services) = s.services {
             self.services = services;
         }
+        if let Some(r) = s.resources {
+            self.resources = r;
+        }
+    }
+
+    /// Busy share of the CPUs for the header: as talosctl, 0 after the first poll with stats
+    /// (nothing to compare with yet), `None` before.
+    pub fn cpu_share(&self) -> Option<f64> {
+        self.cpu_usage.or(self.last_cpu.map(|_| 0.0))
     }
 
     /// Used share of memory (0..=1).
@@ -169,19 +212,14 @@ impl NodeView {
             .filter(|m| m.total_kib > 0)
             .map(|m| m.used_kib as f64 / m.total_kib as f64)
     }
-}
 
-/// The log pane: which node and service, and the tail the node sent.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LogView {
-    pub node: usize,
-    pub service: String,
-    pub lines: Vec<String>,
-    pub error: Option<String>,
-    /// Whether the node has answered for this node and service yet.
-    pub loaded: bool,
-    /// Lines scrolled up from the newest (0 = following the end).
-    pub scroll: usize,
+    /// The kubelet service's health, when the node lists it and has checked it.
+    pub fn kubelet_healthy(&self) -> Option<bool> {
+        self.services
+            .iter()
+            .find(|s| s.id == "kubelet")
+            .map(|s| s.health == Health::Ok)
+    }
 }
 
 /// A message from the pollers.
@@ -189,11 +227,11 @@ pub struct LogView {
 pub enum Update {
     Sample {
         node: usize,
-        sample: Sample,
+        sample: Box<Sample>,
     },
-    Logs {
+    /// A node's kernel log (all of it), or why it could not be read.
+    Kernel {
         node: usize,
-        service: String,
         result: Result<Vec<String>, String>,
     },
 }
@@ -213,15 +251,17 @@ pub struct State {
     pub nodes: Vec<NodeView>,
     pub selected: usize,
     pub screen: Screen,
-    /// Index of the highlighted service on the summary screen.
-    pub cursor: usize,
-    pub logs: LogView,
     /// Unix seconds the frame is drawn at (uptime).
     pub now: u64,
+    /// Ticks of the header's spinner (talosctl turns it twice a second).
+    pub ticks: usize,
 }
 
-/// The service whose logs show before one is chosen.
-const DEFAULT_SERVICE: &str = "machined";
+/// The Summary's rows above the log pane (talosctl's `summaryTopFixedRows`).
+pub const SUMMARY_TOP_ROWS: u16 = 7;
+
+/// The most kernel log lines a pane keeps (talosctl's `maxLogLines`).
+pub const MAX_LOG_LINES: usize = 1000;
 
 impl State {
     pub fn new(names: impl IntoIterator<Item = String>) -> State {
@@ -229,12 +269,8 @@ impl State {
             nodes: names.into_iter().map(NodeView::new).collect(),
             selected: 0,
             screen: Screen::Summary,
-            cursor: 0,
-            logs: LogView {
-                service: DEFAULT_SERVICE.into(),
-                ..LogView::default()
-            },
             now: 0,
+            ticks: 0,
         }
     }
 
@@ -242,67 +278,30 @@ impl State {
         self.nodes.get(self.selected)
     }
 
-    /// The node and service whose logs the pollers should fetch, while the logs screen shows.
-    pub fn logs_target(&self) -> Option<(usize, String)> {
-        (self.screen == Screen::Logs).then(|| (self.selected, self.logs.service.clone()))
-    }
-
     pub fn apply(&mut self, u: Update) {
         match u {
             Update::Sample { node, sample } => {
                 if let Some(n) = self.nodes.get_mut(node) {
-                    n.apply(sample);
+                    n.apply(*sample);
                 }
-                self.clamp_cursor();
             }
-            Update::Logs {
-                node,
-                service,
-                result,
-            } => {
-                if node != self.logs.node || service != self.logs.service {
-                    return; // an answer for a pane no longer shown
-                }
-                self.logs.loaded = true;
+            Update::Kernel { node, result } => {
+                let Some(n) = self.nodes.get_mut(node) else {
+                    return;
+                };
+                let log = &mut n.kernel;
+                log.loaded = true;
                 match result {
                     Ok(lines) => {
-                        self.logs.lines = lines.iter().map(|l| printable(l)).collect();
-                        self.logs.error = None;
+                        let skip = lines.len().saturating_sub(MAX_LOG_LINES);
+                        log.lines = lines[skip..].iter().map(|l| printable(l)).collect();
+                        log.error = None;
                     }
-                    Err(e) => self.logs.error = Some(printable(&e)),
+                    Err(e) => log.error = Some(printable(&e)),
                 }
-                self.logs.scroll = self.logs.scroll.min(self.max_scroll(0));
+                log.scroll = log.scroll.min(log.lines.len());
             }
         }
-    }
-
-    fn clamp_cursor(&mut self) {
-        let n = self.node().map_or(0, |n| n.services.len());
-        self.cursor = self.cursor.min(n.saturating_sub(1));
-    }
-
-    /// The furthest the log pane can scroll up when `rows` lines show.
-    fn max_scroll(&self, rows: usize) -> usize {
-        self.logs.lines.len().saturating_sub(rows.max(1))
-    }
-
-    /// Points the log pane at the selected node and `service`, dropping what it showed.
-    fn show_logs(&mut self, service: String) {
-        if self.logs.node != self.selected || self.logs.service != service {
-            self.logs = LogView {
-                node: self.selected,
-                service,
-                ..LogView::default()
-            };
-        }
-        self.screen = Screen::Logs;
-    }
-
-    /// The service under the cursor, if the node listed any.
-    fn cursor_service(&self) -> Option<String> {
-        self.node()
-            .and_then(|n| n.services.get(self.cursor))
-            .map(|s| s.id.clone())
     }
 
     fn select_node(&mut self, index: usize) -> Flow {
@@ -310,61 +309,47 @@ impl State {
             return Flow::Continue;
         }
         self.selected = index;
-        self.clamp_cursor();
-        if self.screen == Screen::Logs {
-            let service = self.logs.service.clone();
-            self.show_logs(service);
-        }
         Flow::Repaint
+    }
+
+    /// Rows of the Summary's log pane in a terminal of `rows`: less header, footer, the
+    /// panels and the pane's title line.
+    pub fn log_rows(rows: u16) -> usize {
+        usize::from(rows.saturating_sub(2 + SUMMARY_TOP_ROWS + 1)).max(1)
     }
 
     /// Applies a key command; `rows` is the terminal height (page sizes).
     pub fn handle(&mut self, cmd: Command, rows: u16) -> Flow {
-        // Rows of the log pane: the terminal less header, footer and the pane's borders.
-        let page = usize::from(rows).saturating_sub(4).max(1);
+        let page = State::log_rows(rows);
         match cmd {
             Command::Quit => Flow::Quit,
             Command::PrevNode => self.select_node(self.selected.saturating_sub(1)),
             Command::NextNode => self.select_node(self.selected + 1),
-            Command::Show(Screen::Summary) | Command::Back => {
-                if self.screen == Screen::Summary {
+            Command::Show(screen) => {
+                if self.screen == screen {
                     return Flow::Continue;
                 }
-                self.screen = Screen::Summary;
+                self.screen = screen;
                 Flow::Repaint
             }
-            Command::Show(Screen::Logs) | Command::Open => {
-                if self.screen == Screen::Logs {
-                    return Flow::Continue;
-                }
-                let service = self
-                    .cursor_service()
-                    .unwrap_or_else(|| self.logs.service.clone());
-                self.show_logs(service);
-                Flow::Repaint
-            }
-            Command::Up(n) => self.move_by(-(n.lines(page) as isize), page),
-            Command::Down(n) => self.move_by(n.lines(page) as isize, page),
-            Command::Top => self.move_by(isize::MIN / 2, page),
-            Command::Bottom => self.move_by(isize::MAX / 2, page),
+            Command::Up(n) => self.scroll_by(-(n.lines(page) as isize), page),
+            Command::Down(n) => self.scroll_by(n.lines(page) as isize, page),
+            Command::Top => self.scroll_by(isize::MIN / 2, page),
+            Command::Bottom => self.scroll_by(isize::MAX / 2, page),
         }
     }
 
-    /// Moves the service cursor (summary) or scrolls the log pane (logs) by `delta` lines
-    /// (positive = down / towards the newest).
-    fn move_by(&mut self, delta: isize, page: usize) -> Flow {
-        match self.screen {
-            Screen::Summary => {
-                let n = self.node().map_or(0, |n| n.services.len());
-                let at = (self.cursor as isize).saturating_add(delta);
-                self.cursor = at.clamp(0, n.saturating_sub(1) as isize) as usize;
-            }
-            Screen::Logs => {
-                let max = self.max_scroll(page) as isize;
-                let at = (self.logs.scroll as isize).saturating_sub(delta);
-                self.logs.scroll = at.clamp(0, max) as usize;
-            }
+    /// Scrolls the Summary's log pane by `delta` lines (positive = towards the newest).
+    fn scroll_by(&mut self, delta: isize, page: usize) -> Flow {
+        if self.screen != Screen::Summary {
+            return Flow::Continue;
         }
+        let Some(n) = self.nodes.get_mut(self.selected) else {
+            return Flow::Continue;
+        };
+        let max = n.kernel.lines.len().saturating_sub(page) as isize;
+        let at = (n.kernel.scroll as isize).saturating_sub(delta);
+        n.kernel.scroll = at.clamp(0, max) as usize;
         Flow::Continue
     }
 }
@@ -387,27 +372,13 @@ mod tests {
     use super::super::input::Step;
     use super::*;
 
-    fn svc(id: &str) -> Service {
+    fn svc(id: &str, health: Health) -> Service {
         Service {
             id: id.into(),
             state: "Running".into(),
-            health: Health::Ok,
+            health,
             message: String::new(),
         }
-    }
-
-    fn two_nodes() -> State {
-        let mut s = State::new(["a".to_string(), "b".to_string()]);
-        for node in 0..2 {
-            s.apply(Update::Sample {
-                node,
-                sample: Sample {
-                    services: Some(vec![svc("apid"), svc("etcd"), svc("kubelet")]),
-                    ..Sample::default()
-                },
-            });
-        }
-        s
     }
 
     #[test]
@@ -417,8 +388,10 @@ mod tests {
             cpu: Some(CpuTimes { busy, idle }),
             ..Sample::default()
         };
+        assert_eq!(n.cpu_share(), None);
         n.apply(cpu(10.0, 90.0));
         assert_eq!(n.cpu_usage, None);
+        assert_eq!(n.cpu_share(), Some(0.0));
         n.apply(cpu(13.0, 99.0));
         assert_eq!(n.cpu_usage, Some(0.25));
         // A reboot resets the counters: no usage until two samples of the new boot.
@@ -431,7 +404,8 @@ mod tests {
         let mut n = NodeView::new("a");
         n.apply(Sample {
             hostname: Some("cp-1".into()),
-            services: Some(vec![svc("apid")]),
+            services: Some(vec![svc("kubelet", Health::Fail)]),
+            procs: Some(12),
             ..Sample::default()
         });
         n.apply(Sample {
@@ -439,95 +413,80 @@ mod tests {
             ..Sample::default()
         });
         assert_eq!(n.hostname.as_deref(), Some("cp-1"));
-        assert_eq!(n.services.len(), 1);
+        assert_eq!(n.procs, Some(12));
+        assert_eq!(n.kubelet_healthy(), Some(false));
         assert_eq!(n.error.as_deref(), Some("node a: connection refused"));
     }
 
     #[test]
     fn text_from_a_node_cannot_drive_the_terminal() {
         let mut n = NodeView::new("a");
-        let mut bad = svc("x\u{1b}]0;owned\u{7}");
-        bad.message = "\u{1b}[31mred".into();
         n.apply(Sample {
             hostname: Some("h\u{1b}[2J".into()),
-            services: Some(vec![bad]),
             ..Sample::default()
         });
         assert_eq!(n.hostname.as_deref(), Some("h\u{fffd}[2J"));
-        assert_eq!(n.services[0].id, "x\u{fffd}]0;owned\u{fffd}");
-        assert_eq!(n.services[0].message, "\u{fffd}[31mred");
+        let mut s = State::new(["a".to_string()]);
+        s.apply(Update::Kernel {
+            node: 0,
+            result: Ok(vec!["\u{1b}[2Jhi\tthere\r".into()]),
+        });
+        assert_eq!(s.nodes[0].kernel.lines, ["\u{fffd}[2Jhi there"]);
     }
 
     #[test]
     fn keys_move_between_nodes_and_screens() {
-        let mut s = two_nodes();
+        let mut s = State::new(["a".to_string(), "b".to_string()]);
         assert_eq!(s.handle(Command::PrevNode, 30), Flow::Continue);
         assert_eq!(s.handle(Command::NextNode, 30), Flow::Repaint);
         assert_eq!(s.selected, 1);
         assert_eq!(s.handle(Command::NextNode, 30), Flow::Continue);
-        s.handle(Command::Down(Step::Line), 30);
-        assert_eq!(s.handle(Command::Open, 30), Flow::Repaint);
-        assert_eq!(s.logs_target(), Some((1, "etcd".to_string())));
-        // Another node keeps the service.
-        s.handle(Command::PrevNode, 30);
-        assert_eq!(s.logs_target(), Some((0, "etcd".to_string())));
+        assert_eq!(s.handle(Command::Show(Screen::Monitor), 30), Flow::Repaint);
+        assert_eq!(s.screen, Screen::Monitor);
+        assert_eq!(s.handle(Command::Show(Screen::Monitor), 30), Flow::Continue);
         assert_eq!(s.handle(Command::Show(Screen::Summary), 30), Flow::Repaint);
-        assert_eq!(s.logs_target(), None);
         assert_eq!(s.handle(Command::Quit, 30), Flow::Quit);
     }
 
     #[test]
-    fn stale_log_answers_are_dropped_and_lines_made_printable() {
-        let mut s = two_nodes();
-        s.handle(Command::Show(Screen::Logs), 30);
-        assert_eq!(s.logs.service, "apid");
-        s.apply(Update::Logs {
-            node: 1,
-            service: "apid".into(),
-            result: Ok(vec!["other node".into()]),
-        });
-        assert!(!s.logs.loaded);
-        s.apply(Update::Logs {
-            node: 0,
-            service: "apid".into(),
-            result: Ok(vec!["\u{1b}[2Jhi\tthere\r".into()]),
-        });
-        assert_eq!(s.logs.lines, ["\u{fffd}[2Jhi there"]);
-    }
-
-    #[test]
     fn log_scrolling_stays_within_the_lines() {
-        let mut s = two_nodes();
-        s.handle(Command::Show(Screen::Logs), 14); // a pane of 10 rows
-        s.apply(Update::Logs {
+        let mut s = State::new(["a".to_string()]);
+        let rows = 20; // a pane of 10 rows
+        assert_eq!(State::log_rows(rows), 10);
+        s.apply(Update::Kernel {
             node: 0,
-            service: "apid".into(),
             result: Ok((1..=25).map(|i| format!("line {i}")).collect()),
         });
-        s.handle(Command::Up(Step::Line), 14);
-        assert_eq!(s.logs.scroll, 1);
-        s.handle(Command::Up(Step::Page), 14);
-        assert_eq!(s.logs.scroll, 11);
-        s.handle(Command::Top, 14);
-        assert_eq!(s.logs.scroll, 15);
-        s.handle(Command::Down(Step::HalfPage), 14);
-        assert_eq!(s.logs.scroll, 10);
-        s.handle(Command::Bottom, 14);
-        assert_eq!(s.logs.scroll, 0);
+        let scroll = |s: &State| s.nodes[0].kernel.scroll;
+        s.handle(Command::Up(Step::Line), rows);
+        assert_eq!(scroll(&s), 1);
+        s.handle(Command::Up(Step::Page), rows);
+        assert_eq!(scroll(&s), 11);
+        s.handle(Command::Top, rows);
+        assert_eq!(scroll(&s), 15);
+        s.handle(Command::Down(Step::HalfPage), rows);
+        assert_eq!(scroll(&s), 10);
+        s.handle(Command::Bottom, rows);
+        assert_eq!(scroll(&s), 0);
     }
 
     #[test]
-    fn the_cursor_stays_on_the_list() {
-        let mut s = two_nodes();
-        s.handle(Command::Bottom, 30);
-        assert_eq!(s.cursor, 2);
-        s.apply(Update::Sample {
+    fn the_log_keeps_the_newest_thousand_lines() {
+        let mut s = State::new(["a".to_string()]);
+        s.apply(Update::Kernel {
             node: 0,
-            sample: Sample {
-                services: Some(vec![svc("apid")]),
-                ..Sample::default()
-            },
+            result: Ok((1..=1005).map(|i| i.to_string()).collect()),
         });
-        assert_eq!(s.cursor, 0);
+        let k = &s.nodes[0].kernel;
+        assert_eq!((k.lines.len(), k.lines[0].as_str()), (1000, "6"));
+        s.apply(Update::Kernel {
+            node: 0,
+            result: Err("node a: Dmesg: refused".into()),
+        });
+        assert_eq!(s.nodes[0].kernel.lines.len(), 1000);
+        assert_eq!(
+            s.nodes[0].kernel.error.as_deref(),
+            Some("node a: Dmesg: refused")
+        );
     }
 }

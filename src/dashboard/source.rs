@@ -1,20 +1,19 @@
-//! Where the dashboard's data comes from: one poller per node calling the same RPCs talosctl's
-//! dashboard polls (Hostname, Version, ServiceList, SystemStat, LoadAvg, Memory, CPUInfo once)
-//! every interval, and one poller for the log pane (the tail of the chosen service's log on the
-//! chosen node). Both send `Update`s to the terminal loop and stop when told to.
+//! Where the dashboard's data comes from: one poller per node calling the RPCs talosctl's
+//! dashboard polls (Hostname, Version, ServiceList, SystemStat, LoadAvg, Memory, Processes,
+//! CPUInfo once), reading the resources its panels watch through COSI `Get`/`List`, and the
+//! node's kernel log (Dmesg), every interval. It sends `Update`s to the terminal loop and
+//! stops when told to.
 
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 
-use tokio::sync::watch;
+use serde_yaml_ng::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::model::{CpuTimes, Cpus, Health, Memory, Sample, Service, Update};
+use super::panels::Resources;
 use crate::proto::machine;
 use crate::talos::client::Client;
-
-/// Lines of a service's log the pane asks for.
-pub const TAIL_LINES: i32 = 500;
 
 /// An error as one line: the call and node, then its causes.
 fn text(e: &anyhow::Error) -> String {
@@ -76,7 +75,7 @@ pub async fn sample(client: &Client, with_cpus: bool) -> Sample {
             None
         }
     };
-    let (hostname, version, services, stat, load, mem, cpus) = tokio::join!(
+    let (hostname, version, services, stat, load, mem, cpus, procs, resources) = tokio::join!(
         client.hostname(),
         client.version(),
         client.services(),
@@ -84,6 +83,8 @@ pub async fn sample(client: &Client, with_cpus: bool) -> Sample {
         client.load_avg(),
         client.memory(),
         cpus,
+        client.processes(),
+        resources(client),
     );
     let failures: Vec<String> = [
         hostname.as_ref().err(),
@@ -115,11 +116,130 @@ pub async fn sample(client: &Client, with_cpus: bool) -> Sample {
                 mhz: c.cpu_mhz,
             })
         }),
-        memory: mem.ok().map(|m| memory(&m)),
+        memory: mem.as_ref().ok().map(memory),
         load: load.ok().map(|l| [l.load1, l.load5, l.load15]),
         services: services.ok().map(|s| s.iter().map(service).collect()),
+        procs: procs.as_ref().ok().map(Vec::len),
+        stat: stat.as_ref().ok().cloned(),
+        meminfo: mem.as_ref().ok().copied(),
+        processes: procs.ok(),
+        resources: (failures.len() < 6).then_some(resources),
         error,
     }
+}
+
+/// A resource's spec, `None` when the node has none or refuses to say.
+async fn spec(client: &Client, namespace: &str, ty: &str, id: &str) -> Option<Value> {
+    let r = client.get(namespace, ty, id).await.ok()??;
+    Some(spec_of(&r))
+}
+
+fn spec_of(r: &crate::proto::cosi::resource::Resource) -> Value {
+    let text = r.spec.as_ref().map(|s| s.yaml_spec.as_str()).unwrap_or("");
+    talm_base::yaml::from_str(text).unwrap_or(Value::Null)
+}
+
+/// (ID, spec) of every resource of a type, `None` when the node refuses the list.
+async fn specs(client: &Client, namespace: &str, ty: &str) -> Option<Vec<(String, Value)>> {
+    let list = client.list(namespace, ty).await.ok()?;
+    Some(
+        list.iter()
+            .map(|r| {
+                let id = r
+                    .metadata
+                    .as_ref()
+                    .map(|m| m.id.clone())
+                    .unwrap_or_default();
+                (id, spec_of(r))
+            })
+            .collect(),
+    )
+}
+
+/// The resources talosctl's header and Summary panels watch.
+pub async fn resources(c: &Client) -> Resources {
+    let (sysinfo, cluster, members, siderolink, machine_status, security) = tokio::join!(
+        spec(
+            c,
+            "hardware",
+            "SystemInformations.hardware.talos.dev",
+            "systeminformation"
+        ),
+        spec(c, "cluster", "Infos.cluster.talos.dev", "current"),
+        specs(c, "cluster", "Members.cluster.talos.dev"),
+        spec(
+            c,
+            "config",
+            "SiderolinkStatuses.siderolink.talos.dev",
+            "siderolink-status"
+        ),
+        spec(c, "runtime", "MachineStatuses.runtime.talos.dev", "machine"),
+        spec(c, "runtime", "SecurityStates.talos.dev", "securitystate"),
+    );
+    let (machine_type, kubelet, pods, hostname, version) = tokio::join!(
+        spec(c, "config", "MachineTypes.config.talos.dev", "machine-type"),
+        spec(c, "k8s", "KubeletSpecs.kubernetes.talos.dev", "kubelet"),
+        specs(c, "k8s", "StaticPodStatuses.kubernetes.talos.dev"),
+        spec(c, "network", "HostnameStatuses.net.talos.dev", "hostname"),
+        spec(c, "runtime", "Versions.runtime.talos.dev", "version"),
+    );
+    let (addresses, routes, status, resolvers, time_servers) = tokio::join!(
+        specs(c, "network", "NodeAddresses.net.talos.dev"),
+        specs(c, "network", "RouteStatuses.net.talos.dev"),
+        spec(c, "network", "NetworkStatuses.net.talos.dev", "status"),
+        spec(c, "network", "ResolverStatuses.net.talos.dev", "resolvers"),
+        spec(
+            c,
+            "network",
+            "TimeServerStatuses.net.talos.dev",
+            "timeservers"
+        ),
+    );
+    Resources {
+        system_information: sysinfo,
+        cluster_info: cluster,
+        members: members.map(|m| m.into_iter().map(|(id, _)| id).collect()),
+        siderolink,
+        machine_status,
+        security_state: security,
+        machine_type,
+        kubelet_spec: kubelet,
+        static_pods: pods.unwrap_or_default(),
+        hostname,
+        version,
+        addresses: addresses
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(id, _)| id == "routed" || id == "routed-no-k8s")
+            .collect(),
+        routes: routes
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect(),
+        network_status: status,
+        resolvers,
+        time_servers,
+    }
+}
+
+/// The node's kernel log, as lines.
+pub async fn kernel_log(client: &Client) -> Result<Vec<String>, String> {
+    let req = machine::DmesgRequest {
+        follow: false,
+        tail: false,
+    };
+    client
+        .dmesg(req)
+        .await
+        .map(|b| {
+            lines(&b)
+                .into_iter()
+                .map(|l| l.trim().to_string())
+                .filter(|l| !l.is_empty())
+                .collect()
+        })
+        .map_err(|e| text(&e))
 }
 
 /// Polls node `index` every `interval` until `stop`.
@@ -140,7 +260,20 @@ pub async fn poll_node(
         if tx
             .send(Update::Sample {
                 node: index,
-                sample: s,
+                sample: Box::new(s),
+            })
+            .is_err()
+        {
+            return;
+        }
+        let kernel = tokio::select! {
+            _ = stop.cancelled() => return,
+            k = kernel_log(&client) => k,
+        };
+        if tx
+            .send(Update::Kernel {
+                node: index,
+                result: kernel,
             })
             .is_err()
         {
@@ -161,48 +294,6 @@ pub fn lines(bytes: &[u8]) -> Vec<String> {
         out.pop();
     }
     out
-}
-
-/// Fetches the tail of the log `target` names (node index, service), again every `interval`
-/// and at once when the target changes, until `stop`.
-pub async fn poll_logs(
-    clients: Vec<Client>,
-    interval: Duration,
-    mut target: watch::Receiver<Option<(usize, String)>>,
-    tx: Sender<Update>,
-    stop: CancellationToken,
-) {
-    loop {
-        let current = target.borrow_and_update().clone();
-        if let Some((node, service)) = current {
-            if let Some(client) = clients.get(node) {
-                let req = machine::LogsRequest {
-                    namespace: "system".into(),
-                    id: service.clone(),
-                    driver: 0,
-                    follow: false,
-                    tail_lines: TAIL_LINES,
-                };
-                let result = tokio::select! {
-                    _ = stop.cancelled() => return,
-                    r = client.logs(req) => r.map(|b| lines(&b)).map_err(|e| text(&e)),
-                };
-                let u = Update::Logs {
-                    node,
-                    service,
-                    result,
-                };
-                if tx.send(u).is_err() {
-                    return;
-                }
-            }
-        }
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            changed = target.changed() => if changed.is_err() { return },
-            _ = tokio::time::sleep(interval) => {}
-        }
-    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use std::io::{self, Stdout};
 use std::sync::mpsc::Receiver;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use crossterm::event::{self, Event, KeyEventKind};
@@ -13,7 +13,6 @@ use crossterm::{cursor, execute};
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
 use ratatui::Terminal;
-use tokio::sync::watch;
 
 use super::input;
 use super::model::{Flow, State, Update};
@@ -21,6 +20,9 @@ use super::render;
 
 /// How long the loop waits for a key before it looks for updates and redraws.
 const TICK: Duration = Duration::from_millis(100);
+
+/// How often the header's spinner turns.
+const SPIN: Duration = Duration::from_millis(500);
 
 /// Raw mode and the alternate screen; dropping it puts the terminal back.
 struct Session;
@@ -56,19 +58,18 @@ fn unix_now() -> u64 {
 }
 
 /// Runs the dashboard until the user quits.
-pub fn run(
-    state: &mut State,
-    updates: &Receiver<Update>,
-    logs: &watch::Sender<Option<(usize, String)>>,
-) -> Result<()> {
+pub fn run(state: &mut State, updates: &Receiver<Update>) -> Result<()> {
     let _session = Session::enter()?;
     let mut term: Terminal<CrosstermBackend<Stdout>> =
         Terminal::new(CrosstermBackend::new(io::stdout())).context("cannot use the terminal")?;
+    let started = Instant::now();
     loop {
         while let Ok(u) = updates.try_recv() {
             state.apply(u);
         }
         state.now = unix_now();
+        // The header's spinner turns every half second, as talosctl's ticker.
+        state.ticks = (started.elapsed().as_millis() / SPIN.as_millis()) as usize;
         term.draw(|f| render::render(state, f.area(), f.buffer_mut()))?;
         if !event::poll(TICK)? {
             continue;
@@ -88,12 +89,6 @@ pub fn run(
                     }
                     Flow::Continue => {}
                 }
-                let want = state.logs_target();
-                logs.send_if_modified(|cur| {
-                    let changed = *cur != want;
-                    *cur = want;
-                    changed
-                });
             }
             Event::Resize(..) => term.autoresize()?,
             _ => {}

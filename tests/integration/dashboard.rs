@@ -72,7 +72,10 @@ fn source_reads_a_maintenance_node() {
     assert!(b.busy > a.busy && b.idle > a.idle, "{a:?} → {b:?}");
     let mut state = State::new(addrs);
     for s in [first, second] {
-        state.apply(Update::Sample { node: 0, sample: s });
+        state.apply(Update::Sample {
+            node: 0,
+            sample: Box::new(s),
+        });
     }
     let usage = state.nodes[0].cpu_usage.unwrap();
     assert!(usage > 0.0 && usage < 0.2, "{usage}");
@@ -101,6 +104,16 @@ fn stats_route_through_an_endpoint_to_a_control_plane() {
     let etcd = services.iter().find(|s| s.id == "etcd").unwrap();
     assert_eq!((etcd.state.as_str(), etcd.health), ("Running", Health::Ok));
     assert!(services.iter().any(|s| s.id == "kubelet"));
+    // The Summary's panels read the node's resources through COSI.
+    let r = s.resources.unwrap();
+    let k8s = talm::dashboard::panels::kubernetes(&r, None);
+    assert_eq!(
+        (k8s[0].0, k8s[0].1.text().as_str()),
+        ("TYPE", "controlplane")
+    );
+    assert_eq!(k8s.len(), 6, "{k8s:?}");
+    let net = talm::dashboard::panels::network(&r);
+    assert_eq!(net[0].1.text(), "cp-2");
 
     // A node that is down: every call fails and the sample says why, naming the node.
     let nobody = net::addr();
@@ -270,33 +283,85 @@ impl Tty {
     }
 }
 
+/// The screen with what moves masked: the header's spinner, uptime, PROCS, CPU and RAM use,
+/// and the kernel log's timestamps.
+fn masked(screen: &[String]) -> Vec<String> {
+    let header = regex::Regex::new(
+        r"^[┐┘└┌] (.*): uptime [0-9hms]+, (.*) RAM, PROCS [0-9]+, CPU [0-9.]+%, RAM [0-9.]+%",
+    )
+    .unwrap();
+    let stamp = regex::Regex::new(r"\[\d{4}-\d\d-\d\dT[0-9:.]+Z\]").unwrap();
+    screen
+        .iter()
+        .map(|l| {
+            let l = header.replace(l, "* $1: uptime *, $2 RAM, PROCS *, CPU *, RAM *");
+            let l = stamp.replace(&l, "[TIME]");
+            l.trim_end().to_string()
+        })
+        .collect()
+}
+
 #[test]
 fn dashboard_in_a_terminal_switches_node_and_screen_and_quits() {
     let addrs = net::addrs::<2>();
     let [a, b] = &addrs;
     let _h = Nodes::start(&addrs, named("dash", &addrs));
     let mut tty = Tty::spawn(&format!("dashboard -n {a},{b} -i"));
-    let screen = tty.wait_for(&["dash-1 (v1.13.7): uptime ", "[Summary]", "machined"]);
-    let footer = &screen[ROWS - 1];
-    assert!(
-        footer.starts_with(&format!("[{a} | {b}] --- [Summary] --- [F2: Logs]──")),
-        "{footer}"
-    );
-    assert!(
-        screen[0].contains(", 4x2.44GHz, ") && screen[0].contains(" GiB RAM, CPU "),
-        "{}",
-        screen[0]
-    );
+    let screen = tty.wait_for(&["dash-1 Talos", "eth0: link up"]);
+    // The simulated network's gateway: the first address of the node's /24.
+    let gw = format!("{}.1", a.rsplit_once('.').unwrap().0);
+    let mut want = vec![
+        "* dash-1 Talos (n/a): uptime *, 4x2.44GHz, 3.8 GiB RAM, PROCS *, CPU *, RAM *".to_string(),
+        String::new(),
+        " UUID       n/a                       TYPE       n/a           HOST         dash-1".into(),
+        format!(" CLUSTER    n/a n/a                   KUBERNETES n/a           IP           {a}/24"),
+        format!(" SIDEROLINK n/a                       KUBELET    n/a           GW           {gw}"),
+        " STAGE      n/a                                                CONNECTIVITY n/a".into(),
+        " READY      n/a                                                DNS          1.1.1.1, 8.8.8.8".into(),
+        " SECUREBOOT n/a                                                NTP          n/a".into(),
+        format!("── Logs {}", "─".repeat(COLS - 8)),
+        " kern:  notice: [TIME]: Linux version 6.12.0-talos (simulated)".into(),
+        " kern:    info: [TIME]: talos: booting v1.13.7 (boot 1)".into(),
+        " kern:    info: [TIME]: virtio_net virtio0 eth0: link up".into(),
+    ];
+    want.resize(ROWS - 1, String::new());
+    let footer = format!("[{a} | {b}] --- [Summary] --- [F2: Monitor]");
+    want.push(format!(
+        "{footer}{}",
+        "─".repeat(COLS - footer.chars().count())
+    ));
+    assert_eq!(masked(&screen), want);
 
     tty.keys("\u{1b}[C"); // → : the next node
-    tty.wait_for(&["dash-2 (v1.13.7): uptime "]);
-    tty.keys("\u{1b}OQ"); // F2: the logs of the highlighted service
-    tty.wait_for(&["apid logs: dash-2", "[F1: Summary] --- [Logs]"]);
-    tty.wait_until("the node's answer", |s| !s.contains("waiting for the node"));
-    tty.keys("h"); // back to the first node, still on the logs screen
-    tty.wait_for(&["apid logs: dash-1"]);
+    let screen = tty.wait_for(&["dash-2 Talos", "eth0: link up"]);
+    assert_eq!(
+        masked(&screen[2..5]),
+        [
+            " UUID       n/a                       TYPE       n/a           HOST         dash-2".to_string(),
+            format!(" CLUSTER    n/a n/a                   KUBERNETES n/a           IP           {b}/24"),
+            format!(" SIDEROLINK n/a                       KUBELET    n/a           GW           {gw}"),
+        ]
+    );
+    tty.keys("\u{1b}OQ"); // F2: the Monitor screen
+    let screen = tty.wait_for(&["[F1: Summary] --- [Monitor]", "COMMAND", "/sbin/init"]);
+    let screen = masked(&screen);
+    assert_eq!(
+        screen[2],
+        " CPU           CPU                         LOAD          PROCS         MEMORY"
+    );
+    assert_eq!(
+        screen[8],
+        "         CPU USER/SYSTEM                     MEM USED                       LOAD AVG 60sec"
+    );
+    assert_eq!(
+        screen[15],
+        " NET                      PID S CPU% MEM%   VIRT    RES TIME+ THR COMMAND"
+    );
+    assert_eq!(screen[22], " DISK");
+    tty.keys("h"); // back to the first node
+    tty.wait_for(&["dash-1 Talos"]);
     tty.keys("\u{1b}OP"); // F1
-    tty.wait_for(&["[Summary] --- [F2: Logs]", "SERVICE"]);
+    tty.wait_for(&["[Summary] --- [F2: Monitor]", "HOST         dash-1"]);
 
     tty.keys("q");
     assert!(tty.wait(Duration::from_secs(5)), "{}", tty.transcript());
@@ -340,13 +405,17 @@ fn picture() {
         for (i, c) in clients.iter().enumerate() {
             state.apply(Update::Sample {
                 node: i,
-                sample: sample(c),
+                sample: Box::new(sample(c)),
+            });
+            let kernel = talm::talos::block_on(source::kernel_log(c));
+            state.apply(Update::Kernel {
+                node: i,
+                result: kernel,
             });
         }
     }
     state.now = time::OffsetDateTime::now_utc().unix_timestamp() as u64;
-    state.cursor = 3; // etcd
-    let buf = talm::dashboard::frame(&state, 100, 19);
+    let buf = talm::dashboard::frame(&state, 120, 19);
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/dashboard.svg");
     std::fs::create_dir_all(concat!(env!("CARGO_MANIFEST_DIR"), "/docs")).unwrap();
     std::fs::write(path, talm::dashboard::to_svg(&buf)).unwrap();
