@@ -291,11 +291,28 @@ fn masked(screen: &[String]) -> Vec<String> {
     )
     .unwrap();
     let stamp = regex::Regex::new(r"\[\d{4}-\d\d-\d\dT[0-9:.]+Z\]").unwrap();
+    // The machine's UUID (random per run), wrapped over two rows of the Talos panel.
+    let uuid = regex::Regex::new(
+        r"^ UUID       [0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f] ",
+    )
+    .unwrap();
+    let rest = regex::Regex::new(r"^ [0-9a-f]{11} ").unwrap();
+    let mut wrapped = false;
     screen
         .iter()
         .map(|l| {
             let l = header.replace(l, "* $1: uptime *, $2 RAM, PROCS *, CPU *, RAM *");
             let l = stamp.replace(&l, "[TIME]");
+            let l = if wrapped {
+                wrapped = false;
+                rest.replace(&l, " <uuid rest> ").into_owned()
+            } else if uuid.is_match(&l) {
+                wrapped = true;
+                uuid.replace(&l, " UUID       <uuid: 8-4-4-4-1 hex>    ")
+                    .into_owned()
+            } else {
+                l.into_owned()
+            };
             l.trim_end().to_string()
         })
         .collect()
@@ -307,18 +324,20 @@ fn dashboard_in_a_terminal_switches_node_and_screen_and_quits() {
     let [a, b] = &addrs;
     let _h = Nodes::start(&addrs, named("dash", &addrs));
     let mut tty = Tty::spawn(&format!("dashboard -n {a},{b} -i"));
-    let screen = tty.wait_for(&["dash-1 Talos", "eth0: link up"]);
+    let screen = tty.wait_for(&["dash-1 Talos (v1.13.7)", "eth0: link up"]);
     // The simulated network's gateway: the first address of the node's /24.
     let gw = format!("{}.1", a.rsplit_once('.').unwrap().0);
     let mut want = vec![
-        "* dash-1 Talos (n/a): uptime *, 4x2.44GHz, 3.8 GiB RAM, PROCS *, CPU *, RAM *".to_string(),
+        "* dash-1 Talos (v1.13.7): uptime *, 4x2.44GHz, 3.8 GiB RAM, PROCS *, CPU *, RAM *".to_string(),
         String::new(),
-        " UUID       n/a                       TYPE       n/a           HOST         dash-1".into(),
-        format!(" CLUSTER    n/a n/a                   KUBERNETES n/a           IP           {a}/24"),
-        format!(" SIDEROLINK n/a                       KUBELET    n/a           GW           {gw}"),
-        " STAGE      n/a                                                CONNECTIVITY n/a".into(),
-        " READY      n/a                                                DNS          1.1.1.1, 8.8.8.8".into(),
-        " SECUREBOOT n/a                                                NTP          n/a".into(),
+        // A node in maintenance: its machine status and identity, no cluster or Kubernetes yet;
+        // the long UUID wraps, pushing SECUREBOOT below the panel as in talosctl's text views.
+        " UUID       <uuid: 8-4-4-4-1 hex>    TYPE       n/a           HOST         dash-1".into(),
+        format!(" <uuid rest>                          KUBERNETES n/a           IP           {a}/24"),
+        format!(" CLUSTER    n/a n/a                   KUBELET    n/a           GW           {gw}"),
+        " SIDEROLINK n/a                                                CONNECTIVITY n/a".into(),
+        " STAGE      Maintenance                                        DNS          1.1.1.1, 8.8.8.8".into(),
+        " READY      √ True                                             NTP          n/a".into(),
         format!("── Logs {}", "─".repeat(COLS - 8)),
         " kern:  notice: [TIME]: Linux version 6.12.0-talos (simulated)".into(),
         " kern:    info: [TIME]: talos: booting v1.13.7 (boot 1)".into(),
@@ -333,13 +352,13 @@ fn dashboard_in_a_terminal_switches_node_and_screen_and_quits() {
     assert_eq!(masked(&screen), want);
 
     tty.keys("\u{1b}[C"); // → : the next node
-    let screen = tty.wait_for(&["dash-2 Talos", "eth0: link up"]);
+    let screen = tty.wait_for(&["dash-2 Talos (v1.13.7)", "eth0: link up"]);
     assert_eq!(
         masked(&screen[2..5]),
         [
-            " UUID       n/a                       TYPE       n/a           HOST         dash-2".to_string(),
-            format!(" CLUSTER    n/a n/a                   KUBERNETES n/a           IP           {b}/24"),
-            format!(" SIDEROLINK n/a                       KUBELET    n/a           GW           {gw}"),
+            " UUID       <uuid: 8-4-4-4-1 hex>    TYPE       n/a           HOST         dash-2".to_string(),
+            format!(" <uuid rest>                          KUBERNETES n/a           IP           {b}/24"),
+            format!(" CLUSTER    n/a n/a                   KUBELET    n/a           GW           {gw}"),
         ]
     );
     tty.keys("\u{1b}OQ"); // F2: the Monitor screen
