@@ -98,6 +98,14 @@ pub const KEPT: &[Kept] = &[
         bound: Bound::Once,
     },
     Kept {
+        name: "EDGES",
+        owner: "crates/sim/src/api/controllers.rs",
+        holds: "the controller dependency graph a simulated node serves, parsed from the embedded data",
+        key: "none: the data is embedded",
+        why: "every InspectService call reads the whole graph",
+        bound: Bound::Once,
+    },
+    Kept {
         name: "CERTIFIED",
         owner: "crates/client/src/creds.rs",
         holds: "client certificates ready for TLS (rustls CertifiedKey)",

@@ -12,7 +12,7 @@ const DATA: &str = include_str!("controllers-v1.13.txt");
 
 /// Every edge of the data file, in its order (controllers by name, outputs then inputs).
 fn declared() -> &'static [ControllerDependencyEdge] {
-    /// Parsed once; the file is part of the binary.
+    /// Parsed once; the file is part of the binary (listed in `caches::KEPT`).
     static EDGES: OnceLock<Vec<ControllerDependencyEdge>> = OnceLock::new();
     EDGES.get_or_init(|| parse(DATA).unwrap_or_else(|e| panic!("controllers-v1.13.txt: {e}")))
 }
