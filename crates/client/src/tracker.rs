@@ -31,7 +31,7 @@ impl Report for Plain {
 }
 
 /// Go's `%q` of a node name (addresses and host names need no escapes beyond these).
-fn quoted(s: &str) -> String {
+pub fn quoted(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 

@@ -77,7 +77,10 @@ where
     n.forget();
     if tracked.is_err() && how.debug {
         if let Some(text) = kernel_log(n).or(before) {
-            output::err(&format!("console logs for nodes [{}]:", go_quoted(&n.name)));
+            output::err(&format!(
+                "console logs for nodes [{}]:",
+                tracker::quoted(&n.name)
+            ));
             for line in text.lines() {
                 output::err(&format!("{}: {line}", n.name));
             }
@@ -91,11 +94,6 @@ fn kernel_log(n: &Node) -> Option<String> {
     let req = crate::proto::machine::DmesgRequest::default();
     let bytes = n.fresh().with(|c| block_on(c.dmesg(req))).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-/// Go's `%q` of a node name.
-fn go_quoted(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 /// `wait: true` on a maintenance-mode handle: talosctl's refusal.
