@@ -170,6 +170,22 @@ mod upstream {
         pub source: Option<InstallArtifactsSource>,
     }
 
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct InstallDestination {
+        #[prost(string, tag = "1")]
+        pub disk: String,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct InstallRequest {
+        #[prost(message, optional, tag = "1")]
+        pub containerd: Option<ContainerdInstance>,
+        #[prost(message, optional, tag = "2")]
+        pub source: Option<InstallArtifactsSource>,
+        #[prost(message, optional, tag = "3")]
+        pub destination: Option<InstallDestination>,
+    }
+
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Response {
         #[prost(string, tag = "1")]
@@ -189,6 +205,42 @@ mod upstream {
         #[prost(message, optional, tag = "1")]
         pub progress: Option<InstallProgress>,
     }
+}
+
+/// `LifecycleService/Install` of `image` to `disk`, as the generated client calls it: the
+/// status the call ends with (an installed node refuses it before anything runs).
+fn install_call(nodes: &Nodes, ip: &str, image: &str, disk: &str) -> tonic::Status {
+    let c = nodes.connect(ip, admin()).unwrap();
+    talm::talos::block_on(async move {
+        let mut grpc = tonic::client::Grpc::new(c.channel());
+        grpc.ready().await.unwrap();
+        let req = upstream::InstallRequest {
+            containerd: None,
+            source: Some(upstream::InstallArtifactsSource {
+                image_name: image.into(),
+            }),
+            destination: Some(upstream::InstallDestination { disk: disk.into() }),
+        };
+        let path = tonic::codegen::http::uri::PathAndQuery::from_static(
+            "/machine.LifecycleService/Install",
+        );
+        let codec =
+            tonic_prost::ProstCodec::<upstream::InstallRequest, upstream::UpgradeResponse>::default(
+            );
+        match grpc
+            .server_streaming(tonic::Request::new(req), path, codec)
+            .await
+        {
+            Ok(r) => {
+                let mut s = r.into_inner();
+                match s.message().await {
+                    Err(st) => st,
+                    Ok(m) => panic!("Install answered {m:?}"),
+                }
+            }
+            Err(st) => st,
+        }
+    })
 }
 
 /// `LifecycleService/Upgrade` of `image` into the `system` containerd, as the generated client
@@ -273,6 +325,12 @@ fn lifecycle_service_answers_a_client_generated_from_talos_proto() {
 <log time> all pre-flight checks successful
 <log time> installation of v1.13.9 complete
 exit 0"
+    );
+    // Install is for a machine not installed yet.
+    let st = install_call(&nodes, &ip, NEW, "/dev/nvme0n1");
+    assert_eq!(
+        (st.code(), st.message()),
+        (tonic::Code::AlreadyExists, "machine is already installed")
     );
     // Installed, not running: the next boot runs it.
     let st = nodes.node(&ip).state();

@@ -46,13 +46,8 @@ fn logged(now: OffsetDateTime, text: &str) -> String {
     format!("{} {text}\n", now.format(&f).unwrap_or_default())
 }
 
-/// The checks both calls share, in Talos's order, then the image from the store.
-fn prepare(
-    node: &Node,
-    roles: &[String],
-    containerd: Option<ContainerdInstance>,
-    image: &str,
-) -> Result<(Store, String), Status> {
+/// The checks both calls start with, in Talos's order.
+fn prepare(node: &Node, roles: &[String]) -> Result<(), Status> {
     if !is_admin(roles) {
         return Err(denied());
     }
@@ -61,19 +56,20 @@ fn prepare(
             "method is not supported in container mode",
         ));
     }
-    let store = images::store(&containerd.unwrap_or_default())?;
-    Ok((store, image.trim().to_string()))
+    Ok(())
 }
 
-/// The installer run itself: the image must be in the store (talosctl pulls it first).
+/// The installer run itself, after every check: the image must be in the store of `containerd`
+/// (talosctl pulls it first).
 fn run(
     node: &Node,
-    store: Store,
+    containerd: Option<ContainerdInstance>,
     image: &str,
     host: &str,
     disk: &str,
     verb: &str,
 ) -> Result<Run, Status> {
+    let store: Store = images::store(&containerd.unwrap_or_default())?;
     let missing = |detail: String| {
         Status::internal(format!(
             "{verb} failed: installer image {image:?} not found in containerd store: {detail}"
@@ -113,7 +109,8 @@ impl Node {
         containerd: Option<ContainerdInstance>,
         image: &str,
     ) -> Result<Run, Status> {
-        let (store, image) = prepare(self, roles, containerd, image)?;
+        prepare(self, roles)?;
+        let image = image.trim();
         let _busy = Busy::take(self)?;
         let (disk, host) = {
             let st = self.state();
@@ -125,8 +122,8 @@ impl Node {
         if image.is_empty() {
             return Err(Status::invalid_argument("installer image name is required"));
         }
-        let run = run(self, store, &image, &host, &disk, "upgrade")?;
-        if let Some(tag) = tag_of(&image) {
+        let run = run(self, containerd, image, &host, &disk, "upgrade")?;
+        if let Some(tag) = tag_of(image) {
             self.state().pending_version = Some(tag);
         }
         Ok(run)
@@ -140,7 +137,8 @@ impl Node {
         image: &str,
         disk: &str,
     ) -> Result<Run, Status> {
-        let (store, image) = prepare(self, roles, containerd, image)?;
+        prepare(self, roles)?;
+        let image = image.trim();
         let _busy = Busy::take(self)?;
         let host = {
             let st = self.state();
@@ -161,10 +159,10 @@ impl Node {
                 "invalid disk path: lstat {disk}: no such file or directory"
             )));
         }
-        let run = run(self, store, &image, &host, name, "installation")?;
+        let run = run(self, containerd, image, &host, name, "installation")?;
         let mut st = self.state();
         st.installed_disk = Some(name.to_string());
-        if let Some(tag) = tag_of(&image) {
+        if let Some(tag) = tag_of(image) {
             st.pending_version = Some(tag);
         }
         Ok(run)
