@@ -93,4 +93,34 @@ fn a_capture_names_what_it_cannot_do() {
         .stderr("Error: command \"pcap\" is not supported with multiple nodes\nhint: capture on one node: talm pcap -n IP -i LINK\n")
         .status(1)
         .run();
+    // A filter not in `tcpdump -dd` form is refused before the node is asked.
+    d.talm(["pcap", "-f", "nodes/cp.yaml", "--bpf-filter", "tcp port 80"])
+        .expect()
+        .stdout("")
+        .stderr("Error: error parsing bpf instruction \"tcp port 80\": unexpected EOF\nhint: pass what `tcpdump -dd -y EN10MB 'EXPR'` prints\n")
+        .status(1)
+        .run();
+    // --snaplen is no longer sent, as talosctl says; one the filter reads is taken.
+    d.talm([
+        "pcap",
+        "-f",
+        "nodes/cp.yaml",
+        "-s",
+        "128",
+        "-o",
+        "x.pcap",
+        "--bpf-filter",
+        "{ 0x28, 0, 0, 0x0000000c },\n{ 0x6, 0, 0, 0x00040000 },",
+    ])
+    .expect()
+    .stdout("")
+    .stderr("Flag --snaplen has been deprecated, support of snap length is removed\n")
+    .run();
+    assert_eq!(
+        talm::pcap::records(&std::fs::read(d.join("x.pcap")).unwrap())
+            .unwrap()
+            .1
+            .len(),
+        4
+    );
 }
