@@ -182,6 +182,16 @@ pub mod testing {
         Hardware::default_for("127.0.0.11".parse().unwrap())
     }
 
+    /// The context of one node alone, with every service healthy.
+    pub fn alone<'a>(hw: &'a Hardware, st: &'a State) -> super::Ctx<'a> {
+        super::Ctx {
+            hw,
+            st,
+            peers: &[],
+            unhealthy: &[],
+        }
+    }
+
     /// A state configured as `kind` (`controlplane`, `worker`) with cluster CA `ca`.
     pub fn configured(kind: &str, ca: &str) -> State {
         let mut st = State::new("v1.13.7", "n1");

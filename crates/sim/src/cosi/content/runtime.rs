@@ -216,7 +216,7 @@ pub fn resources(ctx: &Ctx) -> Vec<Res> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{configured, hw, keys};
+    use super::super::testing::{alone, configured, hw, keys};
     use super::*;
     use crate::node::state::State;
 
@@ -224,12 +224,7 @@ mod tests {
     fn machine_status_follows_the_stage_and_readiness() {
         let hw = hw();
         let st = State::new("v1.13.7", "n1");
-        let ctx = Ctx {
-            hw: &hw,
-            st: &st,
-            peers: &[],
-            unhealthy: &[],
-        };
+        let ctx = alone(&hw, &st);
         let m = machine_status(&ctx);
         assert_eq!(
             serde_yaml_ng::to_string(&m.spec).unwrap(),
@@ -237,35 +232,20 @@ mod tests {
         );
         assert_eq!(m.version, 2);
         let mut st = configured("controlplane", "CA");
-        let ctx = Ctx {
-            hw: &hw,
-            st: &st,
-            peers: &[],
-            unhealthy: &[],
-        };
+        let ctx = alone(&hw, &st);
         let m = machine_status(&ctx);
         assert_eq!(
             serde_yaml_ng::to_string(&m.spec).unwrap(),
             "stage: running\nstatus:\n  ready: false\n  unmetConditions:\n  - name: services\n    reason: etcd not running\n  - name: nodeReady\n    reason: node \"node-controlplane\" status is not available yet\n"
         );
         st.etcd_bootstrapped = true;
-        let ctx = Ctx {
-            hw: &hw,
-            st: &st,
-            peers: &[],
-            unhealthy: &[],
-        };
+        let ctx = alone(&hw, &st);
         let m = machine_status(&ctx);
         assert_eq!(m.spec["status"]["ready"], Value::from(true));
         assert_eq!(m.version, 5);
         // A reboot under way: the stage moves on (one more version), no conditions checked.
         st.rebooting = true;
-        let ctx = Ctx {
-            hw: &hw,
-            st: &st,
-            peers: &[],
-            unhealthy: &[],
-        };
+        let ctx = alone(&hw, &st);
         let m = machine_status(&ctx);
         assert_eq!(
             serde_yaml_ng::to_string(&m.spec).unwrap(),
@@ -310,12 +290,7 @@ mod tests {
                 events: vec![],
             },
         );
-        let ctx = Ctx {
-            hw: &hw,
-            st: &st,
-            peers: &[],
-            unhealthy: &[],
-        };
+        let ctx = alone(&hw, &st);
         let all = resources(&ctx);
         let ids: Vec<&str> = all
             .iter()
@@ -349,12 +324,7 @@ mod tests {
     fn keys_keep_the_go_struct_order() {
         let hw = hw();
         let st = configured("worker", "CA");
-        let ctx = Ctx {
-            hw: &hw,
-            st: &st,
-            peers: &[],
-            unhealthy: &[],
-        };
+        let ctx = alone(&hw, &st);
         let all = resources(&ctx);
         let state = all.iter().find(|r| r.id == "STATE").unwrap();
         assert_eq!(
