@@ -80,3 +80,34 @@ mod tests {
         assert!(!is_release("v0.30.0-dirty"));
     }
 }
+
+/// The tag of an image reference (`ghcr.io/siderolabs/installer:v1.13.9@sha256:...` gives
+/// `v1.13.9`): after the last `/`, between `:` and any `@` digest; `None` without one (a
+/// registry port in an earlier part is no tag).
+pub fn image_tag(image: &str) -> Option<String> {
+    let last = image.rsplit('/').next().unwrap_or(image);
+    let named = last.split('@').next().unwrap_or(last);
+    match named.split_once(':') {
+        Some((_, t)) if !t.is_empty() => Some(t.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod image_tags {
+    use super::image_tag;
+
+    #[test]
+    fn the_tag_of_an_image_reference() {
+        assert_eq!(
+            image_tag("ghcr.io/siderolabs/installer:v1.13.9").as_deref(),
+            Some("v1.13.9")
+        );
+        assert_eq!(image_tag("registry:5000/installer").as_deref(), None);
+        assert_eq!(
+            image_tag("ghcr.io/x/installer:v1.13.9@sha256:ab").as_deref(),
+            Some("v1.13.9")
+        );
+        assert_eq!(image_tag("ghcr.io/x/installer@sha256:ab").as_deref(), None);
+    }
+}

@@ -210,6 +210,11 @@ pub fn register(engine: &mut Engine, session: &Session) {
         .register_into_engine(engine, |n: &mut Node, opts: Map| {
             native(|| upgrade(n, &UpgradeOpts::read(&opts)?))
         });
+    FuncRegistration::new("image_tag")
+        .with_comments(["/// The tag of an image reference (`ghcr.io/siderolabs/installer:v1.13.9` gives `v1.13.9`, a digest after it ignored); \"\" when it has none."])
+        .register_into_engine(engine, |image: &str| {
+            talm_wire::version::image_tag(image).unwrap_or_default()
+        });
     FuncRegistration::new("go_now")
         .with_comments(["/// The client's clock as Go's `time.Now().String()` prints it (UTC, with the monotonic `m=+…` reading since talm started), e.g. for talosctl's `STARTED` column."])
         .register_into_engine(engine, talm_base::humanize::go_now);

@@ -12,21 +12,13 @@ use crate::machined::changes::images::normalize;
 use crate::node::{denied, is_admin, Node};
 use crate::world::images::{self, Store};
 use talm_wire::proto::common::ContainerdInstance;
+use talm_wire::version::image_tag;
 
 /// What an installer run streams: its output lines, then its exit code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Run {
     pub lines: Vec<String>,
     pub exit_code: i32,
-}
-
-/// The Talos version an installer image reference names (its tag), if it names one.
-pub fn tag_of(image: &str) -> Option<String> {
-    let last = image.rsplit('/').next().unwrap_or(image);
-    match last.split_once(':') {
-        Some((_, t)) if !t.is_empty() => Some(t.split('@').next().unwrap_or(t).to_string()),
-        _ => None,
-    }
 }
 
 /// Whether the node runs a Talos with the v1.13 APIs (LifecycleService, ImageService).
@@ -79,7 +71,7 @@ fn run(
     if !node.holds(store, &name) {
         return Err(missing(format!("image {name:?}: not found")));
     }
-    let target = tag_of(image).unwrap_or_else(|| host.to_string());
+    let target = image_tag(image).unwrap_or_else(|| host.to_string());
     node.journal.talos(&format!(
         "starting {verb}: installer_image={image}, disk=/dev/{disk}"
     ));
@@ -123,7 +115,7 @@ impl Node {
             return Err(Status::invalid_argument("installer image name is required"));
         }
         let run = run(self, containerd, image, &host, &disk, "upgrade")?;
-        if let Some(tag) = tag_of(image) {
+        if let Some(tag) = image_tag(image) {
             self.state().pending_version = Some(tag);
         }
         Ok(run)
@@ -162,7 +154,7 @@ impl Node {
         let run = run(self, containerd, image, &host, name, "installation")?;
         let mut st = self.state();
         st.installed_disk = Some(name.to_string());
-        if let Some(tag) = tag_of(image) {
+        if let Some(tag) = image_tag(image) {
             st.pending_version = Some(tag);
         }
         Ok(run)
@@ -194,16 +186,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tags_and_log_lines() {
-        assert_eq!(
-            tag_of("ghcr.io/siderolabs/installer:v1.13.9").as_deref(),
-            Some("v1.13.9")
-        );
-        assert_eq!(tag_of("registry:5000/installer").as_deref(), None);
-        assert_eq!(
-            tag_of("ghcr.io/x/installer:v1.13.9@sha256:ab").as_deref(),
-            Some("v1.13.9")
-        );
+    fn log_lines_carry_gos_log_stamp() {
         let t = time::macros::datetime!(2026-12-06 05:04:03 UTC);
         assert_eq!(
             logged(t, "running pre-flight checks"),

@@ -30,7 +30,7 @@ impl Node {
             return Err(Status::failed_precondition("Talos is not installed"));
         }
         let image = req.image.trim();
-        let Some(tag) = crate::machined::lifecycle::tag_of(image) else {
+        let Some(tag) = talm_wire::version::image_tag(image) else {
             return Err(Status::unknown(format!(
                 "error validating installer image {image:?}: the image reference has no tag"
             )));
