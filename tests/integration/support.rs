@@ -54,6 +54,10 @@ fn expected_files(nodes: &Nodes, addr: &str) -> (Vec<String>, usize) {
         "dmesg.log",
         "controller-runtime.log",
         "dns-resolve-cache.log",
+        "dependencies.dot",
+        "mounts",
+        "devices",
+        "processes",
         "summary",
     ]
     .map(String::from)
@@ -72,11 +76,23 @@ fn expected_files(nodes: &Nodes, addr: &str) -> (Vec<String>, usize) {
             ));
         }
     }
-    files.push("machineconfig.yaml".into());
+    // The kube-system containers (not the pods' sandboxes) by ID, an exited one named so.
+    let mut containers = block_on(c.containers(true)).unwrap();
+    containers.sort_by(|a, b| a.id.cmp(&b.id));
+    for k in containers {
+        if k.status != "SANDBOX_READY" && k.pod_id.starts_with("kube-system/") {
+            let exited = if k.pid == 0 { "-exited" } else { "" };
+            files.push(format!(
+                "kubernetes-logs/kube-system/{}{exited}.log",
+                k.name
+            ));
+        }
+    }
     for s in block_on(c.services()).unwrap() {
         files.push(format!("service-logs/{}.log", s.id));
         files.push(format!("service-logs/{}.state", s.id));
     }
+    files.push("machineconfig.yaml".into());
     let steps = files.len() + empty;
     (
         files.into_iter().map(|f| format!("{addr}/{f}")).collect(),
@@ -192,6 +208,62 @@ fn bundle_holds_talosctls_layout_without_secrets() {
     );
     let dmesg = d.talm(["dmesg", "-f", "nodes/cp.yaml"]).ok().stdout;
     assert_eq!(file(cp, "dmesg.log"), bare(&dmesg, cp));
+    // What talosctl's own commands print of the node: its PCI devices, the controller graph
+    // with resources, a kube-system container's log.
+    let devices = d
+        .talm(["read", "/proc/bus/pci/devices", "-f", "nodes/cp.yaml"])
+        .ok()
+        .stdout;
+    assert_eq!(file(cp, "devices"), devices);
+    assert!(devices.contains("\tvirtio-pci\n"), "{devices}");
+    let graph = d
+        .talm([
+            "inspect",
+            "dependencies",
+            "--with-resources",
+            "-f",
+            "nodes/cp.yaml",
+        ])
+        .ok()
+        .stdout;
+    assert_eq!(file(cp, "dependencies.dot"), graph);
+    let proxy = block_on(nodes.connect(worker, admin()).unwrap().containers(true))
+        .unwrap()
+        .into_iter()
+        .find(|k| k.name == "kube-proxy")
+        .unwrap();
+    let log = d
+        .talm(["logs", "-k", &proxy.id, "-f", "nodes/worker.yaml"])
+        .ok()
+        .stdout;
+    // The container logs a line every 20 s: the bundle holds what the later call starts with.
+    let bundled = file(worker, "kubernetes-logs/kube-system/kube-proxy.log");
+    assert!(!bundled.is_empty());
+    assert!(bare(&log, worker).starts_with(bundled), "{bundled}");
+    assert!(log.contains(" stderr F I0101 "), "{log}");
+    // Processes and mounts as go-talos-support tabulates them: talm's own tables without the
+    // node column.
+    let cells = |text: &str, skip: usize| -> Vec<Vec<String>> {
+        text.lines()
+            .map(|l| {
+                l.split("   ")
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .skip(skip)
+                    .map(String::from)
+                    .collect()
+            })
+            .collect()
+    };
+    let mounts = d.talm(["mounts", "-f", "nodes/cp.yaml"]).ok().stdout;
+    assert_eq!(cells(file(cp, "mounts"), 0), cells(&mounts, 1));
+    let processes = cells(file(cp, "processes"), 0);
+    assert_eq!(
+        processes[0],
+        ["PID", "STATE", "THREADS", "CPU-TIME", "VIRTMEM", "RESMEM", "COMMAND"]
+    );
+    assert_eq!(processes[1][..2], ["1", "S"], "{processes:?}");
+    assert_eq!(processes[1][6], "/sbin/init", "{processes:?}");
     assert!(file(cp, "controller-runtime.log").contains(
         " [talos] setting hostname {\"component\": \"controller-runtime\", \"controller\": \"network.HostnameSpecController\""
     ));
@@ -299,9 +371,12 @@ hint: support.zip is kept; answer y to replace it, or name another file with -O 
 support.zip already exists, overwrite? [y/N]: $A1: collect dmesg.log
 $A1: collect controller-runtime.log
 $A1: collect dns-resolve-cache.log
+$A1: collect dependencies.dot
+$A1: collect mounts
+$A1: collect devices
+$A1: collect processes
 $A1: collect summary
-{resources}$A1: collect machineconfig.yaml
-$A1: collect apid.log
+{resources}$A1: collect apid.log
 $A1: collect apid.state
 $A1: collect containerd.log
 $A1: collect containerd.state
@@ -317,6 +392,7 @@ $A1: collect trustd.log
 $A1: collect trustd.state
 $A1: collect udevd.log
 $A1: collect udevd.state
+$A1: collect machineconfig.yaml
 Support bundle is written to support.zip
 "
         ))
@@ -353,7 +429,7 @@ Support bundle is written to support.zip
         .mask(addrs)
         .stderr(
             "\
-bundles already exists, overwrite? [y/N]: $A1: 188/188 collected
+bundles already exists, overwrite? [y/N]: $A1: 192/192 collected
 Error: archive::zip: bundles is a folder
 hint: name a file, e.g. -O support.zip
 ",
@@ -389,7 +465,11 @@ fn refusals_are_listed_and_the_rest_is_written() {
         .map(|t| t.ty.as_str())
         .collect();
     sensitive.sort_by_key(|t| t.to_ascii_lowercase());
-    let mut refused = format!("Processed with errors:\n   {}ERROR\n", source("SOURCE"));
+    let mut refused = format!(
+        "Processed with errors:\n   {}ERROR\n   {}devices: Read: not authorized\n",
+        source("SOURCE"),
+        source(&maint)
+    );
     for ty in sensitive {
         refused += &format!(
             "   {}resources/{}.yaml: list {ty}: not authorized\n",
@@ -397,13 +477,18 @@ fn refusals_are_listed_and_the_rest_is_written() {
             ty.to_ascii_lowercase()
         );
     }
+    // No CRI runs yet; the rest of the node's files are there.
+    refused += &format!(
+        "   {}kubernetes-logs: Containers: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial unix /run/containerd/containerd.sock: connect: no such file or directory\"\n",
+        source(&maint)
+    );
     refused += &format!(
         "   {}machineconfig.yaml: get MachineConfigs.config.talos.dev: not authorized\n",
         source(&maint)
     );
     assert_eq!(
         o.stderr,
-        format!("{maint}: 178/178 collected\n{refused}hint: the node is in maintenance mode, where only reads and applying a config are allowed: apply one first (`talm apply -i`), then talk to it with the talosconfig (without -i)\nSupport bundle is written to maint.zip\n")
+        format!("{maint}: 183/183 collected\n{refused}hint: the node is in maintenance mode, where only reads and applying a config are allowed: apply one first (`talm apply -i`), then talk to it with the talosconfig (without -i)\nSupport bundle is written to maint.zip\n")
     );
     let names: Vec<String> = unzip(&d, "maint.zip").into_iter().map(|(n, _)| n).collect();
     for rel in [
@@ -487,7 +572,7 @@ fn an_odd_name_from_a_node_costs_its_entry_not_the_bundle() {
         .expect()
         .stdout("")
         .stderr(format!(
-            "{cp}: 190/190 collected\nProcessed with errors:\n   {}ERROR\n   \
+            "{cp}: 194/194 collected\nProcessed with errors:\n   {}ERROR\n   \
              {}skipped: archive entry name \"{cp}/service-logs/ext-odd/../../x.state\" is not a relative file path\n   \
              {}service-logs/ext-odd/../../x.log: Logs: rpc error: code = Unknown desc = log \"ext-odd/../../x\" was not registered\n\
              Support bundle is written to b.zip\n",

@@ -291,7 +291,8 @@ fn edit_never_loops_on_a_refused_config_and_leaves_no_copy() {
             .spawn()
             .unwrap();
         let start = std::time::Instant::now();
-        while !d.exists("runs") {
+        // The shell creates the file before it writes the line: wait for the line.
+        while !d.exists("runs") || runs().is_empty() {
             assert!(
                 start.elapsed() < std::time::Duration::from_secs(60),
                 "the editor did not start"

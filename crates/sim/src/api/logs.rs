@@ -13,6 +13,8 @@ use tonic::{Request, Response, Status};
 use crate::api::{error_meta, peer, Route, Stream_, Svc};
 use crate::net::server::Peer;
 use crate::node::Node;
+use crate::world::workload::Workload;
+use crate::world::{rootfs, World};
 use talm_wire::proto::common;
 use talm_wire::proto::machine;
 
@@ -30,8 +32,17 @@ const CHUNK: usize = 1024;
 /// What one target streams.
 #[derive(Clone)]
 enum Source {
-    Service { id: String, tail: i32 },
-    Kernel { from_end: bool },
+    Service {
+        id: String,
+        tail: i32,
+    },
+    Kernel {
+        from_end: bool,
+    },
+    /// A pod container's log file, its last `tail` lines (all when negative).
+    File {
+        lines: Vec<String>,
+    },
 }
 
 pub(crate) fn may_read(roles: &[String]) -> Result<(), Status> {
@@ -68,7 +79,6 @@ fn log_source(node: &Node, req: &machine::LogsRequest) -> Result<Source, Status>
             }
         });
     }
-    // A container's log: the simulated node runs no containers.
     if req.namespace.is_empty() {
         return Err(Status::invalid_argument("namespace can't be empty"));
     }
@@ -76,12 +86,43 @@ fn log_source(node: &Node, req: &machine::LogsRequest) -> Result<Source, Status>
         Ok(common::ContainerDriver::Cri) if req.namespace != "k8s.io" => Err(Status::unknown(
             "CRI inspector is supported only for K8s namespace",
         )),
+        Ok(common::ContainerDriver::Cri) => container_log(node, req),
         Ok(_) => Err(Status::unknown(format!("container {:?} not found", req.id))),
         Err(_) => Err(Status::invalid_argument(format!(
             "unsupported driver \"{}\"",
             req.driver
         ))),
     }
+}
+
+/// A CRI container's log, found as Talos's CRI inspector finds it from
+/// `namespace/pod:container[:ID prefix]`: the pod's first container of that name, or the one
+/// whose ID holds the prefix.
+fn container_log(node: &Node, req: &machine::LogsRequest) -> Result<Source, Status> {
+    let not_found = || Status::unknown(format!("container {:?} not found", req.id));
+    let (namespace, rest) = req.id.split_once('/').ok_or_else(not_found)?;
+    let (pod, name) = rest.split_once(':').unwrap_or((rest, ""));
+    let (name, id) = name.split_once(':').unwrap_or((name, ""));
+    if name.is_empty() {
+        // A pod's sandbox: the pause process logs nothing.
+        return Err(Status::unknown("no log available"));
+    }
+    let w = World::of(node);
+    let load = Workload::of(&w);
+    let c = load
+        .pods
+        .iter()
+        .filter(|p| p.namespace == namespace && p.name == pod)
+        .flat_map(|p| p.containers.iter())
+        .filter(|c| c.name == name)
+        .find(|c| c.id.contains(id))
+        .ok_or_else(not_found)?;
+    let text = rootfs::container_log(&w, c);
+    let all: Vec<String> = text.lines().map(str::to_string).collect();
+    let keep = usize::try_from(req.tail_lines).map_or(0, |n| all.len().saturating_sub(n));
+    Ok(Source::File {
+        lines: all[keep..].to_vec(),
+    })
 }
 
 fn data(bytes: Vec<u8>, meta: &Option<common::Metadata>) -> common::Data {
@@ -126,6 +167,8 @@ async fn pump(node: Arc<Node>, src: Source, follow: bool, meta: Option<common::M
                 .collect();
             (items, mark)
         }
+        // The simulated containers write nothing more while a client follows.
+        Source::File { lines } => (chunks(lines, &meta), node.journal.mark()),
     };
     if !send_all(&tx, first).await || !follow {
         return;
@@ -137,6 +180,7 @@ async fn pump(node: Arc<Node>, src: Source, follow: bool, meta: Option<common::M
         }
         let items = match &src {
             Source::Service { id, .. } => j.service_since(id, &mut mark).map(|l| chunks(&l, &meta)),
+            Source::File { .. } => j.still(&mark).then(Vec::new),
             Source::Kernel { .. } => j.kernel_since(&mut mark).map(|rs| {
                 rs.iter()
                     .map(|r| data(r.text().into_bytes(), &meta))

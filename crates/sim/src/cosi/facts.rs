@@ -222,11 +222,18 @@ fn disks(hw: &Hardware, out: &mut Vec<Res>) {
         if !d.transport.is_empty() {
             spec.push((
                 "bus_path",
-                s(format!("/pci0000:00/0000:00:{:02x}.0/{}", 5 + i, d.name)),
+                s(format!(
+                    "/pci0000:00/0000:00:{:02x}.0/{}",
+                    crate::world::pci::disk_slot(i),
+                    d.name
+                )),
             ));
             spec.push(("sub_system", s("/sys/class/block")));
             spec.push(("transport", s(d.transport.clone())));
-            links.push(s(format!("/dev/disk/by-path/pci-0000:00:{:02x}.0", 5 + i)));
+            links.push(s(format!(
+                "/dev/disk/by-path/pci-0000:00:{:02x}.0",
+                crate::world::pci::disk_slot(i)
+            )));
         }
         if !d.wwid.is_empty() {
             let prefix = if d.transport == "nvme" { "nvme" } else { "wwn" };

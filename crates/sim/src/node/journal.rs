@@ -178,6 +178,19 @@ impl Journal {
         self.bump();
     }
 
+    /// A mark of the current boot, for a reader with a source of its own.
+    pub fn mark(&self) -> Mark {
+        Mark {
+            epoch: self.lock().epoch,
+            next: 0,
+        }
+    }
+
+    /// Whether the node has not rebooted since `mark`.
+    pub fn still(&self, mark: &Mark) -> bool {
+        self.lock().epoch == mark.epoch
+    }
+
     /// A service prints a line.
     pub fn service(&self, svc: &str, line: &str) {
         self.lock().of(svc).push(line.into());

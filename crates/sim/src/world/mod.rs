@@ -13,6 +13,7 @@ pub mod meminfo;
 pub mod mounts;
 pub mod netstat;
 pub mod pcap;
+pub mod pci;
 pub mod rootfs;
 pub mod services;
 pub mod walk;

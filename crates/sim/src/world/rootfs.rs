@@ -6,7 +6,7 @@
 //! Also the SELinux label of every path, as Talos's file contexts give them.
 
 use super::fs::{Body, Fs};
-use super::workload::Workload;
+use super::workload::{PodContainer, Workload};
 use super::{meminfo, mounts, World};
 
 /// When the files of a Talos release were built (its squashfs times).
@@ -414,6 +414,7 @@ fn proc_(fs: &mut Fs, w: &World, load: &Workload) {
     fs.kernel("/proc/cpuinfo", (0..2).map(|i| format!("processor\t: {i}\nvendor_id\t: AuthenticAMD\nmodel name\t: QEMU Virtual CPU version 2.5+\ncpu MHz\t\t: 2994.374\ncache size\t: 512 KB\ncpu cores\t: 2\n\n")).collect::<String>(), 0o444);
     fs.kernel("/proc/filesystems", "nodev\tsysfs\nnodev\ttmpfs\nnodev\tproc\nnodev\tcgroup2\nnodev\tdevpts\nnodev\toverlay\n\tsquashfs\n\txfs\n\tvfat\n", 0o444);
     fs.put("/proc/kcore", Body::Sized(0), 0o400);
+    fs.kernel("/proc/bus/pci/devices", super::pci::devices(&w.hw), 0o444);
     fs.kernel(
         "/proc/sys/kernel/random/boot_id",
         format!("{}\n", super::uuid(w.seed, "boot_id")),
@@ -461,6 +462,28 @@ fn proc_(fs: &mut Fs, w: &World, load: &Workload) {
 }
 
 /// `/var`: logs, containerd, kubelet and etcd data.
+/// How many lines a service or container has logged by now: a few at start, one per 20 s after.
+fn lines_by_now(w: &World) -> usize {
+    8 + (w.uptime() / 20.0).min(400.0) as usize
+}
+
+/// A pod container's log file (`/var/log/pods/.../<container>/0.log`) in the CRI's format: a
+/// line per 20 s while it runs, three for one that has exited.
+pub fn container_log(w: &World, c: &PodContainer) -> String {
+    (0..if c.running { lines_by_now(w) } else { 3 })
+        .map(|i| {
+            format!(
+                "{} stderr F I0101 {:>8} 1 {}.go:{}] \"{} running\" step={i}\n",
+                rfc3339(w.boot + 25.0 + i as f64 * 20.0),
+                1000 + i,
+                c.name,
+                100 + i % 300,
+                c.name
+            )
+        })
+        .collect()
+}
+
 fn var(fs: &mut Fs, w: &World, load: &Workload) {
     fs.dir("/var/log", 0o755);
     fs.dir("/var/lib/containerd", 0o711);
@@ -469,8 +492,7 @@ fn var(fs: &mut Fs, w: &World, load: &Workload) {
     if w.role == super::Role::Maintenance {
         return;
     }
-    let up = w.uptime();
-    let lines = 8 + (up / 20.0).min(400.0) as usize;
+    let lines = lines_by_now(w);
     fs.dir("/var/lib/cni", 0o755);
     fs.dir("/var/lib/kubelet/pki", 0o755);
     fs.file(
@@ -484,7 +506,7 @@ fn var(fs: &mut Fs, w: &World, load: &Workload) {
     fs.dir("/var/lib/kubelet/pods", 0o750);
     fs.mtime = w.now as i64;
     if w.etcd {
-        let db = 40 * 1024 * 1024 + (up.min(86_400.0) * 700.0) as u64;
+        let db = 40 * 1024 * 1024 + (w.uptime().min(86_400.0) * 700.0) as u64;
         fs.put(
             "/var/lib/etcd/member/snap/db",
             Body::Sized(db / 4096 * 4096),
@@ -504,20 +526,8 @@ fn var(fs: &mut Fs, w: &World, load: &Workload) {
         let dir = format!("/var/log/pods/{}_{}_{}", pod.namespace, pod.name, pod.uid);
         fs.dir(&format!("/var/lib/kubelet/pods/{}", pod.uid), 0o750);
         for c in &pod.containers {
-            let log: String = (0..if c.running { lines } else { 3 })
-                .map(|i| {
-                    format!(
-                        "{} stderr F I0101 {:>8} 1 {}.go:{}] \"{} running\" step={i}\n",
-                        rfc3339(w.boot + 25.0 + i as f64 * 20.0),
-                        1000 + i,
-                        c.name,
-                        100 + i % 300,
-                        c.name
-                    )
-                })
-                .collect();
             let file = format!("{dir}/{}/0.log", c.name);
-            fs.file(&file, log, 0o640);
+            fs.file(&file, container_log(w, c), 0o640);
             fs.link(
                 &format!(
                     "/var/log/containers/{}_{}_{}-{}.log",
