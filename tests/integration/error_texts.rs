@@ -122,6 +122,10 @@ fn a_node_that_is_down_fails_the_call() {
     for (args, prefix) in [
         (&["read", "/etc/hostname"][..], "error reading file"),
         (&["list", "/"], "error fetching logs"),
+        (&["logs", "kubelet"], "error fetching logs"),
+        (&["copy", "/etc/hostname", "-"], "error copying"),
+        (&["copy", "/etc/hostname", "out"], "error copying"),
+        (&["kubeconfig"], "error copying"),
         (&["service"], "error listing services"),
         (&["service", "apid", "stop"], "error starting service"),
         (&["restart", "apid"], "error restarting process"),
@@ -158,6 +162,24 @@ fn events_say_a_nodes_error_once() {
         .expect()
         .mask(addrs)
         .stderr(format!("Error: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp $A1:50000: connect: connection refused\"\n{REFUSED_HINT}"))
+        .status(1)
+        .run();
+}
+
+#[test]
+fn logs_say_a_nodes_refusal_as_talosctl() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    nodes.node(&ip).set_faults(Faults {
+        fail: [("Logs".to_string(), "Unavailable: logs are down".to_string())].into(),
+        ..Faults::default()
+    });
+    // The node's refusal comes inside apid's reply: `ERROR:` once, exit 1, nothing more.
+    Dir::new()
+        .talm(["logs", "apid", "-n", &ip, "-i"])
+        .expect()
+        .stdout("")
+        .stderr("ERROR: rpc error: code = Unavailable desc = logs are down\n")
         .status(1)
         .run();
 }

@@ -384,10 +384,18 @@ fn service_map(s: machine::ServiceInfo) -> Dynamic {
     Dynamic::from(m)
 }
 
-/// The admin kubeconfig the node issues, as text.
 /// The node's admin kubeconfig, without credential plugins: each one dropped is warned about.
+/// A failed call is said as
+/// talosctl says it: `error copying: ...` when it could not start, `error initializing gzip:
+/// ...` (its archive reader meeting the node's refusal) after.
 pub fn kubeconfig_text(n: &Node) -> Result<String> {
-    let bytes = n.with(|c| block_on(c.kubeconfig()))?;
+    use talm_base::error::node::{reword, Kind};
+    let bytes = n.with(|c| block_on(c.kubeconfig())).map_err(|e| {
+        reword(e, |go, kind| match kind {
+            Kind::Refused => format!("error copying: {}", go.stream()),
+            _ => format!("error initializing gzip: {}", go.stream()),
+        })
+    })?;
     let (text, dropped) =
         crate::project::kubeconfig::without_plugins(&String::from_utf8_lossy(&bytes))?;
     for d in dropped {

@@ -119,7 +119,8 @@ fn event_pump(
 /// How a stream command reports the nodes whose stream failed.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Failures {
-    /// `ERROR: <error>` as each happens; the first is the command's error.
+    /// `ERROR: <status>` as each node's refusal comes (the command then exits 1 without more);
+    /// a failed call is the command's error (`error getting logs: ...`).
     Each,
     /// Once, at the end, as talosctl's stream reader: the nodes' errors listed (`1 error
     /// occurred:` then ` <status>` lines), a failed call alone (after `opening: ` when the
@@ -217,6 +218,7 @@ async fn drain<T>(
 ) -> Result<()> {
     let mut live = tasks.len();
     let mut failures = Vec::new();
+    let mut shown = false;
     let outcome = loop {
         if live == 0 {
             break Ok(());
@@ -235,11 +237,15 @@ async fn drain<T>(
             },
             Ok(Some(Got::Done)) => live -= 1,
             Ok(Some(Got::Failed(e))) => {
+                live -= 1;
                 if report == Failures::Each {
-                    crate::output::err(&format!("ERROR: {e}"));
+                    if let Some(line) = error_line(&e) {
+                        crate::output::err(&line);
+                        shown = true;
+                        continue;
+                    }
                 }
                 failures.push(e);
-                live -= 1;
             }
         }
     };
@@ -248,10 +254,41 @@ async fn drain<T>(
     }
     outcome?;
     let failure = match report {
-        Failures::Each => failures.into_iter().next(),
+        Failures::Each => failures
+            .into_iter()
+            .next()
+            .map(failed_call)
+            .or_else(|| shown.then(|| talm_base::error::Shown.into())),
         Failures::Listed { opening } => listed(failures, opening),
     };
     failure.map_or(Ok(()), Err)
+}
+
+/// A log call that failed as a whole, in talosctl's words: the stream could not be opened
+/// (`error fetching logs: ...`) or broke (`error getting logs: ...`).
+fn failed_call(e: anyhow::Error) -> anyhow::Error {
+    use talm_base::error::node::{reword, Kind};
+    reword(e, |go, kind| match kind {
+        Kind::Refused => format!("error fetching logs: {}", go.stream()),
+        _ => format!("error getting logs: {}", go.stream()),
+    })
+}
+
+/// talosctl's line for a node whose log stream failed in apid's reply (`ERROR: <status>`, then
+/// talm's hints): none for a failure of the call itself, which ends the command as its error.
+fn error_line(e: &anyhow::Error) -> Option<String> {
+    use talm_base::error::node::{go, Go};
+    let Some(Go::Node { status, .. }) = go(e) else {
+        return None;
+    };
+    let mut line = format!("ERROR: {status}");
+    for h in e
+        .chain()
+        .flat_map(|c| talm_base::error::hints_of(c).to_vec())
+    {
+        line += &format!("\nhint: {h}");
+    }
+    Some(line)
 }
 
 /// Runs `each` on every line of every node's stream until all end, `each` says stop, or Ctrl-C.
@@ -278,7 +315,7 @@ fn pump(
         .collect::<Result<_>>()
         .map_err(|e| match report {
             Failures::Listed { opening } => listed(vec![e], opening).expect("one failure"),
-            Failures::Each => e,
+            Failures::Each => failed_call(e),
         })?;
     crate::talos::block_on(async {
         let (tx, rx) = mpsc::channel::<Got<String>>(256);

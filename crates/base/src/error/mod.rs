@@ -41,6 +41,19 @@ pub fn plain(message: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
+/// A failure already told to the user where it happened (talosctl's `ERROR: ...` lines of a
+/// log stream): the binary exits 1 and prints nothing more.
+#[derive(Debug, Clone, Copy)]
+pub struct Shown;
+
+impl fmt::Display for Shown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the failure was shown above")
+    }
+}
+
+impl std::error::Error for Shown {}
+
 /// The hints an error in a chain carries: a `Hinted`'s, or a node failure's.
 pub fn hints_of<'a>(cause: &'a (dyn std::error::Error + 'static)) -> &'a [String] {
     if let Some(h) = cause.downcast_ref::<Hinted>() {
@@ -56,6 +69,9 @@ pub fn hints_of<'a>(cause: &'a (dyn std::error::Error + 'static)) -> &'a [String
 /// found anywhere in the chain on its own `hint:` line.
 pub fn render(err: &anyhow::Error) -> String {
     let mut out = String::new();
+    if err.chain().any(|c| c.is::<Shown>()) {
+        return out;
+    }
     let parts: Vec<String> = err.chain().map(|e| e.to_string()).collect();
     let mut line = String::new();
     for p in parts {

@@ -48,6 +48,9 @@ pub struct NodeFailure {
 const INTERRUPT_TOKEN: &str = "interrupted";
 /// The token a script stops with when stdout was closed by its reader.
 const CLOSED_TOKEN: &str = "stdout closed";
+/// The token a script stops with when its failure was already shown (talosctl's `ERROR:`
+/// lines): the command ends, exit 1, nothing more said.
+const SHOWN_TOKEN: &str = "failure shown";
 /// Operations between two looks at talm's memory (a look costs a read of /proc).
 const MEMORY_CHECK_EVERY: u64 = 1 << 16;
 
@@ -67,6 +70,12 @@ pub fn to_rhai(err: anyhow::Error) -> Box<EvalAltResult> {
     if talm_base::output::is_closed(&err) {
         return Box::new(EvalAltResult::ErrorTerminated(
             CLOSED_TOKEN.into(),
+            Position::NONE,
+        ));
+    }
+    if err.chain().any(|c| c.is::<talm_base::error::Shown>()) {
+        return Box::new(EvalAltResult::ErrorTerminated(
+            SHOWN_TOKEN.into(),
             Position::NONE,
         ));
     }
@@ -368,6 +377,11 @@ fn convert(err: EvalAltResult, script: &str, limits: Option<&Limits>) -> anyhow:
             if token.clone().into_string().ok().as_deref() == Some(CLOSED_TOKEN) =>
         {
             talm_base::output::Closed.into()
+        }
+        EvalAltResult::ErrorTerminated(ref token, _)
+            if token.clone().into_string().ok().as_deref() == Some(SHOWN_TOKEN) =>
+        {
+            talm_base::error::Shown.into()
         }
         mut other => {
             let p = other.position();

@@ -128,7 +128,7 @@ pub(super) fn copy_to(n: &Node, path: &str, dest: &Path) -> Result<()> {
         // What the node said outweighs what its ended stream left unpackable.
         (_, Err(e)) if !stopped(&e) => match refusal(&e) {
             Some(why) if !received.load(Ordering::Relaxed) => Err(refused(n, path, &dest, why)),
-            _ => Err(e),
+            _ => Err(super::copy_failed(e)),
         },
         (Err(e), _) => Err(hinted(
             format!(

@@ -75,6 +75,15 @@ pub(crate) fn read_failed(e: anyhow::Error) -> anyhow::Error {
     })
 }
 
+/// A failed copy as talosctl says it: a call that could not start is `error copying: ...`, a
+/// node's refusal while streaming its bare status; a failure talm words itself stays.
+pub(crate) fn copy_failed(e: anyhow::Error) -> anyhow::Error {
+    talm_base::error::node::reword(e, |go, kind| match kind {
+        Kind::Refused => format!("error copying: {}", go.stream()),
+        _ => go.stream().to_string(),
+    })
+}
+
 fn copy_blob(n: &Node, path: &str) -> Result<Blob> {
     let mut buf = Vec::new();
     n.with(|c| {
@@ -82,13 +91,15 @@ fn copy_blob(n: &Node, path: &str) -> Result<Blob> {
             buf.extend_from_slice(b);
             Ok(())
         }))
-    })?;
+    })
+    .map_err(copy_failed)?;
     Ok(buf)
 }
 
 fn copy_out(n: &Node, path: &str) -> Result<()> {
     let mut out = Stdout { closed: false };
     n.with(|c| block_on(c.copy(path, |b| out.write(b))))
+        .map_err(copy_failed)
 }
 
 fn netstat_request(o: &NetstatOpts) -> Result<machine::NetstatRequest> {
