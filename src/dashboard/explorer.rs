@@ -301,7 +301,8 @@ impl Explorer {
             }
             (Level::Yaml, _) => {
                 if let (Some(d), Some(y)) = (moved, self.yaml.as_mut()) {
-                    let max = y.lines.len().saturating_sub(page + 1) as isize;
+                    // Wrapping is the view's business: scroll until the last line is on top.
+                    let max = y.lines.len().saturating_sub(1) as isize;
                     y.scroll = (y.scroll as isize).saturating_add(d).clamp(0, max) as usize;
                 }
             }

@@ -270,3 +270,151 @@ fn table(head: &[&str], rows: &[Vec<Cell>], cursor: Cursor, area: Rect, buf: &mu
         row(r, &widths, area.x, y, area, base, buf);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use ratatui::style::{Color, Modifier};
+
+    use super::super::explorer::{Loaded, Row, TypeRow};
+    use super::super::input::{Command, Step};
+    use super::super::model::{Screen, State, Update};
+    use super::super::render::frame;
+    use crate::talos::resources::{Column, Definition};
+
+    fn text(s: &State, w: u16, h: u16) -> Vec<String> {
+        let buf = frame(s, w, h);
+        (0..h)
+            .map(|y| (0..w).map(|x| buf[(x, y)].symbol().to_string()).collect())
+            .collect()
+    }
+
+    fn ty(name: &str, ns: &str, aliases: &[&str]) -> TypeRow {
+        TypeRow {
+            def: Definition {
+                ty: name.into(),
+                namespace: ns.into(),
+                display: name.split('.').next().unwrap().trim_end_matches('s').into(),
+                columns: vec![Column {
+                    name: "Mtu".into(),
+                    json_path: "{.mtu}".into(),
+                }],
+            },
+            aliases: aliases.iter().map(|a| a.to_string()).collect(),
+            all_aliases: aliases.iter().map(|a| a.to_string()).collect(),
+        }
+    }
+
+    fn state() -> State {
+        let mut s = State::new(["10.5.0.2".to_string()]);
+        s.handle(Command::Show(Screen::Resources), 12);
+        s
+    }
+
+    #[test]
+    fn types_loading_failing_and_listed() {
+        let mut s = state();
+        let t = text(&s, 40, 12);
+        assert_eq!(t[1], "╔ Resource Types (Enter: select, /: fil╗");
+        let head = format!("║TYPE{}NAMESPACE ALIASES║", " ".repeat(17));
+        assert_eq!(t[2], head);
+        assert_eq!(t[3], format!("║{:<38}║", "Loading..."));
+        assert_eq!(t[10], format!("╚{}╝", "═".repeat(38)));
+        assert_eq!(frame(&s, 40, 12)[(1, 3)].fg, Color::DarkGray);
+        s.apply(Update::Types {
+            node: 0,
+            result: Err("node 10.5.0.2: denied".into()),
+        });
+        assert_eq!(
+            text(&s, 40, 12)[3],
+            format!("║{:<38}║", "node 10.5.0.2: denied")
+        );
+        assert_eq!(frame(&s, 40, 12)[(1, 3)].fg, Color::Red);
+        s.explorer.types = Some(Loaded::Loading);
+        s.apply(Update::Types {
+            node: 0,
+            result: Ok((0..9)
+                .map(|i| ty(&format!("T{i}.net.talos.dev"), "network", &["t", "tt"]))
+                .collect()),
+        });
+        // A page of 7 rows under the header: seven down scrolls the list by one.
+        for _ in 0..7 {
+            s.handle(Command::Down(Step::Line), 12);
+        }
+        let t = text(&s, 40, 12);
+        let line = |i: usize| format!("║T{i}.net.talos.dev     network   t, tt  ║");
+        assert_eq!(t[2], head);
+        assert_eq!(t[3], line(1));
+        assert_eq!(t[9], line(7));
+        let buf = frame(&s, 40, 12);
+        assert!(buf[(1, 2)].modifier.contains(Modifier::BOLD));
+        assert!(buf[(1, 9)].modifier.contains(Modifier::REVERSED));
+        assert!(buf[(38, 9)].modifier.contains(Modifier::REVERSED));
+        assert!(!buf[(1, 8)].modifier.contains(Modifier::REVERSED));
+        assert_eq!(buf[(32, 3)].fg, Color::DarkGray);
+        // The filter line under the box; the box gives up its double lines.
+        s.handle(Command::Filter, 12);
+        s.handle(Command::Type('3'), 12);
+        let t = text(&s, 40, 12);
+        assert_eq!(t[1], "┌ Resource Types (Enter: select, /: fil┐");
+        assert_eq!(t[3], line(3).replace('║', "│"));
+        assert_eq!(t[9], format!("└{}┘", "─".repeat(38)));
+        assert_eq!(t[10], format!("{:<40}", "filter: 3"));
+        assert_eq!(frame(&s, 40, 12)[(0, 10)].fg, Color::Yellow);
+    }
+
+    #[test]
+    fn a_list_and_a_resources_yaml() {
+        let mut s = state();
+        s.apply(Update::Types {
+            node: 0,
+            result: Ok(vec![ty("Links.net.talos.dev", "network", &[])]),
+        });
+        s.handle(Command::Select, 12);
+        let row = |id: &str, phase: &str| {
+            Row {
+            id: id.into(),
+            version: "2".into(),
+            phase: phase.into(),
+            owner: "network.LinkController".into(),
+            columns: vec!["1500".into()],
+            value: serde_yaml_ng::from_str(&format!(
+                "metadata: {{namespace: network, id: {id}, version: 2}}\nspec: {{mtu: 1500, name: a-very-long-name-that-wraps}}"
+            ))
+            .unwrap(),
+        }
+        };
+        s.apply(Update::Resources {
+            node: 0,
+            ty: "Links.net.talos.dev".into(),
+            result: Ok(vec![row("lo", "running"), row("eth0", "tearingDown")]),
+        });
+        let t = text(&s, 60, 12);
+        assert_eq!(
+            t[1],
+            "╔════ Link (ns: network) — Enter: view YAML, Esc: back ════╗"
+        );
+        assert_eq!(
+            t[2],
+            "║ID         VERSION PHASE       OWNER                  MTU ║"
+        );
+        assert_eq!(
+            t[3],
+            "║eth0       2       tearingDown network.LinkController 1500║"
+        );
+        assert_eq!(frame(&s, 60, 12)[(20, 3)].fg, Color::Red);
+        s.handle(Command::Select, 12);
+        let t = text(&s, 30, 12);
+        let inner = |l: &str| format!("║{l:<28}║");
+        assert_eq!(t[1], "╔ network / eth0 (Esc: back) ╗");
+        assert_eq!(t[2], inner("metadata:"));
+        assert_eq!(t[7], inner("  mtu: 1500"));
+        assert_eq!(t[8], inner("  name: a-very-long-name-tha"));
+        assert_eq!(t[9], inner("t-wraps"));
+        assert_eq!(frame(&s, 30, 12)[(3, 7)].fg, Color::Cyan);
+        assert_eq!(frame(&s, 30, 12)[(8, 7)].fg, Color::Yellow);
+        s.handle(Command::Down(Step::Line), 12);
+        assert_eq!(text(&s, 30, 12)[2], inner("  namespace: network"));
+        s.handle(Command::Back, 12);
+        assert_eq!(text(&s, 30, 12)[1].chars().nth(2), Some('L'));
+    }
+}
