@@ -1,7 +1,9 @@
-//! Keys, as talosctl's dashboard binds them: `h`/← and `l`/→ switch node, `F1`/`F2` switch
-//! screen, `q`/`Ctrl-C` quit; in the Summary's log pane `j`/`k`/↓/↑ scroll a line,
-//! `Ctrl-d`/`Ctrl-u` half a page, `Ctrl-f`/`Ctrl-b` (and PgDn/PgUp) a page, `g`/`G`
-//! (Home/End) to the top and bottom.
+//! Keys, as talosctl's dashboard binds them: `h`/← and `l`/→ switch node, `F1`-`F3` switch
+//! screen, `q`/`Ctrl-C` quit; in the Summary's log pane and the Resources screen's lists
+//! `j`/`k`/↓/↑ move a line, `Ctrl-d`/`Ctrl-u` half a page, `Ctrl-f`/`Ctrl-b` (and PgDn/PgUp)
+//! a page, `g`/`G` (Home/End) to the top and bottom; Enter opens, Esc goes back and `/`
+//! filters the resource types. While the filter line has the keys (`typing`), characters
+//! are its text and only the function keys and `Ctrl-C` keep their meaning.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
@@ -37,6 +39,16 @@ pub enum Command {
     Down(Step),
     Top,
     Bottom,
+    /// Enter.
+    Select,
+    /// Esc.
+    Back,
+    /// `/`.
+    Filter,
+    /// A character for the filter line.
+    Type(char),
+    /// Backspace on the filter line.
+    Erase,
 }
 
 /// The command a key press means, if any (releases and repeats of other kinds are ignored).
@@ -63,9 +75,31 @@ pub fn command(key: &KeyEvent) -> Option<Command> {
         KeyCode::Char('G') | KeyCode::End => Command::Bottom,
         KeyCode::F(1) => Command::Show(Screen::Summary),
         KeyCode::F(2) => Command::Show(Screen::Monitor),
+        KeyCode::F(3) => Command::Show(Screen::Resources),
+        KeyCode::Enter => Command::Select,
+        KeyCode::Esc => Command::Back,
+        KeyCode::Char('/') => Command::Filter,
         _ => return None,
     };
     Some(cmd)
+}
+
+/// The command a key press means while a text line has the keys.
+pub fn typing(key: &KeyEvent) -> Option<Command> {
+    if key.kind == KeyEventKind::Release {
+        return None;
+    }
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    Some(match key.code {
+        KeyCode::Char('c') if ctrl => Command::Quit,
+        _ if ctrl => return None,
+        KeyCode::Char(c) => Command::Type(c),
+        KeyCode::Backspace => Command::Erase,
+        KeyCode::Enter => Command::Select,
+        KeyCode::Esc => Command::Back,
+        KeyCode::F(_) => return command(key),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -95,7 +129,11 @@ mod tests {
             key(KeyCode::F(2), none),
             Some(Command::Show(Screen::Monitor))
         );
-        assert_eq!(key(KeyCode::F(3), none), None);
+        assert_eq!(
+            key(KeyCode::F(3), none),
+            Some(Command::Show(Screen::Resources))
+        );
+        assert_eq!(key(KeyCode::F(4), none), None);
         assert_eq!(
             key(KeyCode::Char('j'), none),
             Some(Command::Down(Step::Line))
@@ -107,9 +145,29 @@ mod tests {
         );
         assert_eq!(key(KeyCode::Char('b'), ctrl), Some(Command::Up(Step::Page)));
         assert_eq!(key(KeyCode::Char('q'), ctrl), None);
-        assert_eq!(key(KeyCode::Enter, none), None);
+        assert_eq!(key(KeyCode::Enter, none), Some(Command::Select));
+        assert_eq!(key(KeyCode::Esc, none), Some(Command::Back));
+        assert_eq!(key(KeyCode::Char('/'), none), Some(Command::Filter));
+        assert_eq!(key(KeyCode::Tab, none), None);
         let mut release = KeyEvent::new(KeyCode::Char('q'), none);
         release.kind = KeyEventKind::Release;
         assert_eq!(command(&release), None);
+    }
+
+    #[test]
+    fn a_text_line_takes_the_characters() {
+        let t = |code, modifiers| typing(&KeyEvent::new(code, modifiers));
+        let none = KeyModifiers::NONE;
+        assert_eq!(t(KeyCode::Char('q'), none), Some(Command::Type('q')));
+        assert_eq!(t(KeyCode::Char('l'), none), Some(Command::Type('l')));
+        assert_eq!(t(KeyCode::Backspace, none), Some(Command::Erase));
+        assert_eq!(t(KeyCode::Enter, none), Some(Command::Select));
+        assert_eq!(t(KeyCode::Esc, none), Some(Command::Back));
+        assert_eq!(t(KeyCode::F(1), none), Some(Command::Show(Screen::Summary)));
+        assert_eq!(
+            t(KeyCode::Char('c'), KeyModifiers::CONTROL),
+            Some(Command::Quit)
+        );
+        assert_eq!(t(KeyCode::Left, none), None);
     }
 }

@@ -1,7 +1,9 @@
 //! What the Monitor screen reads, as talosctl's dashboard keeps it per node: the last two
 //! SystemStats (their difference gives CPU shares, context switches and processes created),
-//! the memory, the process list with each process's CPU time since the previous poll, and the
-//! series its graphs plot (at most 1000 points each).
+//! the memory, the process list with each process's CPU time since the previous poll, the
+//! network and disk counters, and the series its graphs and sparklines plot (at most 1000
+//! points each; NET and DISK plot what the devices' totals grew by since the previous poll,
+//! bytes and sectors, as talosctl does).
 
 use std::collections::HashMap;
 
@@ -17,6 +19,11 @@ pub struct Series {
     pub system: Vec<f64>,
     pub mem: Vec<f64>,
     pub loadavg: Vec<f64>,
+    /// Bytes received and sent, sectors read and written since the previous poll.
+    pub net_rx: Vec<f64>,
+    pub net_tx: Vec<f64>,
+    pub disk_read: Vec<f64>,
+    pub disk_write: Vec<f64>,
 }
 
 /// The Monitor's data for one node.
@@ -30,6 +37,9 @@ pub struct Metrics {
     /// CPU seconds each process used since the previous poll, once there was one.
     pub proc_diff: Option<HashMap<i32, f64>>,
     pub cpus: usize,
+    /// The last poll's network and disk counters (`None` when that call failed).
+    pub net: Option<machine::NetworkDeviceStats>,
+    pub disk: Option<machine::DiskStats>,
     pub series: Series,
 }
 
@@ -94,6 +104,46 @@ impl Metrics {
         push(&mut self.series.system, system);
         push(&mut self.series.mem, mem);
         push(&mut self.series.loadavg, load);
+    }
+
+    /// Folds one poll's network and disk counters in: the sparklines get what the totals grew
+    /// by since the previous poll, 0 when this poll or the previous one lacks them (talosctl's
+    /// diff), and 0 when a counter went back (the node rebooted).
+    pub fn apply_io(
+        &mut self,
+        net: Option<machine::NetworkDeviceStats>,
+        disk: Option<machine::DiskStats>,
+    ) {
+        let grew = |new: u64, old: u64| new.saturating_sub(old) as f64;
+        let (rx, tx) = match (&self.net, &net) {
+            (Some(o), Some(n)) => {
+                let (o, n) = (
+                    o.total.clone().unwrap_or_default(),
+                    n.total.clone().unwrap_or_default(),
+                );
+                (grew(n.rx_bytes, o.rx_bytes), grew(n.tx_bytes, o.tx_bytes))
+            }
+            _ => (0.0, 0.0),
+        };
+        let (read, write) = match (&self.disk, &disk) {
+            (Some(o), Some(n)) => {
+                let (o, n) = (
+                    o.total.clone().unwrap_or_default(),
+                    n.total.clone().unwrap_or_default(),
+                );
+                (
+                    grew(n.read_sectors, o.read_sectors),
+                    grew(n.write_sectors, o.write_sectors),
+                )
+            }
+            _ => (0.0, 0.0),
+        };
+        self.net = net;
+        self.disk = disk;
+        push(&mut self.series.net_rx, rx);
+        push(&mut self.series.net_tx, tx);
+        push(&mut self.series.disk_read, read);
+        push(&mut self.series.disk_write, write);
     }
 
     /// The counters' difference since the previous poll.
@@ -215,6 +265,62 @@ mod tests {
         assert_eq!((diff[&1], diff[&9]), (0.5, 0.0));
         assert_eq!(m.series.user, [0.0, 0.3]);
         assert_eq!(m.series.loadavg, [0.5, 0.6]);
+    }
+
+    fn io(
+        rx: u64,
+        tx: u64,
+        read: u64,
+        write: u64,
+    ) -> (machine::NetworkDeviceStats, machine::DiskStats) {
+        let net = machine::NetworkDeviceStats {
+            total: Some(machine::NetDev {
+                rx_bytes: rx,
+                tx_bytes: tx,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let disk = machine::DiskStats {
+            total: Some(machine::DiskStat {
+                read_sectors: read,
+                write_sectors: write,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        (net, disk)
+    }
+
+    /// NET and DISK plot what the totals grew by between polls: nothing on the first poll,
+    /// nor across a failed one, nor when the counters went back.
+    #[test]
+    fn net_and_disk_series_are_the_growth_between_polls() {
+        let mut m = Metrics::default();
+        let polls = [
+            Some(io(1_000_000, 400_000, 190_000, 5_000)),
+            Some(io(1_250_000, 460_000, 190_016, 5_800)),
+            Some(io(1_900_000, 700_000, 190_016, 7_400)),
+            None,
+            Some(io(2_000_000, 720_000, 190_100, 7_500)),
+            Some(io(2_100_000, 760_000, 190_200, 7_900)),
+            Some(io(5_000, 2_000, 100, 10)),
+        ];
+        for p in polls {
+            let (net, disk) = p.map_or((None, None), |(n, d)| (Some(n), Some(d)));
+            m.apply_io(net, disk);
+        }
+        let s = &m.series;
+        assert_eq!(
+            s.net_rx,
+            [0.0, 250_000.0, 650_000.0, 0.0, 0.0, 100_000.0, 0.0]
+        );
+        assert_eq!(
+            s.net_tx,
+            [0.0, 60_000.0, 240_000.0, 0.0, 0.0, 40_000.0, 0.0]
+        );
+        assert_eq!(s.disk_read, [0.0, 16.0, 0.0, 0.0, 0.0, 100.0, 0.0]);
+        assert_eq!(s.disk_write, [0.0, 800.0, 1_600.0, 0.0, 0.0, 400.0, 0.0]);
     }
 
     #[test]

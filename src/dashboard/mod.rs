@@ -1,14 +1,19 @@
 //! `talm dashboard`: a terminal UI over one or more Talos nodes, as talosctl's dashboard: the
 //! header (hostname, version, uptime, CPUs, RAM, PROCS, CPU and RAM use), the Summary screen
-//! (Talos, Kubernetes and network panels over the node's kernel log) and the Monitor screen,
-//! polled live; keys switch node and screen, `q` quits.
+//! (Talos, Kubernetes and network panels over the node's kernel log), the Monitor screen and
+//! the Resources screen (the node's COSI resources, type by type), polled live; keys switch
+//! node and screen, `q` quits.
 //!
 //! Parts: `model` (state and how updates and keys change it), `panels` (the Summary's panels
-//! from the node's resources), `metrics` (the Monitor's figures and series), `render` (state →
-//! buffer, pure; `summary`, `monitor` and `proctable` draw the screens), `input` (keys →
-//! commands), `source` (the node pollers), `term` (the terminal loop), `format` (numbers as
-//! talosctl writes them) and `svg` (a buffer as a picture, for the README).
+//! from the node's resources), `metrics` (the Monitor's figures and series), `explorer` (the
+//! Resources screen's levels and the lists it asks for), `render` (state → buffer, pure;
+//! `summary`, `monitor`, `proctable`, `explorer_view` and `yamlview` draw the screens),
+//! `input` (keys → commands), `source` (the node pollers), `term` (the terminal loop),
+//! `format` (numbers as talosctl writes them) and `svg` (a buffer as a picture, for the
+//! README).
 
+pub mod explorer;
+mod explorer_view;
 pub mod format;
 pub mod input;
 pub mod metrics;
@@ -21,6 +26,7 @@ pub mod source;
 mod summary;
 pub mod svg;
 mod term;
+pub mod yamlview;
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -97,8 +103,39 @@ fn run_with(nodes: Vec<(String, Client)>, opts: Options, stdin_is_tty: bool) -> 
             stop.clone(),
         ));
     }
-    drop(tx);
-    let outcome = term::run(&mut state, &rx);
+    // The explorer's requests: each answered by a task on the runtime, through the same
+    // channel as the polls.
+    let fetch = |f: explorer::Fetch| {
+        let tx = tx.clone();
+        let (node, client) = match &f {
+            explorer::Fetch::Types { node } | explorer::Fetch::Resources { node, .. } => {
+                let Some(c) = clients.get(*node) else { return };
+                (*node, c.clone())
+            }
+        };
+        let stop = stop.clone();
+        rt.spawn(async move {
+            let update = match f {
+                explorer::Fetch::Types { .. } => model::Update::Types {
+                    node,
+                    result: tokio::select! {
+                        _ = stop.cancelled() => return,
+                        r = explorer::types(&client) => r,
+                    },
+                },
+                explorer::Fetch::Resources { def, .. } => model::Update::Resources {
+                    node,
+                    ty: def.ty.clone(),
+                    result: tokio::select! {
+                        _ = stop.cancelled() => return,
+                        r = explorer::rows(&client, &def) => r,
+                    },
+                },
+            };
+            let _ = tx.send(update);
+        });
+    };
+    let outcome = term::run(&mut state, &rx, &fetch);
     stop.cancel();
     outcome.map(|()| 0)
 }

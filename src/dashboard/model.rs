@@ -1,27 +1,31 @@
 //! What the dashboard shows and how it changes: one view per node built up from the samples the
 //! pollers send (stats, services, processes, the resources of the Summary's panels) and the
-//! node's kernel log, the selected node and screen, and what each key command does to them.
-//! No I/O here: the terminal loop feeds updates and commands in.
+//! node's kernel log, the resource explorer's lists, the selected node and screen, and what
+//! each key command does to them. No I/O here: the terminal loop feeds updates and commands
+//! in, and carries the explorer's requests out.
 
+use super::explorer::{Explorer, Fetch, Level, Row, TypeRow};
 use super::input::Command;
 use super::metrics::Metrics;
 use super::panels::Resources;
 use crate::proto::machine;
 
-/// The screens, in footer order (`F1`, `F2`), as talosctl's dashboard names them.
+/// The screens, in footer order (`F1`-`F3`), as talosctl's dashboard names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Screen {
     Summary,
     Monitor,
+    Resources,
 }
 
 impl Screen {
-    pub const ALL: [Screen; 2] = [Screen::Summary, Screen::Monitor];
+    pub const ALL: [Screen; 3] = [Screen::Summary, Screen::Monitor, Screen::Resources];
 
     pub fn title(self) -> &'static str {
         match self {
             Screen::Summary => "Summary",
             Screen::Monitor => "Monitor",
+            Screen::Resources => "Resources",
         }
     }
 
@@ -30,6 +34,7 @@ impl Screen {
         match self {
             Screen::Summary => "F1",
             Screen::Monitor => "F2",
+            Screen::Resources => "F3",
         }
     }
 }
@@ -103,6 +108,8 @@ pub struct Sample {
     pub stat: Option<machine::SystemStat>,
     pub meminfo: Option<machine::MemInfo>,
     pub processes: Option<Vec<machine::ProcessInfo>>,
+    pub net: Option<machine::NetworkDeviceStats>,
+    pub disk: Option<machine::DiskStats>,
     /// Set when the node answered none of the calls.
     pub error: Option<String>,
 }
@@ -176,6 +183,7 @@ impl NodeView {
             s.processes.take(),
             s.cpus.map(|c| c.count),
         );
+        self.metrics.apply_io(s.net.take(), s.disk.take());
         if let Some(cpu) = s.cpu {
             if let Some(prev) = self.last_cpu {
                 let (busy, idle) = (cpu.busy - prev.busy, cpu.idle - prev.idle);
@@ -234,6 +242,17 @@ pub enum Update {
         node: usize,
         result: Result<Vec<String>, String>,
     },
+    /// A node's resource types for the explorer, or why they could not be read.
+    Types {
+        node: usize,
+        result: Result<Vec<TypeRow>, String>,
+    },
+    /// The resources of type `ty` on a node.
+    Resources {
+        node: usize,
+        ty: String,
+        result: Result<Vec<Row>, String>,
+    },
 }
 
 /// What the loop does after a command.
@@ -255,6 +274,8 @@ pub struct State {
     pub now: u64,
     /// Ticks of the header's spinner (talosctl turns it twice a second).
     pub ticks: usize,
+    /// The Resources screen.
+    pub explorer: Explorer,
 }
 
 /// The Summary's rows above the log pane (talosctl's `summaryTopFixedRows`).
@@ -271,7 +292,20 @@ impl State {
             screen: Screen::Summary,
             now: 0,
             ticks: 0,
+            explorer: Explorer::default(),
         }
+    }
+
+    /// Whether a text line has the keys (the explorer's filter).
+    pub fn typing(&self) -> bool {
+        self.screen == Screen::Resources
+            && self.explorer.level == Level::Types
+            && self.explorer.filtering
+    }
+
+    /// What the explorer asked the nodes for since the last call.
+    pub fn take_requests(&mut self) -> Vec<Fetch> {
+        self.explorer.take_requests()
     }
 
     pub fn node(&self) -> Option<&NodeView> {
@@ -283,6 +317,24 @@ impl State {
             Update::Sample { node, sample } => {
                 if let Some(n) = self.nodes.get_mut(node) {
                     n.apply(*sample);
+                }
+                // talosctl watches the listed type; a poll of the node lists it again.
+                let listing =
+                    self.screen == Screen::Resources && self.explorer.level == Level::List;
+                if node == self.selected && listing {
+                    self.explorer.refresh(node);
+                }
+            }
+            Update::Types { node, result } => {
+                let waiting = self.explorer.level == Level::Types
+                    && self.explorer.types == Some(super::explorer::Loaded::Loading);
+                if node == self.selected && waiting {
+                    self.explorer.types_loaded(result);
+                }
+            }
+            Update::Resources { node, ty, result } => {
+                if node == self.selected {
+                    self.explorer.rows_loaded(&ty, result);
                 }
             }
             Update::Kernel { node, result } => {
@@ -309,6 +361,8 @@ impl State {
             return Flow::Continue;
         }
         self.selected = index;
+        self.explorer
+            .node_changed(index, self.screen == Screen::Resources);
         Flow::Repaint
     }
 
@@ -329,9 +383,25 @@ impl State {
                 if self.screen == screen {
                     return Flow::Continue;
                 }
+                if self.screen == Screen::Resources {
+                    self.explorer.hidden();
+                }
                 self.screen = screen;
+                if screen == Screen::Resources {
+                    self.explorer.shown(self.selected);
+                }
                 Flow::Repaint
             }
+            cmd if self.screen == Screen::Resources => {
+                self.explorer
+                    .handle(cmd, rows.saturating_sub(2), self.selected);
+                Flow::Continue
+            }
+            Command::Select
+            | Command::Back
+            | Command::Filter
+            | Command::Type(_)
+            | Command::Erase => Flow::Continue,
             Command::Up(n) => self.scroll_by(-(n.lines(page) as isize), page),
             Command::Down(n) => self.scroll_by(n.lines(page) as isize, page),
             Command::Top => self.scroll_by(isize::MIN / 2, page),

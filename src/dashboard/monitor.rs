@@ -62,8 +62,13 @@ pub fn render(node: &NodeView, area: Rect, buf: &mut Buffer) {
     let half = bottom.height / 2;
     let net = Rect::new(bottom.x, bottom.y, widths[0], half);
     let disk = Rect::new(bottom.x, bottom.y + half, widths[0], bottom.height - half);
-    sparklines("NET", ["RX", "TX"], net, buf);
-    sparklines("DISK", ["READ", "WRITE"], disk, buf);
+    sparklines("NET", [("RX", &s.net_rx), ("TX", &s.net_tx)], net, buf);
+    sparklines(
+        "DISK",
+        [("READ", &s.disk_read), ("WRITE", &s.disk_write)],
+        disk,
+        buf,
+    );
     let table = Rect::new(bottom.x + widths[0], bottom.y, widths[1], bottom.height);
     proctable::render(m, table, buf);
 }
@@ -243,9 +248,9 @@ fn graph(title: &str, series: &[&[f64]], area: Rect, buf: &mut Buffer) {
         .render(plot, buf);
 }
 
-/// A titled pair of sparklines. The node's network and disk counters are not read yet, so
-/// they stay flat, as talosctl's do without data.
-fn sparklines(title: &str, labels: [&str; 2], area: Rect, buf: &mut Buffer) {
+/// A titled pair of sparklines, each the newest points that fit its width, scaled to the
+/// highest of them (talosctl's NET and DISK groups).
+fn sparklines(title: &str, lines: [(&str, &[f64]); 2], area: Rect, buf: &mut Buffer) {
     if area.height == 0 {
         return;
     }
@@ -258,7 +263,7 @@ fn sparklines(title: &str, labels: [&str; 2], area: Rect, buf: &mut Buffer) {
     );
     let rest = area.height - 1;
     let half = rest / 2;
-    for (i, label) in labels.into_iter().enumerate() {
+    for (i, (label, series)) in lines.into_iter().enumerate() {
         let y = area.y + 1 + half * i as u16;
         let h = if i == 0 { half } else { rest - half };
         if h == 0 {
@@ -266,8 +271,11 @@ fn sparklines(title: &str, labels: [&str; 2], area: Rect, buf: &mut Buffer) {
         }
         buf.set_stringn(area.x, y, label, usize::from(area.width), Style::new());
         let colour = [Color::Red, Color::Green][i];
+        let skip = series.len().saturating_sub(usize::from(area.width));
+        let data: Vec<u64> = series[skip..].iter().map(|v| *v as u64).collect();
+        let data = if data.is_empty() { vec![0] } else { data };
         Sparkline::default()
-            .data([0u64])
+            .data(&data)
             .style(Style::new().fg(colour))
             .render(Rect::new(area.x, y + 1, area.width, h - 1), buf);
     }
@@ -399,7 +407,7 @@ mod tests {
             "",
             "WRITE",
             "",
-            "[10.5.0.2] --- [F1: Summary] --- [Monitor]──────────────────────────────────────────────────────────────────────────────────────────────────",
+            "[10.5.0.2] --- [F1: Summary] --- [Monitor] --- [F3: Resources]──────────────────────────────────────────────────────────────────────────────",
         ];
         assert_eq!(t[13..], bottom);
         // The busiest process is highlighted, the table's titles bold, the gauges' bars shaded.
@@ -411,6 +419,48 @@ mod tests {
             (buf[(1, 3)].bg, buf[(7, 3)].bg),
             (Color::Blue, Color::Reset)
         );
+    }
+
+    /// NET and DISK draw what the counters grew by: after three polls, bars in the sparklines'
+    /// rows, the highest at the top of its row for the biggest growth.
+    #[test]
+    fn sparklines_plot_the_growth_of_the_counters() {
+        let mut s = State::new(["10.5.0.2".to_string()]);
+        s.screen = Screen::Monitor;
+        for (rx, write) in [(1_000u64, 100u64), (3_000, 140), (4_000, 240)] {
+            let sample = Sample {
+                net: Some(machine::NetworkDeviceStats {
+                    total: Some(machine::NetDev {
+                        rx_bytes: rx,
+                        tx_bytes: 0,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                disk: Some(machine::DiskStats {
+                    total: Some(machine::DiskStat {
+                        write_sectors: write,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Sample::default()
+            };
+            s.apply(Update::Sample {
+                node: 0,
+                sample: Box::new(sample),
+            });
+        }
+        let series = &s.nodes[0].metrics.series;
+        assert_eq!(series.net_rx, [0.0, 2_000.0, 1_000.0]);
+        assert_eq!(series.disk_write, [0.0, 40.0, 100.0]);
+        // 140 × 24: NET's RX plot is row 15, TX's row 17, DISK's WRITE row 22; a column a poll.
+        let t = text(&s, 140, 24);
+        let cols = |row: &str| format!("{:<3}", row.chars().take(3).collect::<String>());
+        assert!(t[14].starts_with("RX ") && t[16].starts_with("TX"), "{t:?}");
+        assert_eq!(cols(&t[15]), " █▄");
+        assert_eq!(cols(&t[17]), "   ");
+        assert_eq!(cols(&t[22]), " ▃█");
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Drawing the dashboard: a pure function from the state to a ratatui buffer. The top line is
 //! talosctl's header (`┐ <hostname> Talos (<version>): uptime ..., PROCS n, CPU x%, RAM y%`,
 //! its spinner turning with the ticks), then the screen's body, then talosctl's footer
-//! (`[node-a | node-b] --- [Summary] --- [F2: Monitor]` on a rule) with the selected node and
-//! screen in red.
+//! (`[node-a | node-b] --- [Summary] --- [F2: Monitor] --- [F3: Resources]` on a rule) with
+//! the selected node and screen in red.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -37,6 +37,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         (_, None) => {}
         (Screen::Summary, Some(node)) => super::summary::render(node, body, buf),
         (Screen::Monitor, Some(node)) => super::monitor::render(node, body, buf),
+        (Screen::Resources, Some(_)) => super::explorer_view::render(&state.explorer, body, buf),
     }
 }
 
@@ -257,7 +258,10 @@ mod tests {
             " [    4.000000] kernel line 4",
             " [    5.000000] kernel line 5",
             " [    6.000000] kernel line 6",
-            &format!("[10.5.0.2 | 10.5.0.3] --- [Summary] --- [F2: Monitor]{}", "─".repeat(87)),
+            &format!(
+                "[10.5.0.2 | 10.5.0.3] --- [Summary] --- [F2: Monitor] --- [F3: Resources]{}",
+                "─".repeat(67)
+            ),
         ];
         let want: Vec<String> = want.iter().map(|l| format!("{l:<140}")).collect();
         assert_eq!(screen(&s, 140, 14), want);
@@ -310,7 +314,7 @@ mod tests {
             " SECUREBOOT n/a                               NTP          n/a",
             "── Logs ──────────────────────────────────────────────────────────────────",
             " ...",
-            "[10.5.0.9] --- [Summary] --- [F2: Monitor]────────────────────────────────",
+            "[10.5.0.9] --- [Summary] --- [F2: Monitor] --- [F3: Resources]────────────",
         ];
         let want: Vec<String> = want.iter().map(|l| format!("{l:<74}")).collect();
         assert_eq!(screen(&s, 74, 11), want);

@@ -1,6 +1,6 @@
 //! Where the dashboard's data comes from: one poller per node calling the RPCs talosctl's
 //! dashboard polls (Hostname, Version, ServiceList, SystemStat, LoadAvg, Memory, Processes,
-//! CPUInfo once), reading the resources its panels watch through COSI `Get`/`List`, and the
+//! NetworkDeviceStats, DiskStats, CPUInfo once), reading the resources its panels watch through COSI `Get`/`List`, and the
 //! node's kernel log (Dmesg), every interval. It sends `Update`s to the terminal loop and
 //! stops when told to.
 
@@ -75,7 +75,7 @@ pub async fn sample(client: &Client, with_cpus: bool) -> Sample {
             None
         }
     };
-    let (hostname, version, services, stat, load, mem, cpus, procs, resources) = tokio::join!(
+    let (hostname, version, services, stat, load, mem, cpus, procs, net, disk, resources) = tokio::join!(
         client.hostname(),
         client.version(),
         client.services(),
@@ -84,6 +84,8 @@ pub async fn sample(client: &Client, with_cpus: bool) -> Sample {
         client.memory(),
         cpus,
         client.processes(),
+        client.network_device_stats(),
+        client.disk_stats(),
         resources(client),
     );
     let failures: Vec<String> = [
@@ -123,6 +125,8 @@ pub async fn sample(client: &Client, with_cpus: bool) -> Sample {
         stat: stat.as_ref().ok().cloned(),
         meminfo: mem.as_ref().ok().copied(),
         processes: procs.ok(),
+        net: net.ok(),
+        disk: disk.ok(),
         resources: (failures.len() < 6).then_some(resources),
         error,
     }

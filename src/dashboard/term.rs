@@ -14,6 +14,7 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
 use ratatui::Terminal;
 
+use super::explorer::Fetch;
 use super::input;
 use super::model::{Flow, State, Update};
 use super::render;
@@ -57,8 +58,8 @@ fn unix_now() -> u64 {
         .unwrap_or(0)
 }
 
-/// Runs the dashboard until the user quits.
-pub fn run(state: &mut State, updates: &Receiver<Update>) -> Result<()> {
+/// Runs the dashboard until the user quits; `fetch` carries the explorer's requests out.
+pub fn run(state: &mut State, updates: &Receiver<Update>, fetch: &dyn Fn(Fetch)) -> Result<()> {
     let _session = Session::enter()?;
     let mut term: Terminal<CrosstermBackend<Stdout>> =
         Terminal::new(CrosstermBackend::new(io::stdout())).context("cannot use the terminal")?;
@@ -66,6 +67,9 @@ pub fn run(state: &mut State, updates: &Receiver<Update>) -> Result<()> {
     loop {
         while let Ok(u) = updates.try_recv() {
             state.apply(u);
+        }
+        for f in state.take_requests() {
+            fetch(f);
         }
         state.now = unix_now();
         // The header's spinner turns every half second, as talosctl's ticker.
@@ -76,7 +80,12 @@ pub fn run(state: &mut State, updates: &Receiver<Update>) -> Result<()> {
         }
         match event::read()? {
             Event::Key(k) if k.kind != KeyEventKind::Release => {
-                let Some(cmd) = input::command(&k) else {
+                let cmd = if state.typing() {
+                    input::typing(&k)
+                } else {
+                    input::command(&k)
+                };
+                let Some(cmd) = cmd else {
                     continue;
                 };
                 match state.handle(cmd, term.size()?.height) {

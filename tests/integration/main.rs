@@ -18,6 +18,7 @@ mod config_generate;
 mod config_patch;
 mod config_schema;
 mod dashboard;
+mod dashboard_resources;
 mod day2;
 mod day2_gaps;
 mod drift;

@@ -258,6 +258,12 @@ fn document(r: &Value, redact: bool) -> String {
     out
 }
 
+/// A resource's document as COSI marshals it, `metadata:` then `spec:` (what talosctl's
+/// resource explorer shows).
+pub fn resource_yaml(r: &Value) -> String {
+    document(r, false)
+}
+
 /// A metadata scalar's text.
 fn scalar(v: &Value) -> String {
     match v {

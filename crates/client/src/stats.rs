@@ -1,5 +1,5 @@
 //! The node statistics calls the dashboard polls (`SystemStat`, `CPUInfo`, `LoadAvg`,
-//! `Memory`): unary MachineService calls with `nodes` targeting, each answering one message
+//! `NetworkDeviceStats`, `DiskStats`, `Memory`): unary MachineService calls with `nodes` targeting, each answering one message
 //! per node, checked for in-band errors like every other machine call.
 
 use anyhow::Result;
@@ -38,6 +38,32 @@ impl Client {
             .call("LoadAvg", MACHINE, c.load_avg(self.request((), true)))
             .await?;
         self.first("LoadAvg", r.into_inner().messages, |m| m.metadata.as_ref())
+    }
+
+    /// Each network device's counters since boot and their sum (`/proc/net/dev`).
+    pub async fn network_device_stats(&self) -> Result<machine::NetworkDeviceStats> {
+        let mut c = self.machine();
+        let r = self
+            .call(
+                "NetworkDeviceStats",
+                MACHINE,
+                c.network_device_stats(self.request((), true)),
+            )
+            .await?;
+        self.first("NetworkDeviceStats", r.into_inner().messages, |m| {
+            m.metadata.as_ref()
+        })
+    }
+
+    /// Each block device's I/O counters since boot and their sum (`/proc/diskstats`).
+    pub async fn disk_stats(&self) -> Result<machine::DiskStats> {
+        let mut c = self.machine();
+        let r = self
+            .call("DiskStats", MACHINE, c.disk_stats(self.request((), true)))
+            .await?;
+        self.first("DiskStats", r.into_inner().messages, |m| {
+            m.metadata.as_ref()
+        })
     }
 }
 
@@ -98,5 +124,33 @@ mod tests {
             cpus.encode_to_vec(),
             [0x12, 11, 0x08, 1, 0x41, 0, 0, 0, 0, 0, 0, 0, 0x40]
         );
+        // total=2 { rx_bytes=2, tx_bytes=10 }, devices=3 { name=1 }.
+        let net = machine::NetworkDeviceStats {
+            metadata: None,
+            total: Some(machine::NetDev {
+                rx_bytes: 1,
+                tx_bytes: 2,
+                ..Default::default()
+            }),
+            devices: vec![machine::NetDev {
+                name: "lo".into(),
+                ..Default::default()
+            }],
+        };
+        assert_eq!(
+            net.encode_to_vec(),
+            [0x12, 4, 0x10, 1, 0x50, 2, 0x1a, 4, 0x0a, 2, b'l', b'o']
+        );
+        // total=2 { read_sectors=4, write_sectors=8 }.
+        let disk = machine::DiskStats {
+            metadata: None,
+            total: Some(machine::DiskStat {
+                read_sectors: 3,
+                write_sectors: 4,
+                ..Default::default()
+            }),
+            devices: vec![],
+        };
+        assert_eq!(disk.encode_to_vec(), [0x12, 4, 0x20, 3, 0x40, 4]);
     }
 }

@@ -6,6 +6,7 @@ pub mod expect;
 pub mod net;
 pub mod sim;
 pub mod streaming;
+pub mod tty;
 pub mod values;
 
 use std::collections::BTreeMap;

@@ -277,6 +277,30 @@ impl machine::machine_service_server::MachineService for Svc {
         Ok(Response::new(machine::LoadAvgResponse { messages }))
     }
 
+    async fn network_device_stats(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<machine::NetworkDeviceStatsResponse>, Status> {
+        let messages = self
+            .unary(&req, "NetworkDeviceStats", |n, _| {
+                Ok(crate::node::io::network_device_stats(n))
+            })
+            .await?;
+        Ok(Response::new(machine::NetworkDeviceStatsResponse {
+            messages,
+        }))
+    }
+
+    async fn disk_stats(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<machine::DiskStatsResponse>, Status> {
+        let messages = self
+            .unary(&req, "DiskStats", |n, _| Ok(crate::node::io::disk_stats(n)))
+            .await?;
+        Ok(Response::new(machine::DiskStatsResponse { messages }))
+    }
+
     // etcd (etcd.rs).
     type EtcdSnapshotStream = Stream_<common::Data>;
 

@@ -52,7 +52,13 @@ routed!(
     machine::GenerateClientConfiguration,
     common::Data
 );
-routed!(machine::SystemStat, machine::CpUsInfo, machine::LoadAvg);
+routed!(
+    machine::SystemStat,
+    machine::CpUsInfo,
+    machine::LoadAvg,
+    machine::NetworkDeviceStats,
+    machine::DiskStats
+);
 routed!(
     machine::ServiceStart,
     machine::Restart,

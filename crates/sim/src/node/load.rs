@@ -79,7 +79,7 @@ impl Profile {
 }
 
 /// Seconds since the node's current boot, and that boot's Unix time.
-fn since_boot(st: &State) -> (f64, u64) {
+pub(crate) fn since_boot(st: &State) -> (f64, u64) {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())

@@ -4,6 +4,7 @@
 
 pub mod events;
 pub mod hardware;
+pub mod io;
 pub mod journal;
 pub mod load;
 mod restarts;
