@@ -20,6 +20,7 @@ mod config_schema;
 mod dashboard;
 mod day2;
 mod day2_gaps;
+mod debug;
 mod drift;
 mod error_texts;
 mod fleet;
