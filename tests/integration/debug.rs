@@ -17,6 +17,7 @@ use talm::proto::machine::debug_container_run_request_spec::Profile;
 use talm::proto::machine::debug_container_run_response::Resp as Out;
 use talm::proto::machine::debug_service_client::DebugServiceClient;
 use talm::proto::machine::{DebugContainerRunRequest, DebugContainerRunRequestSpec};
+use talm::sim::net::faults::Faults;
 
 /// The digest in a pinned name reads as `<digest>`.
 fn digests(text: &str) -> String {
@@ -305,6 +306,31 @@ fn one_node_only_and_signals_go_to_the_container() {
         (
             Some(143),
             format!("{ip}: pulled image docker.io/library/alpine@sha256:<digest>\nError: container exited with code 143\n")
+        )
+    );
+}
+
+/// The drop fault cuts the connection as the container starts, before it reads stdin: talm
+/// says so.
+#[test]
+fn a_cut_stream_ends_talm_with_the_cut() {
+    let ip = net::addr();
+    let nodes = Nodes::start(&[&ip], |_| {});
+    let d = configured(&nodes, &ip);
+    nodes.node(&ip).set_faults(Faults {
+        drop: vec!["ContainerRun".into()],
+        ..Faults::default()
+    });
+    let o = d
+        .talm(["debug", "alpine:3.23", "-f", "nodes/cp.yaml"])
+        .stdin("hostname\n")
+        .run();
+    assert_eq!(
+        (o.code, o.stdout, digests(&o.stderr)),
+        (
+            1,
+            String::new(),
+            format!("{ip}: pulled image docker.io/library/alpine@sha256:<digest>\nError: node {ip}: ContainerRun: the connection was cut during the call (the node closed it)\nhint: the node may be rebooting or the network dropped; retry once it answers again\n")
         )
     );
 }

@@ -13,6 +13,7 @@ use super::{peer, Route, Stream_, Svc};
 use crate::machined::debug::shell::{Start, Step};
 use crate::machined::debug::{check_profile, Container};
 use crate::machined::lifecycle::{has_v1_13_apis, unknown_service};
+use crate::net::server::Peer;
 use crate::world::{images, World};
 use machine::debug_container_run_request::Request as In;
 use machine::debug_container_run_response::Resp as Out;
@@ -38,17 +39,26 @@ async fn send(tx: &mpsc::Sender<Reply>, step: Step) -> bool {
     }
 }
 
-/// The container's life: its start, then each message of the client until it exits.
+/// The container's life: its start, then each message of the client until it exits. With the
+/// drop fault the connection is cut once it started (what it wrote first sent), before it reads
+/// any input.
 async fn run(
     Container { mut shell, start }: Container,
     mut input: Streaming<machine::DebugContainerRunRequest>,
     tx: mpsc::Sender<Reply>,
+    cut: Option<Peer>,
 ) {
     let first = match start {
         Start::Shell => shell.begin(),
         other => shell.once(&other),
     };
-    if !send(&tx, first).await {
+    let more = send(&tx, first).await;
+    if let Some(peer) = cut {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        peer.kill.cancel();
+        return;
+    }
+    if !more {
         return;
     }
     loop {
@@ -90,7 +100,7 @@ impl Svc {
         req: Request<Streaming<machine::DebugContainerRunRequest>>,
     ) -> Result<Response<Stream_<machine::DebugContainerRunResponse>>, Status> {
         let peer = peer(&req);
-        self.faults("DebugContainerRun", &peer).await?;
+        let drops = self.faults("ContainerRun", &peer).await?;
         let node = match self.route(&req, &format!("/{SERVICE}/ContainerRun"), false)? {
             Route::One(n) => self.target(&n)?,
             _ => Arc::clone(&self.node),
@@ -122,7 +132,7 @@ impl Svc {
         }
         let container = node.debug_container(store, &spec)?;
         let (tx, rx) = mpsc::channel(16);
-        tokio::spawn(run(container, input, tx));
+        tokio::spawn(run(container, input, tx, drops.then_some(peer)));
         Ok(Response::new(Box::pin(
             tokio_stream::wrappers::ReceiverStream::new(rx),
         )))
