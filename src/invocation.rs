@@ -391,6 +391,7 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
         Command::Mounts(a) => node_command("mounts", args_of(&a)?, &a.node)?,
         Command::Netstat(a) => node_command("netstat", args_of(&a)?, &a.node)?,
         Command::Read(a) => node_command("read", args_of(&a)?, &a.node)?,
+        Command::Debug(a) => node_command("debug", args_of(&a)?, &a.node)?,
         Command::List(a) => node_command("list", args_of(&a)?, &a.node)?,
         Command::Copy(a) => node_command("copy", args_of(&a)?, &a.node)?,
         Command::Usage(a) => node_command("usage", args_of(&a)?, &a.node)?,

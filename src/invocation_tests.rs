@@ -97,6 +97,7 @@ const COMMANDS: &[(&[&str], &str)] = &[
     (&["image", "rm", "nginx"], "image_remove"),
     (&["pcap", "-i", "eth0"], "pcap"),
     (&["tcpdump"], "pcap"),
+    (&["debug", "alpine", "--args", "sh,-c,exit 3"], "debug"),
     (&["edit", "machineconfig"], "edit"),
     (&["patch", "mc", "-p", "@p.yaml"], "patch"),
 ];

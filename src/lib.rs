@@ -41,7 +41,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             if let Some(hint) = project::rotation::hint_for(&err) {
                 eprintln!("hint: {hint}");
             }
-            if sandbox::interrupt::is_interrupted(&err) || sandbox::interrupt::absorbed() {
+            if let Some(code) = error::exit_code(&err) {
+                code
+            } else if sandbox::interrupt::is_interrupted(&err) || sandbox::interrupt::absorbed() {
                 sandbox::interrupt::signal().exit_code()
             } else {
                 1

@@ -11,6 +11,7 @@ fn compile_protos() -> Result<(), Box<dyn std::error::Error>> {
         "proto/machine/events.proto",
         "proto/machine/image.proto",
         "proto/machine/lifecycle.proto",
+        "proto/machine/debug.proto",
         "proto/machine/change.proto",
         "proto/storage/storage.proto",
         "proto/time/time.proto",

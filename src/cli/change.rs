@@ -122,6 +122,26 @@ pub struct ImagePullArgs {
 }
 
 #[derive(Debug, Args, Serialize)]
+pub struct DebugArgs {
+    /// The image reference the node pulls and runs (docker.io/library/alpine:latest, ...)
+    pub image: String,
+    /// Arguments to pass to the container (default: the image's entrypoint)
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "ARG",
+        allow_hyphen_values = true
+    )]
+    pub args: Vec<String>,
+    /// Namespace to use: system (CRI containerd) or inmem for the in-memory containerd instance
+    #[arg(long, default_value = "inmem", value_parser = ["cri", "system", "inmem"])]
+    pub namespace: String,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub node: NodeArgs,
+}
+
+#[derive(Debug, Args, Serialize)]
 pub struct ImageRemoveArgs {
     /// The image's name as `image list` shows it (docker.io/library/nginx:latest, ...)
     pub image: String,

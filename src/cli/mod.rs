@@ -142,6 +142,8 @@ pub enum Command {
     /// Capture the network packets of a node's link (decoded, or a pcap file with -o)
     #[command(alias = "tcpdump")]
     Pcap(capture::PcapArgs),
+    /// Run a debug container on a node from an image (pulled first), attached to this terminal
+    Debug(change::DebugArgs),
     /// Print a file of a node
     #[command(alias = "cat")]
     Read(inspect::ReadArgs),

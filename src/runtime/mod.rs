@@ -58,6 +58,7 @@ fn engine_with(
     node::change::register(&mut engine, session);
     node::upgrade::register(&mut engine, session);
     node::pcap::register(&mut engine, session);
+    node::debug::register(&mut engine);
     node::rotate::register(&mut engine);
     local::rotate_journal::register(&mut engine, session);
     fleet::rolling::register(&mut engine);

@@ -21,6 +21,7 @@ mod dashboard;
 mod dashboard_resources;
 mod day2;
 mod day2_gaps;
+mod debug;
 mod drift;
 mod error_texts;
 mod fleet;

@@ -48,11 +48,13 @@ async fn within<T>(limit: Duration, fut: impl Future<Output = T>) -> Option<T> {
 pub use talm_wire::api::{host, with_port, MAINTENANCE_CN};
 
 mod change;
+mod debug;
 mod etcd;
 mod inspect;
 mod lifecycle;
 
 pub use change::{PullUpdate, ServiceAction};
+pub use debug::{DebugOutput, DebugRun, DebugSpec};
 pub use etcd::Downgrade as EtcdDowngrade;
 pub use lifecycle::Install;
 

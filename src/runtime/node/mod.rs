@@ -6,6 +6,7 @@
 
 pub(crate) mod apply;
 pub(crate) mod change;
+pub(crate) mod debug;
 pub(crate) mod etcd;
 pub(crate) mod inspect;
 pub(crate) mod lines;

@@ -23,6 +23,29 @@ impl fmt::Display for Hinted {
 
 impl std::error::Error for Hinted {}
 
+/// A command that ran and failed with an exit code of its own (a debug container's): talm
+/// prints the message as any error and exits with `code`.
+#[derive(Debug, Clone)]
+pub struct Exit {
+    pub code: i32,
+    pub message: String,
+}
+
+impl fmt::Display for Exit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Exit {}
+
+/// The exit code an error asks talm to end with, when it is (or wraps) an [`Exit`].
+pub fn exit_code(err: &anyhow::Error) -> Option<i32> {
+    err.chain()
+        .find_map(|c| c.downcast_ref::<Exit>())
+        .map(|e| e.code)
+}
+
 /// An error with one hint.
 pub fn hinted(message: impl Into<String>, hint: impl Into<String>) -> anyhow::Error {
     Hinted {

@@ -203,6 +203,18 @@ pub fn engine_on(limits: &Limits, lane: Lane) -> Engine {
         .register_into_engine(&mut engine, |msg: &str, hint: &str| {
             fail(msg, vec![hint.to_string()])
         });
+    FuncRegistration::new("fail_with_code")
+        .with_comments(["/// Stops the script with an error message; talm then exits with `code` (a command's own exit status, such as a debug container's), not 1. No `try` catches it."])
+        .register_into_engine(&mut engine, |code: i64, msg: &str| -> Result<(), Box<EvalAltResult>> {
+            let exit = talm_base::error::Exit {
+                code: i32::try_from(code).unwrap_or(1),
+                message: msg.to_string(),
+            };
+            Err(Box::new(EvalAltResult::ErrorTerminated(
+                Dynamic::from(exit),
+                Position::NONE,
+            )))
+        });
     FuncRegistration::new("address_problem")
         .with_comments(["/// \"\" when `addr` is an IP address or DNS name with an optional port, else what is wrong with it."])
         .register_into_engine(&mut engine, |addr: &str| {
@@ -373,6 +385,9 @@ fn convert(err: EvalAltResult, script: &str, limits: Option<&Limits>) -> anyhow:
             }
             .into()
         }
+        EvalAltResult::ErrorTerminated(ref token, _) if token.is::<talm_base::error::Exit>() => {
+            token.clone().cast::<talm_base::error::Exit>().into()
+        }
         EvalAltResult::ErrorTerminated(ref token, _)
             if token.clone().into_string().ok().as_deref() == Some(CLOSED_TOKEN) =>
         {
@@ -408,6 +423,7 @@ fn convert(err: EvalAltResult, script: &str, limits: Option<&Limits>) -> anyhow:
 fn is_passthrough(err: &EvalAltResult) -> bool {
     match err {
         EvalAltResult::ErrorRuntime(d, _) => d.is::<ScriptError>(),
+        EvalAltResult::ErrorTerminated(t, _) => t.is::<talm_base::error::Exit>(),
         EvalAltResult::ErrorInFunctionCall(_, _, inner, _)
         | EvalAltResult::ErrorInModule(_, inner, _) => is_passthrough(inner),
         _ => false,

@@ -1,7 +1,7 @@
 //! The gRPC face of a simulated node: MachineService, with apid's node routing (`node`
 //! one-to-one, `nodes` one-to-many with metadata and in-band errors; ignored in maintenance) and
 //! the node's injected faults. One file per service family: MachineService's methods in
-//! `machine_service.rs` over `inspect`, `change` and `etcd`; ImageService in `images.rs`, LifecycleService in `lifecycle.rs`,
+//! `machine_service.rs` over `inspect`, `change` and `etcd`; ImageService in `images.rs`, LifecycleService in `lifecycle.rs`, DebugService in `debug.rs`,
 //! TimeService in `time.rs`, InspectService in `deps.rs` (its graph in `controllers.rs`), COSI in `cosi.rs`; logs and events in `logs.rs` and `events.rs`; the
 //! routing they all share in `routing.rs`.
 
@@ -71,6 +71,7 @@ routed!(
 
 mod change;
 mod controllers;
+mod debug;
 mod deps;
 mod etcd;
 mod images;

@@ -5,6 +5,7 @@
 pub mod apply;
 pub mod changes;
 pub mod clientconfig;
+pub mod debug;
 pub mod immediate;
 pub mod kubeconfig;
 pub mod lifecycle;

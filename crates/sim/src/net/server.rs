@@ -22,6 +22,7 @@ use crate::node::Node;
 use talm_wire::proto::cluster::cluster_service_server::ClusterServiceServer;
 use talm_wire::proto::cosi::resource::state_server::StateServer;
 use talm_wire::proto::inspect::inspect_service_server::InspectServiceServer;
+use talm_wire::proto::machine::debug_service_server::DebugServiceServer;
 use talm_wire::proto::machine::image_service_server::ImageServiceServer;
 use talm_wire::proto::machine::lifecycle_service_server::LifecycleServiceServer;
 use talm_wire::proto::machine::machine_service_server::MachineServiceServer;
@@ -200,6 +201,7 @@ async fn serve_boot(
         .add_service(ClusterServiceServer::new(svc.clone()))
         .add_service(ImageServiceServer::new(svc.clone()))
         .add_service(LifecycleServiceServer::new(svc.clone()))
+        .add_service(DebugServiceServer::new(svc.clone()))
         .add_service(StorageServiceServer::new(svc.clone()))
         .add_service(
             StateServer::new(svc)

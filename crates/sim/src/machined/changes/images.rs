@@ -94,6 +94,24 @@ impl Node {
         .any(|i| i.name == name)
     }
 
+    /// Whether containerd's `GetImage(name)` finds an image in `store`: a name it lists, or one
+    /// of the aliases Talos's pull adds to what it pulls (its digest, and its repository pinned
+    /// to that digest, the name the pull answers).
+    pub fn answers_to(&self, store: Store, name: &str) -> bool {
+        let w = World::of(self);
+        with_pulled(
+            crate::world::images::list(&w, store),
+            store,
+            &self.state().changes,
+        )
+        .iter()
+        .any(|i| {
+            i.name == name
+                || i.digest == name
+                || format!("{}@{}", repository(&i.name), i.digest) == name
+        })
+    }
+
     /// Pulls `reference` into `store`.
     pub fn pull(&self, store: Store, reference: &str) -> Result<Pulled, Status> {
         let name = normalize(reference)?;
