@@ -141,6 +141,22 @@ out(`${r[0]} ${r[1]} ${is_error(r[2])} ${r[2].message} ${r[3]}`);
 }
 
 #[test]
+fn a_playbook_ends_with_its_own_exit_status() {
+    let d = Dir::new();
+    // A CI check's "something would change" status; no try catches it.
+    d.write(
+        "ci.rhai",
+        r#"try { fail_with_code(2, "2 nodes would change"); } catch { out("caught"); }"#,
+    );
+    d.talm(["run", "ci.rhai"])
+        .expect()
+        .stdout("")
+        .stderr("Error: 2 nodes would change\n")
+        .status(2)
+        .run();
+}
+
+#[test]
 fn project_scripts_are_commands_and_see_their_arguments() {
     let d = Dir::project("generic");
     d.write("scripts/hello.rhai", "let p = project();\nout(`hello ${ARGS.args} from ${p.chart.name}, ${p.values.endpoint}`);\n");

@@ -57,6 +57,7 @@ fn expected_files(nodes: &Nodes, addr: &str) -> (Vec<String>, usize) {
         "dependencies.dot",
         "mounts",
         "devices",
+        "io",
         "processes",
         "summary",
     ]
@@ -264,6 +265,26 @@ fn bundle_holds_talosctls_layout_without_secrets() {
     );
     assert_eq!(processes[1][..2], ["1", "S"], "{processes:?}");
     assert_eq!(processes[1][6], "/sbin/init", "{processes:?}");
+    // Disk I/O counters per device, as the DiskStats call answers them (a moment later: the
+    // counters only grow).
+    let stats = block_on(nodes.connect(cp, admin()).unwrap().disk_stats()).unwrap();
+    let io = cells(file(cp, "io"), 0);
+    assert_eq!(
+        io[0],
+        [
+            "NAME",
+            "IO_TIME",
+            "IO_TIME_WEIGHTED",
+            "DISK_WRITE_SECTORS",
+            "DISK_READ_SECTORS"
+        ]
+    );
+    assert_eq!(io.len(), stats.devices.len() + 1, "{io:?}");
+    for (row, d) in io[1..].iter().zip(&stats.devices) {
+        assert_eq!(row[0], d.name);
+        assert!(row[1].parse::<u64>().unwrap() <= d.io_time_ms, "{row:?}");
+        assert!(row[3].parse::<u64>().unwrap() <= d.write_sectors, "{row:?}");
+    }
     assert!(file(cp, "controller-runtime.log").contains(
         " [talos] setting hostname {\"component\": \"controller-runtime\", \"controller\": \"network.HostnameSpecController\""
     ));
@@ -374,6 +395,7 @@ $A1: collect dns-resolve-cache.log
 $A1: collect dependencies.dot
 $A1: collect mounts
 $A1: collect devices
+$A1: collect io
 $A1: collect processes
 $A1: collect summary
 {resources}$A1: collect apid.log
@@ -429,7 +451,7 @@ Support bundle is written to support.zip
         .mask(addrs)
         .stderr(
             "\
-bundles already exists, overwrite? [y/N]: $A1: 192/192 collected
+bundles already exists, overwrite? [y/N]: $A1: 193/193 collected
 Error: archive::zip: bundles is a folder
 hint: name a file, e.g. -O support.zip
 ",
@@ -488,7 +510,7 @@ fn refusals_are_listed_and_the_rest_is_written() {
     );
     assert_eq!(
         o.stderr,
-        format!("{maint}: 183/183 collected\n{refused}hint: the node is in maintenance mode, where only reads and applying a config are allowed: apply one first (`talm apply -i`), then talk to it with the talosconfig (without -i)\nSupport bundle is written to maint.zip\n")
+        format!("{maint}: 184/184 collected\n{refused}hint: the node is in maintenance mode, where only reads and applying a config are allowed: apply one first (`talm apply -i`), then talk to it with the talosconfig (without -i)\nSupport bundle is written to maint.zip\n")
     );
     let names: Vec<String> = unzip(&d, "maint.zip").into_iter().map(|(n, _)| n).collect();
     for rel in [
@@ -572,7 +594,7 @@ fn an_odd_name_from_a_node_costs_its_entry_not_the_bundle() {
         .expect()
         .stdout("")
         .stderr(format!(
-            "{cp}: 194/194 collected\nProcessed with errors:\n   {}ERROR\n   \
+            "{cp}: 195/195 collected\nProcessed with errors:\n   {}ERROR\n   \
              {}skipped: archive entry name \"{cp}/service-logs/ext-odd/../../x.state\" is not a relative file path\n   \
              {}service-logs/ext-odd/../../x.log: Logs: rpc error: code = Unknown desc = log \"ext-odd/../../x\" was not registered\n\
              Support bundle is written to b.zip\n",

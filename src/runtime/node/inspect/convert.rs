@@ -149,6 +149,25 @@ pub fn mount(node: &str, m: machine::MountStat) -> Map {
     )
 }
 
+/// A block device's I/O counters (/proc/diskstats), in Talos's DiskStat field names.
+pub fn disk_stat(node: &str, d: machine::DiskStat) -> Map {
+    map(
+        node,
+        vec![
+            ("name", s(d.name)),
+            ("read_completed", i(d.read_completed)),
+            ("read_sectors", i(d.read_sectors)),
+            ("read_time_ms", i(d.read_time_ms)),
+            ("write_completed", i(d.write_completed)),
+            ("write_sectors", i(d.write_sectors)),
+            ("write_time_ms", i(d.write_time_ms)),
+            ("io_in_progress", i(d.io_in_progress)),
+            ("io_time_ms", i(d.io_time_ms)),
+            ("io_time_weighted_ms", i(d.io_time_weighted_ms)),
+        ],
+    )
+}
+
 pub fn connection(node: &str, r: machine::ConnectRecord) -> Map {
     use machine::connect_record::{State, TimerActive};
     let state = State::try_from(r.state)

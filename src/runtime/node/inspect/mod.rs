@@ -293,6 +293,9 @@ pub fn register(engine: &mut Engine, session: &crate::runtime::Session) {
     FuncRegistration::new("mounts")
         .with_comments(["/// Mounts with their sizes in bytes: #{node, filesystem, size, available, mounted_on} (kernel file systems have size 0)."])
         .register_into_engine(engine, |n: &mut Node| native(|| Ok(n.with(|c| block_on(c.mounts()))?.into_iter().map(|m| mount(&n.name, m).into()).collect::<Array>())));
+    FuncRegistration::new("disk_stats")
+        .with_comments(["/// Each block device's I/O counters: #{node, name, read_completed, read_sectors, read_time_ms, write_completed, write_sectors, write_time_ms, io_in_progress, io_time_ms, io_time_weighted_ms}."])
+        .register_into_engine(engine, |n: &mut Node| native(|| Ok(n.with(|c| block_on(c.disk_stats()))?.devices.into_iter().map(|d| disk_stat(&n.name, d).into()).collect::<Array>())));
     FuncRegistration::new("netstat")
         .with_comments(["/// Sockets: `opts` has `filter` (connected (default), listening, all), `programs` (owning processes), `protocols` (default tcp, tcp6, udp, udp6), `host` (default true), `netns` (pod network namespaces), `all_netns`. Returns #{node, l4proto, localip, localport, remoteip, remoteport, state, txqueue, rxqueue, tr, timerwhen, retrnsmt, uid, timeout, inode, process: #{pid, name}, netns}."])
         .register_into_engine(engine, |n: &mut Node, opts: Map| native(|| {
