@@ -231,9 +231,11 @@ fn inline(v: &Value, block_indent: usize) -> String {
     match v {
         Value::Null => "null".to_string(),
         Value::Bool(b) => b.to_string(),
-        Value::Number(n) => match n.as_f64().filter(|_| n.is_f64()) {
-            Some(f) => go_float(f),
-            None => n.to_string(),
+        // Large and tiny floats in Go's exponent form (`2e+09`); the others as before, so
+        // that an integral float still reads back as a float (`1.0`).
+        Value::Number(n) => match n.as_f64().filter(|_| n.is_f64()).map(go_float) {
+            Some(g) if g.contains('e') => g,
+            _ => n.to_string(),
         },
         Value::String(s) => scalar_string(s, block_indent),
         Value::Sequence(_) => "[]".to_string(),

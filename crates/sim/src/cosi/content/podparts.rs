@@ -19,9 +19,14 @@ pub fn gomap(pairs: Vec<(&str, Value)>) -> Value {
     )
 }
 
-/// A number that went through JSON into `any` (a Go float64).
+/// A number that went through JSON into `any` (a Go float64): yaml.v3 writes it as an
+/// integer below a million, in exponent form from there (`2e+09`).
 pub(super) fn float(n: u32) -> Value {
-    Value::from(f64::from(n))
+    if n < 1_000_000 {
+        Value::from(u64::from(n))
+    } else {
+        Value::from(f64::from(n))
+    }
 }
 
 /// Kubernetes's `scheduling.SystemCriticalPriority`.

@@ -70,7 +70,7 @@ pub fn status(ctx: &Ctx, node: &str, id: &str, pod: &Value) -> Res {
                 ),
                 ("lastState", gomap(vec![])),
                 ("ready", Value::from(true)),
-                ("restartCount", Value::from(0.0)),
+                ("restartCount", Value::from(0u64)),
                 ("image", s(&image)),
                 (
                     "imageID",
