@@ -53,6 +53,7 @@ mod rotate;
 mod rotate_resume;
 mod secrets_bundle;
 mod sim_command;
+mod sim_content;
 mod sim_fidelity;
 mod sim_lifecycle;
 mod sim_logs;

@@ -13,7 +13,7 @@ use talm::sim::net::unhealthy::Unhealthy;
 use talm::talos::client::Client;
 
 use crate::common::expect::addrs;
-use crate::common::sim::{admin, config, mutual, template_node, Nodes};
+use crate::common::sim::{admin, config, mutual, Nodes};
 use crate::common::{net, Dir};
 
 fn on<T>(f: impl Future<Output = T>) -> T {
@@ -24,32 +24,6 @@ fn on<T>(f: impl Future<Output = T>) -> T {
 fn masked(text: &str) -> String {
     let re = regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ").unwrap();
     addrs(&re.replace_all(text, "$$STAMP"))
-}
-
-/// A generic project with its control plane at `cp` and its worker at `worker` configured.
-fn cluster(nodes: &Nodes, cp: &str, worker: &str) -> Dir {
-    let d = Dir::project("generic");
-    d.write("nodes/cp.yaml", &template_node(&d, cp));
-    let w = d
-        .talm([
-            "template",
-            "-e",
-            cp,
-            "--nodes",
-            worker,
-            "-t",
-            "templates/worker.yaml",
-            "-i",
-        ])
-        .ok()
-        .stdout;
-    d.write("nodes/worker.yaml", &w);
-    for (ip, file) in [(cp, "nodes/cp.yaml"), (worker, "nodes/worker.yaml")] {
-        let boots = nodes.boots(ip);
-        d.talm(["apply", "-f", file, "-i"]).ok();
-        nodes.wait_reboot(ip, boots);
-    }
-    d
 }
 
 /// `talm get <args> -f <file> -o yaml`, masked.
@@ -122,7 +96,7 @@ fn content_follows_bootstrap_and_upgrade() {
     let nodes = Nodes::start(&[&cp, &worker], |s| {
         s.hardware.extensions = vec!["hello".into()]
     });
-    let d = cluster(&nodes, &cp, &worker);
+    let d = nodes.cluster(&cp, &worker);
     let (cpf, wf) = ("nodes/cp.yaml", "nodes/worker.yaml");
     let cp_name = path(&d, cpf, "nodename", "{.spec.nodename}");
     let w_name = path(&d, wf, "nodename", "{.spec.nodename}");

@@ -198,6 +198,33 @@ impl Nodes {
         self.install(addr, &full);
     }
 
+    /// A generic project with its control plane at `cp` (`nodes/cp.yaml`) and its worker at
+    /// `worker` (`nodes/worker.yaml`) configured through `talm apply`.
+    pub fn cluster(&self, cp: &str, worker: &str) -> super::Dir {
+        let d = super::Dir::project("generic");
+        d.write("nodes/cp.yaml", &template_node(&d, cp));
+        let w = d
+            .talm([
+                "template",
+                "-e",
+                cp,
+                "--nodes",
+                worker,
+                "-t",
+                "templates/worker.yaml",
+                "-i",
+            ])
+            .ok()
+            .stdout;
+        d.write("nodes/worker.yaml", &w);
+        for (ip, file) in [(cp, "nodes/cp.yaml"), (worker, "nodes/worker.yaml")] {
+            let boots = self.boots(ip);
+            d.talm(["apply", "-f", file, "-i"]).ok();
+            self.wait_reboot(ip, boots);
+        }
+        d
+    }
+
     /// Installs the test cluster's control-plane config on `addr`.
     pub fn install_control_plane(&self, addr: &str) {
         self.install(

@@ -231,11 +231,36 @@ fn inline(v: &Value, block_indent: usize) -> String {
     match v {
         Value::Null => "null".to_string(),
         Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
+        // Large and tiny floats in Go's exponent form (`2e+09`); the others as before, so
+        // that an integral float still reads back as a float (`1.0`).
+        Value::Number(n) => match n.as_f64().filter(|_| n.is_f64()).map(go_float) {
+            Some(g) if g.contains('e') => g,
+            _ => n.to_string(),
+        },
         Value::String(s) => scalar_string(s, block_indent),
         Value::Sequence(_) => "[]".to_string(),
         Value::Mapping(_) => "{}".to_string(),
         Value::Tagged(t) => inline(&t.value, block_indent),
+    }
+}
+
+/// A float as yaml.v3 writes one (Go's `strconv.FormatFloat(f, 'g', -1, 64)`): the shortest
+/// digits, in exponent form (`2e+09`, `1e-05`) when the exponent is below -4 or 6 and above.
+pub fn go_float(f: f64) -> String {
+    if f.is_nan() {
+        return ".nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { ".inf" } else { "-.inf" }.into();
+    }
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if f != 0.0 && !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
+    } else {
+        format!("{f}")
     }
 }
 
@@ -303,7 +328,7 @@ pub fn plain_syntax_ok(s: &str) -> bool {
     let (Some(&first), Some(&last)) = (b.first(), b.last()) else {
         return true;
     };
-    if first == b' ' || last == b' ' || INDICATORS.as_bytes().contains(&first) {
+    if first == b' ' || last == b' ' || INDICATORS.as_bytes().contains(&first) && !dash_ok(s) {
         return false;
     }
     for (i, &c) in b.iter().enumerate() {
@@ -320,6 +345,16 @@ pub fn plain_syntax_ok(s: &str) -> bool {
     true
 }
 
+/// A leading `-` not followed by a space (`--flag`) starts a plain scalar, as yaml.v3 writes
+/// it; a lone `-` and a document marker (`---`) do not.
+fn dash_ok(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.first() == Some(&b'-')
+        && b.len() > 1
+        && !matches!(b[1], b' ' | b'\t')
+        && !s.starts_with("---")
+}
+
 /// Characters a plain scalar may not start with.
 const INDICATORS: &str = "-?:,[]{}#&*!|>'\"%@`";
 
@@ -329,7 +364,7 @@ fn plain_syntax_ok_chars(s: &str) -> bool {
     if s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) {
         return false;
     }
-    if INDICATORS.contains(first) {
+    if INDICATORS.contains(first) && !dash_ok(s) {
         return false;
     }
     if s.contains(": ") || s.contains(" #") || s.ends_with(':') {
@@ -383,13 +418,32 @@ fn looks_like_non_string(s: &str) -> bool {
     if b.len() >= 8 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' {
         return true;
     }
-    if s.contains(':')
-        && s.chars()
-            .all(|c| c.is_ascii_digit() || c == ':' || c == '.')
-    {
-        return true;
+    base60(s)
+}
+
+/// A YAML 1.1 sexagesimal number (`190:20:30`, `1:30.5`), what yaml.v3 quotes:
+/// `[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?`.
+fn base60(s: &str) -> bool {
+    let body = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let (whole, fraction) = body.split_once('.').unwrap_or((body, ""));
+    if !fraction.chars().all(|c| c.is_ascii_digit() || c == '_') {
+        return false;
     }
-    false
+    let mut parts = whole.split(':');
+    let head = parts.next().unwrap_or("");
+    let head_ok = head.starts_with(|c: char| c.is_ascii_digit())
+        && head.chars().all(|c| c.is_ascii_digit() || c == '_');
+    let rest: Vec<&str> = parts.collect();
+    head_ok
+        && !rest.is_empty()
+        && rest.iter().all(|p| {
+            let b = p.as_bytes();
+            match b {
+                [d] => d.is_ascii_digit(),
+                [a, d] => (b'0'..=b'5').contains(a) && d.is_ascii_digit(),
+                _ => false,
+            }
+        })
 }
 
 pub fn double_quoted(s: &str) -> String {
@@ -413,6 +467,37 @@ pub fn double_quoted(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flags_and_host_ports_stay_plain_as_yaml_v3_writes_them() {
+        assert!(plain_ok("--node-ip=10.0.0.1"));
+        assert!(plain_ok("127.0.0.11:6443"));
+        assert!(!plain_ok("-"));
+        assert!(!plain_ok("- x"));
+        assert!(!plain_ok("---"));
+        assert!(!plain_ok("190:20:30"));
+        assert!(!plain_ok("1:30.5"));
+        assert!(!plain_ok("-12"));
+        assert!(plain_ok("1:2:345"));
+    }
+
+    #[test]
+    fn floats_are_written_as_go_formats_them() {
+        let cases = [
+            (2e9, "2e+09"),
+            (65534.0, "65534"),
+            (0.5, "0.5"),
+            (1e-5, "1e-05"),
+            (1234567.0, "1.234567e+06"),
+            (0.0, "0"),
+            (-1.5, "-1.5"),
+        ];
+        for (f, text) in cases {
+            assert_eq!(go_float(f), text, "{f}");
+        }
+        let v: Value = from_str("priority: 2e+09\nport: 10257\n").unwrap();
+        assert_eq!(to_string(&v), "priority: 2e+09\nport: 10257\n");
+    }
 
     #[test]
     fn a_repeated_key_is_placed_where_it_repeats() {
@@ -558,7 +643,9 @@ mod tests {
             ("x:", false),
             (" a", false),
             ("a ", false),
-            ("-a", false),
+            ("-a", true),
+            ("- a", false),
+            ("-", false),
             ("a\u{7f}", false),
             ("", true),
         ] {

@@ -194,6 +194,7 @@ pub fn all(hw: &Hardware, st: &State, outside: &Outside) -> Vec<Res> {
         st,
         peers: &outside.peers,
         unhealthy: &outside.unhealthy,
+        api: outside.api.as_ref(),
     }));
     out
 }

@@ -154,6 +154,42 @@ pub fn issued(
     })
 }
 
+fn b64(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+/// apid's client certificate on a control plane: role `os:impersonator`, issued by the OS CA
+/// at `now`; base64 of the certificate's and the key's PEM.
+pub fn impersonator(
+    ca_crt_b64: &str,
+    ca_key_b64: &str,
+    now: OffsetDateTime,
+) -> Result<(String, String)> {
+    let ca_key = PrivateKey::from_pem(&unb64(ca_key_b64)?).context("machine.ca.key")?;
+    let c = pki::client_cert(&unb64(ca_crt_b64)?, &ca_key, &["os:impersonator"], now)?;
+    Ok((b64(&c.cert_pem), b64(&c.key.to_talos_pem()?)))
+}
+
+/// What APICertificates shows of a boot's TLS: the served certificate and key, apid's client
+/// certificate and the accepted CAs (none: maintenance, which checks no client).
+pub fn api_certs(
+    id: &ServerIdentity,
+    client: Option<(String, String)>,
+    accepted: Vec<String>,
+) -> Result<crate::cosi::content::ApiCerts> {
+    let leaf = id.chain.first().context("an empty certificate chain")?;
+    Ok(crate::cosi::content::ApiCerts {
+        server: (
+            b64(&pki::pem_encode("CERTIFICATE", leaf)),
+            b64(&id.key.to_talos_pem()?),
+        ),
+        maintenance: accepted.is_empty(),
+        client,
+        accepted,
+    })
+}
+
 fn key_der(key: &PrivateKey) -> PrivateKeyDer<'static> {
     PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.pkcs8_der().to_vec()))
 }

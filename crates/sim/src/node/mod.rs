@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
-use crate::cosi::content::{Outside, Peer};
+use crate::cosi::content::{ApiCerts, Outside, Peer};
 use crate::cosi::store::Store;
 use crate::net::certs;
 use crate::net::faults::Faults;
@@ -145,6 +145,8 @@ pub struct Node {
     pub(crate) installing: std::sync::atomic::AtomicBool,
     /// The nodes of the simulator it runs in (the other nodes discovery and etcd show it).
     world: std::sync::OnceLock<std::sync::Weak<crate::api::Registry>>,
+    /// The certificates the current boot's API serves with (APICertificates shows them).
+    api_certs: Mutex<Option<ApiCerts>>,
 }
 
 impl Node {
@@ -167,6 +169,7 @@ impl Node {
             halted: tokio::sync::watch::channel(false).0,
             installing: std::sync::atomic::AtomicBool::new(false),
             world: std::sync::OnceLock::new(),
+            api_certs: Mutex::new(None),
             stop,
             spec,
         }
@@ -258,6 +261,11 @@ impl Node {
                 .unhealthy
                 .map(|u| u.now(&st.version))
                 .unwrap_or_default(),
+            api: self
+                .api_certs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
         };
         // Read under the state lock: every change made before it was taken is counted.
         let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -351,11 +359,9 @@ impl Node {
         let ips = [self.spec.addr];
         let skew = self.faults().skew();
         let Some(cfg) = config else {
-            return certs::maintenance_config(&certs::maintenance(
-                &ips,
-                host.as_deref(),
-                skew.now(),
-            )?);
+            let id = certs::maintenance(&ips, host.as_deref(), skew.now())?;
+            self.set_api_certs(certs::api_certs(&id, None, Vec::new())?);
+            return certs::maintenance_config(&id);
         };
         let (crt, mut key) = cfg.machine_ca();
         if key.is_empty() {
@@ -369,9 +375,24 @@ impl Node {
         }
         let host = host.unwrap_or_else(|| self.name());
         let id = certs::issued(&crt, &key, &ips, &host, &cfg.cert_sans(), skew.now())?;
+        // A control plane's apid also gets a client certificate (to proxy to the others);
+        // a worker accepts the issuing CA only.
+        let (client, accepted) = if cfg.is_control_plane() {
+            let client = certs::impersonator(&crt, &key, skew.now())?;
+            let mut accepted = cfg.accepted_cas();
+            accepted.push(crt.clone());
+            (Some(client), accepted)
+        } else {
+            (None, vec![crt.clone()])
+        };
+        self.set_api_certs(certs::api_certs(&id, client, accepted)?);
         let mut cas = vec![crt];
         cas.extend(cfg.accepted_cas());
         certs::mutual_config(&id, &cas, skew)
+    }
+
+    fn set_api_certs(&self, certs: ApiCerts) {
+        *self.api_certs.lock().unwrap_or_else(|e| e.into_inner()) = Some(certs);
     }
 
     /// Version as the API answers it: Talos before 1.13 does not implement it in maintenance

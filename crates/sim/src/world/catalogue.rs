@@ -7,9 +7,9 @@
 use super::workload::{Builder, Qos, Spec, Workload, POD_LABEL};
 use super::{suffix, World};
 
-const FLANNEL_IMAGE: &str = "ghcr.io/siderolabs/flannel:v0.28.7";
+pub(crate) const FLANNEL_IMAGE: &str = "ghcr.io/siderolabs/flannel:v0.28.7";
 const INSTALL_CNI_IMAGE: &str = "ghcr.io/siderolabs/install-cni:v1.13.0";
-const COREDNS_IMAGE: &str = "registry.k8s.io/coredns/coredns:v1.14.4";
+pub(crate) const COREDNS_IMAGE: &str = "registry.k8s.io/coredns/coredns:v1.14.4";
 
 fn words(s: &str) -> Vec<String> {
     s.split_whitespace().map(str::to_string).collect()

@@ -157,6 +157,7 @@ mod tests {
             st: &st,
             peers: &peers,
             unhealthy: &[],
+            api: None,
         });
         let members: Vec<&Res> = r.iter().filter(|r| r.ty.starts_with("Members")).collect();
         let ids: Vec<&str> = members.iter().map(|m| m.id.as_str()).collect();

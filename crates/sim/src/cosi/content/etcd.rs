@@ -35,6 +35,7 @@ mod tests {
             st: &st,
             peers: &[],
             unhealthy: &[],
+            api: None,
         })
         .is_empty());
         let (cluster, id) = crate::etcd::Cluster::bootstrap("CA", "node", "127.0.0.11");
@@ -48,6 +49,7 @@ mod tests {
             st: &st,
             peers: &[],
             unhealthy: &[],
+            api: None,
         });
         assert_eq!(
             serde_yaml_ng::to_string(&r[0].spec).unwrap(),

@@ -177,7 +177,8 @@ fn enabled(doc: Option<&Value>, key: &str) -> Value {
     Value::from(!disabled)
 }
 
-fn control_plane(ctx: &Ctx) -> Vec<Res> {
+/// The control plane configs (APIServerConfig, ControllerManagerConfig, SchedulerConfig).
+pub(super) fn control_plane(ctx: &Ctx) -> Vec<Res> {
     let doc = ctx.st.config.as_ref().and_then(|c| c.v1alpha1());
     let c = |key| Component { doc, key };
     let pods = list_at(doc, &["cluster", "network", "podSubnets"], "10.244.0.0/16");
@@ -296,6 +297,7 @@ mod tests {
             st: &st,
             peers: &[],
             unhealthy: &[],
+            api: None,
         });
         let ids: Vec<&str> = r.iter().map(|r| r.id.as_str()).collect();
         assert_eq!(
@@ -333,6 +335,7 @@ mod tests {
             st: &worker,
             peers: &[],
             unhealthy: &[],
+            api: None,
         });
         assert_eq!(r.len(), 1, "a worker has no control plane configs");
     }

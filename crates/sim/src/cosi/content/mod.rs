@@ -1,17 +1,26 @@
 //! The resources Talos's controllers fill from a running node, grouped by subject: what the
 //! machine is (`hardware`), how it runs (`runtime`), its clock (`time`), its etcd member
-//! (`etcd`), its place in the cluster (`cluster`), its Kubernetes parts (`k8s`) and its
-//! roots of trust (`secrets`); each built from the node's hardware and state and the other
-//! simulated nodes of its world (`Peer`).
+//! (`etcd`), its place in the cluster (`cluster`), its Kubernetes parts (`k8s`, the static pods
+//! in `pods`/`podparts`/`podstatus`, `kubelet`, `manifests`), its volumes and extensions
+//! (`volumes`, `extensions`) and its roots of trust (`secrets`); each built from the node's
+//! hardware and state, the other simulated nodes of its world (`Peer`) and what its API
+//! serves with (`ApiCerts`).
 
 pub mod cluster;
 pub mod etcd;
+pub mod extensions;
 pub mod hardware;
 pub mod k8s;
+pub mod kubelet;
+pub mod manifests;
+pub mod podparts;
+pub mod pods;
+pub mod podstatus;
 pub mod protospec;
 pub mod runtime;
 pub mod secrets;
 pub mod time;
+pub mod volumes;
 
 use serde_yaml_ng::Value;
 
@@ -68,20 +77,34 @@ pub fn ips(hw: &Hardware) -> Vec<String> {
         .collect()
 }
 
-/// What a node learns from outside its state: the other nodes of its world and the services
-/// whose health check an injected fault fails.
+/// The certificates apid serves with in the node's current boot (base64 of PEM, as Talos
+/// writes them): its server certificate and key, on control planes a client certificate and
+/// key, and the CAs it accepts clients from (none in maintenance, which skips client checks).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct ApiCerts {
+    pub server: (String, String),
+    pub client: Option<(String, String)>,
+    pub accepted: Vec<String>,
+    pub maintenance: bool,
+}
+
+/// What a node learns from outside its state: the other nodes of its world, the services
+/// whose health check an injected fault fails and the certificates its API serves with.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Outside {
     pub peers: Vec<Peer>,
     pub unhealthy: Vec<String>,
+    pub api: Option<ApiCerts>,
 }
 
-/// A node's view: its hardware, state, the other nodes of its world and failing health checks.
+/// A node's view: its hardware, state, the other nodes of its world, failing health checks
+/// and its API's certificates (once it serves).
 pub struct Ctx<'a> {
     pub hw: &'a Hardware,
     pub st: &'a State,
     pub peers: &'a [Peer],
     pub unhealthy: &'a [String],
+    pub api: Option<&'a ApiCerts>,
 }
 
 impl Ctx<'_> {
@@ -168,6 +191,11 @@ pub fn all(ctx: &Ctx) -> Vec<Res> {
     out.extend(etcd::resources(ctx));
     out.extend(cluster::resources(ctx));
     out.extend(k8s::resources(ctx));
+    out.extend(pods::resources(ctx));
+    out.extend(kubelet::resources(ctx));
+    out.extend(manifests::resources(ctx));
+    out.extend(volumes::resources(ctx));
+    out.extend(extensions::resources(ctx));
     out.extend(secrets::resources(ctx));
     out
 }
@@ -189,6 +217,7 @@ pub mod testing {
             st,
             peers: &[],
             unhealthy: &[],
+            api: None,
         }
     }
 

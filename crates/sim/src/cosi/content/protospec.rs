@@ -7,7 +7,7 @@ use serde_yaml_ng::Value;
 use crate::cosi::protospec::{flag, net_ip, num, num32, text, texts};
 use talm_wire::proto::common::{PemEncodedCertificate, PemEncodedCertificateAndKey};
 use talm_wire::proto::talos::resource::definitions::{
-    cluster as cl, enums, etcd, hardware as hw, k8s, runtime as rt, secrets, time, v1alpha1,
+    block, cluster as cl, enums, etcd, hardware as hw, k8s, runtime as rt, secrets, time, v1alpha1,
 };
 
 /// The PEM a `crt`/`key` field holds in base64 (the YAML), as the raw bytes protobuf carries.
@@ -145,6 +145,195 @@ fn pb_struct(v: &Value) -> prost_types::Struct {
             })
             .unwrap_or_default(),
     }
+}
+
+fn accepted(v: &Value) -> Vec<PemEncodedCertificate> {
+    v.get("acceptedCAs")
+        .and_then(Value::as_sequence)
+        .map(|s| {
+            s.iter()
+                .map(|c| PemEncodedCertificate { crt: pem(c, "crt") })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A Go `*url.URL` (written as its struct) as Talos carries it: the whole URL.
+fn url(v: &Value, key: &str) -> Option<talm_wire::proto::common::Url> {
+    let u = v.get(key)?;
+    Some(talm_wire::proto::common::Url {
+        full_path: format!(
+            "{}://{}{}",
+            text(u, "scheme"),
+            text(u, "host"),
+            text(u, "path")
+        ),
+    })
+}
+
+fn volume_status(v: &Value) -> block::VolumeStatusSpec {
+    use enums::{BlockFilesystemType as Fs, BlockVolumePhase as Phase, BlockVolumeType as Type};
+    let phase = |p: &str| {
+        (match p {
+            "failed" => Phase::VolumePhaseFailed,
+            "missing" => Phase::VolumePhaseMissing,
+            "located" => Phase::VolumePhaseLocated,
+            "provisioned" => Phase::VolumePhaseProvisioned,
+            "prepared" => Phase::VolumePhasePrepared,
+            "ready" => Phase::VolumePhaseReady,
+            "closed" => Phase::VolumePhaseClosed,
+            _ => Phase::VolumePhaseWaiting,
+        }) as i32
+    };
+    let ty = match text(v, "type").as_str() {
+        "disk" => Type::VolumeTypeDisk,
+        "tmpfs" => Type::VolumeTypeTmpfs,
+        "directory" => Type::VolumeTypeDirectory,
+        "symlink" => Type::VolumeTypeSymlink,
+        "overlay" => Type::VolumeTypeOverlay,
+        "external" => Type::VolumeTypeExternal,
+        _ => Type::VolumeTypePartition,
+    };
+    let fs = match text(v, "filesystem").as_str() {
+        "xfs" => Fs::FilesystemTypeXfs,
+        "vfat" => Fs::FilesystemTypeVfat,
+        "ext4" => Fs::FilesystemTypeExt4,
+        "iso9660" => Fs::FilesystemTypeIso9660,
+        "swap" => Fs::FilesystemTypeSwap,
+        "virtiofs" => Fs::FilesystemTypeVirtiofs,
+        _ => Fs::FilesystemTypeNone,
+    };
+    block::VolumeStatusSpec {
+        phase: phase(&text(v, "phase")),
+        location: text(v, "location"),
+        error_message: text(v, "errorMessage"),
+        uuid: text(v, "uuid"),
+        partition_uuid: text(v, "partitionUUID"),
+        pre_fail_phase: phase(&text(v, "preFailPhase")),
+        parent_location: text(v, "parentLocation"),
+        partition_index: num(v, "partitionIndex") as i64,
+        size: num(v, "size"),
+        filesystem: fs as i32,
+        mount_location: text(v, "mountLocation"),
+        pretty_size: text(v, "prettySize"),
+        mount_spec: v.get("mountSpec").map(|m| block::MountSpec {
+            target_path: text(m, "targetPath"),
+            selinux_label: text(m, "selinuxLabel"),
+            project_quota_support: flag(m, "projectQuotaSupport"),
+            parent_id: text(m, "parentId"),
+            file_mode: num32(m, "fileMode"),
+            uid: num(m, "uid") as i64,
+            gid: num(m, "gid") as i64,
+            recursive_relabel: flag(m, "recursiveRelabel"),
+        }),
+        r#type: ty as i32,
+        symlink_spec: v.get("symlink").map(|l| block::SymlinkProvisioningSpec {
+            symlink_target_path: text(l, "symlinkTargetPath"),
+            force: flag(l, "force"),
+        }),
+        parent_id: text(v, "parentID"),
+    }
+}
+
+/// The protobuf spec of a content type of the Kubernetes, volume and extension kinds.
+fn encode_more(ty: &str, v: &Value) -> Option<Vec<u8>> {
+    let b = match ty {
+        "StaticPods.kubernetes.talos.dev" => k8s::StaticPodSpec {
+            pod: Some(pb_struct(v)),
+        }
+        .encode_to_vec(),
+        "StaticPodStatuses.kubernetes.talos.dev" => k8s::StaticPodStatusSpec {
+            pod_status: Some(pb_struct(v)),
+        }
+        .encode_to_vec(),
+        "KubeletSpecs.kubernetes.talos.dev" => k8s::KubeletSpecSpec {
+            image: text(v, "image"),
+            args: texts(v, "args"),
+            extra_mounts: v
+                .get("extraMounts")
+                .and_then(Value::as_sequence)
+                .map(|s| {
+                    s.iter()
+                        .map(|m| k8s::Mount {
+                            destination: text(m, "destination"),
+                            r#type: text(m, "type"),
+                            source: text(m, "source"),
+                            options: texts(m, "options"),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            expected_nodename: text(v, "expectedNodename"),
+            config: v.get("config").map(pb_struct),
+            credential_provider_config: v.get("credentialProviderConfig").map(pb_struct),
+        }
+        .encode_to_vec(),
+        "Manifests.kubernetes.talos.dev" => k8s::ManifestSpec {
+            items: v
+                .as_sequence()
+                .map(|s| {
+                    s.iter()
+                        .map(|o| k8s::SingleManifest {
+                            object: Some(pb_struct(o)),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+        .encode_to_vec(),
+        "VolumeStatuses.block.talos.dev" => volume_status(v).encode_to_vec(),
+        "ExtensionStatuses.runtime.talos.dev" => {
+            let m = v.get("metadata").cloned().unwrap_or_default();
+            rt::ExtensionStatusSpec {
+                image: text(v, "image"),
+                metadata: Some(rt::ExtensionMetadata {
+                    name: text(&m, "name"),
+                    version: text(&m, "version"),
+                    author: text(&m, "author"),
+                    description: text(&m, "description"),
+                    compatibility: m.get("compatibility").map(|c| rt::ExtensionCompatibility {
+                        talos: c.get("talos").map(|t| rt::ExtensionConstraint {
+                            version: text(t, "version"),
+                        }),
+                    }),
+                    extra_info: text(&m, "extraInfo"),
+                }),
+            }
+            .encode_to_vec()
+        }
+        "KubernetesRootSecrets.secrets.talos.dev" => secrets::KubernetesRootSpec {
+            name: text(v, "name"),
+            endpoint: url(v, "endpoint"),
+            local_endpoint: url(v, "local_endpoint"),
+            cert_sa_ns: texts(v, "certSANs"),
+            dns_domain: text(v, "dnsDomain"),
+            issuing_ca: cert_and_key(v.get("issuingCA")),
+            service_account: v
+                .get("serviceAccount")
+                .filter(|k| k.is_mapping())
+                .map(|k| talm_wire::proto::common::PemEncodedKey { key: pem(k, "key") }),
+            aggregator_ca: cert_and_key(v.get("aggregatorCA")),
+            aescbc_encryption_secret: text(v, "aesCBCEncryptionSecret"),
+            bootstrap_token_id: text(v, "bootstrapTokenID"),
+            bootstrap_token_secret: text(v, "bootstrapTokenSecret"),
+            secretbox_encryption_secret: text(v, "secretboxEncryptionSecret"),
+            api_server_ips: texts(v, "apiServerIPs")
+                .iter()
+                .filter_map(|a| net_ip(a))
+                .collect(),
+            accepted_c_as: accepted(v),
+        }
+        .encode_to_vec(),
+        "ApiCertificates.secrets.talos.dev" => secrets::ApiCertsSpec {
+            client: cert_and_key(v.get("client")),
+            server: cert_and_key(v.get("server")),
+            accepted_c_as: accepted(v),
+            skip_verifying_client_cert: flag(v, "skipVerifyingClientCert"),
+        }
+        .encode_to_vec(),
+        _ => return None,
+    };
+    Some(b)
 }
 
 /// The protobuf spec of a content type, `None` for another type.
@@ -329,22 +518,14 @@ pub fn encode(ty: &str, v: &Value) -> Option<Vec<u8>> {
                 .collect(),
             cert_sandns_names: texts(v, "certSANDNSNames"),
             token: text(v, "token"),
-            accepted_c_as: v
-                .get("acceptedCAs")
-                .and_then(Value::as_sequence)
-                .map(|s| {
-                    s.iter()
-                        .map(|c| PemEncodedCertificate { crt: pem(c, "crt") })
-                        .collect()
-                })
-                .unwrap_or_default(),
+            accepted_c_as: accepted(v),
         }
         .encode_to_vec(),
         "EtcdRootSecrets.secrets.talos.dev" => secrets::EtcdRootSpec {
             etcd_ca: cert_and_key(v.get("etcdCA")),
         }
         .encode_to_vec(),
-        _ => return None,
+        _ => return encode_more(ty, v),
     };
     Some(b)
 }
@@ -378,5 +559,42 @@ mod tests {
         );
         assert!(m.control_plane.is_none());
         assert_eq!(encode("Unknown.talos.dev", &v), None);
+    }
+
+    #[test]
+    fn volumes_and_roots_carry_talos_numbers() {
+        let v: Value = serde_yaml_ng::from_str(
+            "phase: ready\ntype: directory\nmountSpec: {targetPath: etcd, selinuxLabel: x, projectQuotaSupport: false, parentId: /var/lib, fileMode: 448, uid: 60, gid: 60}",
+        )
+        .unwrap();
+        let m = block::VolumeStatusSpec::decode(
+            encode("VolumeStatuses.block.talos.dev", &v)
+                .unwrap()
+                .as_slice(),
+        )
+        .unwrap();
+        assert_eq!((m.phase, m.r#type), (6, 3));
+        assert_eq!(m.mount_spec.unwrap().file_mode, 0o700);
+        let v: Value = serde_yaml_ng::from_str(
+            "name: c\nendpoint: {scheme: https, host: '10.0.0.1:6443', path: ''}\napiServerIPs: [10.96.0.1]\nacceptedCAs: [{crt: Q0E=}]",
+        )
+        .unwrap();
+        let m = secrets::KubernetesRootSpec::decode(
+            encode("KubernetesRootSecrets.secrets.talos.dev", &v)
+                .unwrap()
+                .as_slice(),
+        )
+        .unwrap();
+        assert_eq!(m.endpoint.unwrap().full_path, "https://10.0.0.1:6443");
+        assert_eq!(m.api_server_ips[0].ip, [10, 96, 0, 1]);
+        assert_eq!(m.accepted_c_as[0].crt, b"CA");
+        let pod: Value = serde_yaml_ng::from_str("kind: Pod\nspec: {priority: 2e+09}").unwrap();
+        let m = k8s::StaticPodSpec::decode(
+            encode("StaticPods.kubernetes.talos.dev", &pod)
+                .unwrap()
+                .as_slice(),
+        )
+        .unwrap();
+        assert_eq!(m.pod.unwrap().fields.len(), 2);
     }
 }

@@ -265,6 +265,7 @@ mod tests {
             st: &st,
             peers: &[],
             unhealthy: &unhealthy,
+            api: None,
         };
         let all = resources(&ctx);
         let kubelet = all.iter().find(|r| r.id == "kubelet").unwrap();

@@ -39,6 +39,7 @@ mod tests {
             st: &st,
             peers: &[],
             unhealthy: &[],
+            api: None,
         });
         assert_eq!(
             serde_yaml_ng::to_string(&r[0].spec).unwrap(),
