@@ -346,3 +346,50 @@ Error: node $A1: Upgrade: rpc error: code = Unknown desc = error validating etcd
     nodes.wait_reboot(&b, boots);
     assert!(nodes.node(&b).state().last_upgrade.is_some());
 }
+
+/// A worker reached through the control plane's endpoint (as its node file says) is followed
+/// through its reset until it answers in maintenance mode at its own address: no endpoint
+/// proxies to a maintenance node, so through the endpoint it stays unavailable forever.
+#[test]
+fn reset_of_a_worker_behind_an_endpoint_ends_when_it_is_in_maintenance() {
+    let [cp, worker] = net::addrs();
+    let nodes = Nodes::start(&[&cp, &worker], |_| {});
+    let d = nodes.cluster(&cp, &worker);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_talm"))
+        .args(["reset", "-f", "nodes/worker.yaml", "--reboot"])
+        .current_dir(d.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read as it comes, so a long wait never fills the pipe.
+    let mut pipe = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut pipe, &mut text).unwrap();
+        text
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!(
+                "reset still following the worker after 120 s:\n{}",
+                reader.join().unwrap()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let stderr = reader.join().unwrap();
+    assert!(status.success(), "{stderr}");
+    assert!(
+        stderr.ends_with(&format!("\"{worker}\": post check passed\n")),
+        "{stderr}"
+    );
+    assert!(nodes.node(&worker).state().in_maintenance());
+}

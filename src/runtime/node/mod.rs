@@ -110,6 +110,19 @@ impl Node {
         }
     }
 
+    /// The node itself, not through an endpoint: a node in maintenance mode is reached only at
+    /// its own address (no apid proxies to it).
+    pub(super) fn direct(&self) -> Node {
+        let Some(target) = &self.target else {
+            return self.fresh();
+        };
+        Node {
+            endpoints: vec![target.clone()],
+            target: None,
+            ..self.fresh()
+        }
+    }
+
     /// Drops the kept connection (the node rebooted under it).
     pub(super) fn forget(&self) {
         *self.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;

@@ -43,9 +43,10 @@ where
     A: FnOnce(Client) -> AF,
     AF: Future<Output = Result<String>>,
 {
-    let insecure = n.with_auth(Auth::Insecure).dialer();
+    let insecure = n.with_auth(Auth::Insecure).direct().dialer();
     // A reset node is back when it answers in maintenance mode (an older Talos answers there
-    // with Unimplemented, which is an answer too).
+    // with Unimplemented, which is an answer too), at its own address: the endpoint that
+    // proxied to it cannot reach it any more.
     let probe = move || {
         let dial = insecure();
         Box::pin(async move {
