@@ -462,19 +462,17 @@ fn proc_(fs: &mut Fs, w: &World, load: &Workload) {
 }
 
 /// `/var`: logs, containerd, kubelet and etcd data.
-/// How many lines a service or container has logged by now: a few at start, one per 20 s after.
-fn lines_by_now(w: &World) -> usize {
-    8 + (w.uptime() / 20.0).min(400.0) as usize
-}
-
 /// A pod container's log file (`/var/log/pods/.../<container>/0.log`) in the CRI's format: a
-/// line per 20 s while it runs, three for one that has exited.
+/// line 25 s after the boot and one per 20 s after while it runs (never stamped after now),
+/// at most three for one that has exited.
 pub fn container_log(w: &World, c: &PodContainer) -> String {
-    (0..if c.running { lines_by_now(w) } else { 3 })
+    let up = w.uptime();
+    let logged = 1 + ((up - 25.0).max(0.0) / 20.0).min(400.0) as usize;
+    (0..if c.running { logged } else { logged.min(3) })
         .map(|i| {
             format!(
                 "{} stderr F I0101 {:>8} 1 {}.go:{}] \"{} running\" step={i}\n",
-                rfc3339(w.boot + 25.0 + i as f64 * 20.0),
+                rfc3339(w.boot + (25.0 + i as f64 * 20.0).min(up)),
                 1000 + i,
                 c.name,
                 100 + i % 300,
@@ -492,7 +490,8 @@ fn var(fs: &mut Fs, w: &World, load: &Workload) {
     if w.role == super::Role::Maintenance {
         return;
     }
-    let lines = lines_by_now(w);
+    // The audit log's lines: a few at start, one per 20 s after.
+    let lines = 8 + (w.uptime() / 20.0).min(400.0) as usize;
     fs.dir("/var/lib/cni", 0o755);
     fs.dir("/var/lib/kubelet/pki", 0o755);
     fs.file(
@@ -544,6 +543,27 @@ fn var(fs: &mut Fs, w: &World, load: &Workload) {
 mod tests {
     use super::super::{testing::world, Role};
     use super::*;
+
+    #[test]
+    fn container_logs_are_never_stamped_after_now() {
+        let stamps = |uptime: f64| -> Vec<String> {
+            let w = world(Role::ControlPlane, true, uptime);
+            let load = Workload::of(&w);
+            let c = load.pods[0].containers.iter().find(|c| c.running).unwrap();
+            container_log(&w, c)
+                .lines()
+                .map(|l| l.split(' ').next().unwrap().to_string())
+                .collect()
+        };
+        let w = world(Role::ControlPlane, true, 10.0);
+        // Ten seconds up: the line the container prints at 25 s is stamped now.
+        assert_eq!(stamps(10.0), [rfc3339(w.boot + 10.0)]);
+        let w = world(Role::ControlPlane, true, 70.0);
+        assert_eq!(
+            stamps(70.0),
+            [25.0, 45.0, 65.0].map(|t| rfc3339(w.boot + t))
+        );
+    }
 
     #[test]
     fn tree_follows_the_node() {
