@@ -123,4 +123,47 @@ fn a_capture_names_what_it_cannot_do() {
             .len(),
         4
     );
+    // A file already there is replaced by a new one, never rewritten in place: another name
+    // for the old file keeps what it held.
+    std::fs::hard_link(d.join("x.pcap"), d.join("old.pcap")).unwrap();
+    let old = std::fs::read(d.join("old.pcap")).unwrap();
+    d.talm(["pcap", "-f", "nodes/cp.yaml", "-o", "x.pcap"]).ok();
+    assert_eq!(std::fs::read(d.join("old.pcap")).unwrap(), old);
+    assert_ne!(std::fs::read(d.join("x.pcap")).unwrap(), old);
+
+    // The node runs the filter as its kernel does: `tcpdump -dd arp` keeps the two ARP frames,
+    // whole; returning 14 keeps each frame's Ethernet header only.
+    let arp = "{ 0x28, 0, 0, 0x0000000c },\n{ 0x15, 0, 1, 0x00000806 },\n{ 0x6, 0, 0, 0x00040000 },\n{ 0x6, 0, 0, 0x00000000 },";
+    let headers = "{ 0x6, 0, 0, 0x0000000e },";
+    for (filter, kept) in [(arp, [42, 42].to_vec()), (headers, [14; 4].to_vec())] {
+        d.talm([
+            "pcap",
+            "-f",
+            "nodes/cp.yaml",
+            "-o",
+            "f.pcap",
+            "--bpf-filter",
+            filter,
+        ])
+        .ok();
+        let file = std::fs::read(d.join("f.pcap")).unwrap();
+        let (_, records) = talm::pcap::records(&file).unwrap();
+        let lengths: Vec<usize> = records.iter().map(|r| r.data.len()).collect();
+        assert_eq!(lengths, kept, "{filter}");
+    }
+    // A program the kernel cannot run (no return at its end) is refused by the node.
+    d.talm([
+        "pcap",
+        "-f",
+        "nodes/cp.yaml",
+        "-o",
+        "f.pcap",
+        "--bpf-filter",
+        "{ 0x28, 0, 0, 0x0000000c },",
+    ])
+    .expect()
+    .stdout("")
+    .stderr("Error: rpc error: code = Unknown desc = error setting BPF filter: invalid argument\n")
+    .status(1)
+    .run();
 }

@@ -119,7 +119,10 @@ fn pcap_of(session: &Session, n: &Node, o: &PcapOpts) -> Result<()> {
         }
         path => {
             let dest = crate::runtime::node::etcd::allowed(session, path, "n.pcap")?;
-            std::fs::write(&dest, &file).map_err(|e| anyhow!("open {path}: {e}"))
+            // A whole capture or nothing: a file already there is replaced only once the new
+            // one is written.
+            crate::project::fsutil::write_atomic(&dest, &file, crate::project::fsutil::Mode::Public)
+                .map_err(|e| anyhow!("open {path}: {e:#}"))
         }
     }
 }

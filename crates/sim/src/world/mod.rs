@@ -4,6 +4,7 @@
 //! made from the same workload) are all derived, so every view agrees with the others. Values
 //! move with the node's uptime and are otherwise deterministic for a node and boot.
 
+pub mod bpf;
 pub mod catalogue;
 pub mod cgroupfs;
 pub mod clock;

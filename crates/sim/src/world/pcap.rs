@@ -1,10 +1,12 @@
 //! What a packet capture on a simulated node's link holds: a pcap file (libpcap's format,
 //! microsecond stamps, Ethernet link type) with a few real frames of the node resolving its
-//! gateway and pinging it: ARP request and reply, ICMP echo request and reply, checksums right.
+//! gateway and pinging it: ARP request and reply, ICMP echo request and reply, checksums right;
+//! a BPF filter the request carries passes and cuts them as the kernel's socket filter would.
 
 use std::net::Ipv4Addr;
 
 use crate::node::hardware::{Hardware, Link};
+use talm_wire::proto::machine::BpfInstruction;
 
 /// libpcap's magic for microsecond time stamps.
 const MAGIC: u32 = 0xa1b2_c3d4;
@@ -124,11 +126,21 @@ pub fn frames(hw: &Hardware, link: &Link) -> Vec<Vec<u8>> {
     ]
 }
 
-/// A whole capture file: `frames` stamped from `start` (µs since the epoch), 180µs apart.
-pub fn file(frames: &[Vec<u8>], start: i64, snaplen: u32) -> Vec<u8> {
+/// A whole capture file: the `frames` a filter passed, stamped from `start` (µs since the
+/// epoch) 180µs apart as they crossed the link, each cut at the snap length or at what the
+/// filter kept of it (`None`: every frame whole).
+pub fn file(
+    frames: &[Vec<u8>],
+    filter: Option<&[BpfInstruction]>,
+    start: i64,
+    snaplen: u32,
+) -> Vec<u8> {
     let mut b = header(snaplen);
     for (i, f) in frames.iter().enumerate() {
-        b.extend(record(start + 180 * i as i64, f, snaplen));
+        let kept = filter.map_or(snaplen, |p| super::bpf::run(p, f).min(snaplen));
+        if kept > 0 {
+            b.extend(record(start + 180 * i as i64, f, kept));
+        }
     }
     b
 }
@@ -156,9 +168,16 @@ impl crate::node::Node {
         } else {
             req.snap_len
         };
+        // Talos attaches the filter to its socket; the kernel refuses a program it cannot run.
+        let filter = (!req.bpf_filter.is_empty()).then_some(req.bpf_filter.as_slice());
+        if filter.is_some_and(|p| super::bpf::check(p).is_err()) {
+            return Err(tonic::Status::unknown(
+                "error setting BPF filter: invalid argument",
+            ));
+        }
         let seen = link.map(|l| frames(hw, l)).unwrap_or_default();
         let start = (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1000) as i64;
-        Ok(file(&seen, start, snaplen))
+        Ok(file(&seen, filter, start, snaplen))
     }
 }
 
