@@ -6,35 +6,9 @@ use std::collections::BTreeMap;
 
 use serde_yaml_ng::{Mapping, Value};
 
+use super::lookup::{at, text_at, texts_or};
 use super::{map, res, s, texts, Ctx};
 use crate::cosi::facts::Res;
-
-fn at<'a>(doc: Option<&'a Value>, path: &[&str]) -> Option<&'a Value> {
-    path.iter().try_fold(doc?, |cur, k| cur.get(*k))
-}
-
-fn text_at(doc: Option<&Value>, path: &[&str]) -> String {
-    at(doc, path)
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string()
-}
-
-fn list_at(doc: Option<&Value>, path: &[&str], default: &str) -> Vec<String> {
-    let v: Vec<String> = at(doc, path)
-        .and_then(Value::as_sequence)
-        .map(|s| {
-            s.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    if v.is_empty() {
-        vec![default.to_string()]
-    } else {
-        v
-    }
-}
 
 /// A Go `map[string]...` as YAML prints it: keys sorted, `{}` when empty.
 fn sorted(entries: BTreeMap<String, Value>) -> Value {
@@ -181,8 +155,8 @@ fn enabled(doc: Option<&Value>, key: &str) -> Value {
 pub(super) fn control_plane(ctx: &Ctx) -> Vec<Res> {
     let doc = ctx.st.config.as_ref().and_then(|c| c.v1alpha1());
     let c = |key| Component { doc, key };
-    let pods = list_at(doc, &["cluster", "network", "podSubnets"], "10.244.0.0/16");
-    let services = list_at(
+    let pods = texts_or(doc, &["cluster", "network", "podSubnets"], "10.244.0.0/16");
+    let services = texts_or(
         doc,
         &["cluster", "network", "serviceSubnets"],
         "10.96.0.0/12",

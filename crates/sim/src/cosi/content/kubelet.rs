@@ -7,17 +7,10 @@ use std::collections::BTreeMap;
 
 use serde_yaml_ng::Value;
 
+use super::lookup::{at, flag_at, texts_at};
 use super::podparts::gomap;
 use super::{map, res, s, texts, Ctx};
 use crate::cosi::facts::Res;
-
-fn at<'a>(doc: Option<&'a Value>, path: &[&str]) -> Option<&'a Value> {
-    path.iter().try_fold(doc?, |cur, k| cur.get(*k))
-}
-
-fn flag_at(doc: Option<&Value>, path: &[&str]) -> bool {
-    at(doc, path).and_then(Value::as_bool).unwrap_or(false)
-}
 
 /// The kubelet image: `machine.kubelet.image`, else Talos's for the default Kubernetes.
 pub fn image(doc: Option<&Value>) -> String {
@@ -64,14 +57,7 @@ pub fn dns_domain(doc: Option<&Value>) -> String {
 /// The KubeletConfiguration Talos writes, `extraConfig` laid over it.
 fn configuration(doc: Option<&Value>, control_plane: bool) -> Value {
     let zero = || s("0s");
-    let mut dns: Vec<String> = at(doc, &["machine", "kubelet", "clusterDNS"])
-        .and_then(Value::as_sequence)
-        .map(|v| {
-            v.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut dns = texts_at(doc, &["machine", "kubelet", "clusterDNS"]);
     if dns.is_empty() {
         dns.push(dns_ip(doc));
     }

@@ -7,12 +7,9 @@
 
 use serde_yaml_ng::Value;
 
+use super::lookup::at;
 use super::{res, Ctx};
 use crate::cosi::facts::Res;
-
-fn at<'a>(doc: Option<&'a Value>, path: &[&str]) -> Option<&'a Value> {
-    path.iter().try_fold(doc?, |cur, k| cur.get(*k))
-}
 
 fn text_or(doc: Option<&Value>, path: &[&str], default: &str) -> String {
     at(doc, path)

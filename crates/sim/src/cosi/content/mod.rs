@@ -12,6 +12,7 @@ pub mod extensions;
 pub mod hardware;
 pub mod k8s;
 pub mod kubelet;
+pub mod lookup;
 pub mod manifests;
 pub mod podparts;
 pub mod pods;

@@ -6,17 +6,9 @@
 
 use serde_yaml_ng::Value;
 
+use super::lookup::{at, text_at, texts_at, texts_or};
 use super::{map, res, s, texts, Ctx};
 use crate::cosi::facts::Res;
-
-fn text_at(doc: Option<&Value>, path: &[&str]) -> String {
-    let found = || {
-        path.iter()
-            .try_fold(doc?, |cur, k| cur.get(*k))
-            .and_then(Value::as_str)
-    };
-    found().unwrap_or("").to_string()
-}
 
 /// `{crt, key}` as Talos writes a PEM certificate and key (base64 of the PEM).
 fn cert_and_key(crt: &str, key: &str) -> Value {
@@ -121,16 +113,11 @@ fn url(text: &str) -> Value {
 
 /// The first address of each service subnet (the API server's service IP).
 fn api_server_ips(doc: Option<&Value>) -> Vec<String> {
-    let subnets: Vec<String> = doc
-        .and_then(|d| d.get("cluster")?.get("network")?.get("serviceSubnets"))
-        .and_then(Value::as_sequence)
-        .map(|v| {
-            v.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        })
-        .filter(|v: &Vec<String>| !v.is_empty())
-        .unwrap_or_else(|| vec!["10.96.0.0/12".into()]);
+    let subnets = texts_or(
+        doc,
+        &["cluster", "network", "serviceSubnets"],
+        "10.96.0.0/12",
+    );
     subnets
         .iter()
         .filter_map(|c| {
@@ -169,18 +156,9 @@ fn kubernetes_root(ctx: &Ctx) -> Option<Res> {
                 .unwrap_or(6443)
         ),
     };
-    let sans: Vec<String> = doc
-        .and_then(|d| d.get("cluster")?.get("apiServer")?.get("certSANs"))
-        .and_then(Value::as_sequence)
-        .map(|v| {
-            v.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
+    let sans = texts_at(doc, &["cluster", "apiServer", "certSANs"]);
     let (ca_crt, ca_key) = cfg.cluster_ca();
-    let mut accepted: Vec<Value> = doc
-        .and_then(|d| d.get("cluster")?.get("acceptedCAs"))
+    let mut accepted: Vec<Value> = at(doc, &["cluster", "acceptedCAs"])
         .and_then(Value::as_sequence)
         .map(|v| {
             v.iter()
