@@ -10,6 +10,7 @@ static HEAP: talm_base::heap::Split = talm_base::heap::Split;
 pub mod api;
 pub mod cosi;
 pub mod etcd;
+pub mod kube;
 pub mod machined;
 pub mod net;
 pub mod node;
