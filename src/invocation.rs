@@ -375,6 +375,8 @@ pub fn from_cli(cli: Cli) -> Result<Invocation> {
             inv
         }
         Command::Reboot(r) => node_command("reboot", args_of(&r)?, &r.node)?,
+        Command::Cordon(a) => node_command("cordon", args_of(&a)?, &a.node)?,
+        Command::Uncordon(a) => node_command("uncordon", args_of(&a)?, &a.node)?,
         Command::Reset(r) => node_command("reset", args_of(&r)?, &r.node)?,
         Command::Logs(l) => node_command("logs", args_of(&l)?, &l.node)?,
         Command::Dmesg(d) => node_command(

@@ -25,8 +25,8 @@ pub use common::{
 };
 pub use migrate::MigrateArgs;
 pub use nodes::{
-    DmesgArgs, EventsArgs, GetArgs, LogsArgs, RebootArgs, ResetArgs, SupportArgs, UpgradeArgs,
-    VersionArgs,
+    CordonArgs, DmesgArgs, EventsArgs, GetArgs, LogsArgs, RebootArgs, ResetArgs, SupportArgs,
+    UpgradeArgs, VersionArgs,
 };
 pub use project::{
     ApplyArgs, GenCommand, GenConfigArgs, InitArgs, KubeconfigArgs, TalosconfigArgs, TemplateArgs,
@@ -80,6 +80,10 @@ pub enum Command {
     Upgrade(UpgradeArgs),
     /// Reboot nodes
     Reboot(RebootArgs),
+    /// Mark the nodes' Kubernetes nodes unschedulable (as kubectl cordon)
+    Cordon(CordonArgs),
+    /// Mark the nodes' Kubernetes nodes schedulable again (as kubectl uncordon)
+    Uncordon(CordonArgs),
     /// Reset nodes (wipes STATE and EPHEMERAL, keeps META unless told otherwise)
     Reset(ResetArgs),
     /// Restart a container of nodes (its service or the kubelet starts it again)

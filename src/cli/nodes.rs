@@ -68,6 +68,13 @@ pub struct UpgradeArgs {
     /// How long to wait for each node to come back
     #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = GoDuration::parse)]
     pub timeout: GoDuration,
+    /// Drain the Kubernetes node before its reboot (cordon, evict its pods) and uncordon it
+    /// once it is back Ready; implies --wait
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub drain: bool,
+    /// How long the drain may take
+    #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = GoDuration::parse)]
+    pub drain_timeout: GoDuration,
     /// Do not check afterwards that each node runs the new version
     #[arg(long)]
     pub skip_post_upgrade_verify: bool,
@@ -76,9 +83,10 @@ pub struct UpgradeArgs {
     /// failure and prints how to resume
     #[arg(long)]
     pub rolling: bool,
-    /// With --rolling: how many workers upgrade at once (control planes always one at a time)
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32), requires = "rolling")]
-    pub max_parallel: u32,
+    /// With --rolling: how many workers upgrade at once, a count or a percentage of the
+    /// workers such as 25% (control planes always one at a time)
+    #[arg(long, default_value = "1", value_name = "N|N%", value_parser = parse_at_once, requires = "rolling")]
+    pub max_parallel: String,
     /// With --rolling: a Rhai file defining before(node) and/or after(node); returning false
     /// (or failing) stops the roll
     #[arg(long, value_name = "FILE.rhai", requires = "rolling")]
@@ -103,9 +111,34 @@ pub struct RebootArgs {
     #[arg(long)]
     #[serde(rename = "kernel_log")]
     pub debug: bool,
+    /// Drain the Kubernetes node before the reboot (cordon, evict its pods) and uncordon it
+    /// once it is back Ready; implies --wait
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub drain: bool,
+    /// How long the drain may take
+    #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = GoDuration::parse)]
+    pub drain_timeout: GoDuration,
     #[command(flatten)]
     #[serde(flatten)]
     pub back: WaitBackArgs,
+}
+
+/// `--max-parallel`: a count of at least 1 or a percentage from 1% to 100%.
+fn parse_at_once(text: &str) -> Result<String, String> {
+    match crate::runtime::fleet::rolling::AtOnce::parse(text) {
+        Some(a) if a.of(100).is_some() => Ok(a.to_string()),
+        _ => Err(format!(
+            "{text:?} is neither a number of nodes (1 or more) nor a percentage from 1% to 100%"
+        )),
+    }
+}
+
+/// `cordon` and `uncordon`: the nodes whose Kubernetes nodes change.
+#[derive(Debug, Args, Serialize)]
+pub struct CordonArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub node: NodeArgs,
 }
 
 /// Waiting for a node that goes down to come back (reboot, rollback).

@@ -60,6 +60,7 @@ fn engine_with(
     node::pcap::register(&mut engine, session);
     node::debug::register(&mut engine);
     node::rotate::register(&mut engine);
+    node::k8s::register(&mut engine, session);
     local::rotate_journal::register(&mut engine, session);
     fleet::rolling::register(&mut engine);
     fleet::hook::register(&mut engine, session);

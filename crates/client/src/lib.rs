@@ -15,6 +15,7 @@ pub mod discovery;
 pub mod errors;
 pub mod events;
 pub mod failover;
+pub mod k8s;
 pub mod resources;
 pub mod scan;
 pub mod stats;

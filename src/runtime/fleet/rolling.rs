@@ -41,8 +41,9 @@ impl FromOpt for Callback {
 options! {
     /// `rolling(nodes, f, #{max_parallel, health, before, after})`.
     pub struct RollingOpts for "rolling" {
-        /// Workers at once (default 1; at most 32); control planes always go one at a time.
-        max_parallel: Option<i64>,
+        /// Workers at once: a count or a percentage of the workers such as `"25%"` (default 1;
+        /// at most 32); control planes always go one at a time.
+        max_parallel: Option<AtOnce>,
         /// true (default), false, or a map of `n.health` options plus `via` (the node to run
         /// the check on; default the roll's first control plane).
         health: Dynamic,
@@ -53,6 +54,58 @@ options! {
         /// Called with each node before the roll starts; true leaves it out (a node already
         /// done). A skipped control plane still runs the health check.
         skip: Callback,
+    }
+}
+
+/// How many workers go at once: a count, or a share of the workers (`25%`, rounded up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtOnce {
+    Count(i64),
+    Percent(i64),
+}
+
+impl AtOnce {
+    /// `8` or `25%`.
+    pub fn parse(text: &str) -> Option<AtOnce> {
+        match text.trim().strip_suffix('%') {
+            Some(p) => p.trim().parse().ok().map(AtOnce::Percent),
+            None => text.trim().parse().ok().map(AtOnce::Count),
+        }
+    }
+
+    /// The batch size for `workers` workers (at least 1, at most `MAX_AT_ONCE`); `None` for a
+    /// count below 1 or a share outside 1–100%.
+    pub fn of(self, workers: usize) -> Option<usize> {
+        let n = match self {
+            AtOnce::Count(c) if c >= 1 => c as usize,
+            AtOnce::Percent(p) if (1..=100).contains(&p) => {
+                (workers * p as usize).div_ceil(100).max(1)
+            }
+            _ => return None,
+        };
+        Some(n.min(MAX_AT_ONCE))
+    }
+}
+
+impl std::fmt::Display for AtOnce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AtOnce::Count(c) => write!(f, "{c}"),
+            AtOnce::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
+impl crate::runtime::opts::FromOpt for AtOnce {
+    const EXPECTED: &'static str = "a number of workers or a percentage such as \"25%\"";
+    fn absent() -> Self {
+        AtOnce::Count(1)
+    }
+    fn read(v: &Dynamic) -> Option<Self> {
+        match v.as_int() {
+            Ok(n) => Some(AtOnce::Count(n)),
+            Err(_) => AtOnce::parse(&v.clone().into_string().ok()?),
+        }
     }
 }
 
@@ -321,18 +374,6 @@ fn rolling(
     opts: &Map,
 ) -> Result<Array, Box<EvalAltResult>> {
     let o = RollingOpts::read(opts).map_err(to_rhai)?;
-    let at_once = match o.max_parallel {
-        None => 1,
-        Some(m) if m < 1 => {
-            return Err(to_rhai(hinted(
-                format!("rolling: max_parallel {m} is not a number of workers at once"),
-                format!(
-                    "give 1 or more (at most {MAX_AT_ONCE}), or leave it out for one at a time"
-                ),
-            )))
-        }
-        Some(m) => (m as usize).min(MAX_AT_ONCE),
-    };
     let health = Health::read(&o.health).map_err(to_rhai)?;
     let mut cps = Vec::new();
     let mut workers = Vec::new();
@@ -387,6 +428,13 @@ fn rolling(
         .into_iter()
         .map(|n| (Role::ControlPlane, vec![n]))
         .collect();
+    let asked = o.max_parallel.unwrap_or(AtOnce::Count(1));
+    let Some(at_once) = asked.of(workers.len()) else {
+        return Err(to_rhai(hinted(
+            format!("rolling: max_parallel {asked} is not a number of workers at once"),
+            format!("give 1 or more (at most {MAX_AT_ONCE}) or a percentage from 1% to 100%, or leave it out for one at a time"),
+        )));
+    };
     for chunk in workers.chunks(at_once) {
         batches.push((Role::Worker, chunk.to_vec()));
     }

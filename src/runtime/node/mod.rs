@@ -9,6 +9,7 @@ pub(crate) mod change;
 pub(crate) mod debug;
 pub(crate) mod etcd;
 pub(crate) mod inspect;
+pub(crate) mod k8s;
 pub(crate) mod lines;
 pub(crate) mod opts;
 pub(crate) mod pcap;
@@ -491,12 +492,20 @@ pub fn register(engine: &mut Engine, session: &Session) {
                     mode: machine::reboot_request::Mode::from(o.mode) as i32,
                 };
                 crate::progress::stage(crate::progress::Stage::Reboot);
-                if !o.wait {
+                if !o.wait && !o.drain {
                     return Ok(n.with(|c| block_on(c.reboot(req)))?.actor_id);
                 }
                 tracked::refuse_insecure(n)?;
+                let drained = match o.drain {
+                    true => k8s::before_reboot(n, o.drain_timeout.unwrap_or(k8s::DRAIN_TIMEOUT))?,
+                    false => None,
+                };
                 let how = tracked::Follow::new(Goal::Rebooted, o.timeout, o.kernel_log);
-                tracked::follow(n, how, move |c| async move { Ok(c.reboot(req).await?.actor_id) })
+                let actor = tracked::follow(n, how, move |c| async move { Ok(c.reboot(req).await?.actor_id) })?;
+                if let Some(d) = drained {
+                    d.after_reboot(o.timeout.unwrap_or(tracked::WAIT))?;
+                }
+                Ok(actor)
             })
         });
     FuncRegistration::new("reboot")

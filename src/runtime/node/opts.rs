@@ -81,6 +81,10 @@ options! {
         namespace: String,
         /// After a failed wait, print the node's kernel log (talosctl's `--debug`).
         kernel_log: bool,
+        /// Drain the node's Kubernetes node before the reboot and uncordon it once back Ready.
+        drain: bool,
+        /// How long the drain may take (default 5m).
+        drain_timeout: Option<Duration>,
     }
 }
 
@@ -95,6 +99,18 @@ options! {
         timeout: Option<Duration>,
         /// After a failed wait, print the node's kernel log (talosctl's `--debug`).
         kernel_log: bool,
+        /// Drain the node's Kubernetes node first and uncordon it once back Ready (implies wait).
+        drain: bool,
+        /// How long the drain may take (default 5m).
+        drain_timeout: Option<Duration>,
+    }
+}
+
+options! {
+    /// `n.drain(#{...})`.
+    pub struct DrainOpts for "n.drain" {
+        /// How long the evictions may take (default 5m).
+        timeout: Option<Duration>,
     }
 }
 

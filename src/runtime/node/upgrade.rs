@@ -165,8 +165,12 @@ fn lifecycle(n: &Node, o: &UpgradeOpts, req: machine::UpgradeRequest) -> Result<
     if o.no_reboot {
         return Ok(reply(Path::Lifecycle, String::new(), String::new()));
     }
-    // talosctl drains the Kubernetes node here (`--drain`, on by default) and uncordons it
-    // after the reboot; that step comes with talm's Kubernetes client.
+    // talosctl drains the Kubernetes node between the install and the reboot (`--drain`, on by
+    // default, implying --wait) and uncordons it once the node is back Ready.
+    let drained = match o.drain {
+        true => super::k8s::before_reboot(n, o.drain_timeout.unwrap_or(super::k8s::DRAIN_TIMEOUT))?,
+        false => None,
+    };
     let mode = match o.reboot_mode {
         crate::cli::values::UpgradeRebootMode::Default => machine::reboot_request::Mode::Default,
         crate::cli::values::UpgradeRebootMode::Powercycle => {
@@ -174,7 +178,7 @@ fn lifecycle(n: &Node, o: &UpgradeOpts, req: machine::UpgradeRequest) -> Result<
         }
     };
     let reboot = machine::RebootRequest { mode: mode as i32 };
-    if !o.wait {
+    if !o.wait && !o.drain {
         let r = n.with(|c| block_on(c.reboot(reboot)))?;
         return Ok(reply(Path::Lifecycle, String::new(), r.actor_id));
     }
@@ -182,6 +186,9 @@ fn lifecycle(n: &Node, o: &UpgradeOpts, req: machine::UpgradeRequest) -> Result<
     let actor = tracked::follow(n, how, move |c| async move {
         Ok(c.reboot(reboot).await?.actor_id)
     })?;
+    if let Some(d) = drained {
+        d.after_reboot(o.timeout.unwrap_or(tracked::WAIT))?;
+    }
     Ok(reply(Path::Lifecycle, String::new(), actor))
 }
 
