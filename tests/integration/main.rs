@@ -35,6 +35,7 @@ mod init_crypt;
 mod init_update;
 mod inspect;
 mod kubeconfig_fetch;
+mod kubernetes;
 mod local_writes;
 mod migrate;
 mod node_commands;

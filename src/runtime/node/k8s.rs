@@ -90,9 +90,15 @@ pub(crate) struct Drained {
 /// Cordons and drains the node before it goes down; `None` when there is nothing to drain
 /// (a single-node cluster, whose pods have nowhere to go).
 pub(crate) fn before_reboot(n: &Node, timeout: Duration) -> Result<Option<Drained>> {
-    let cluster = cluster_of(n, None)?;
+    let unreachable = |e: anyhow::Error| {
+        hinted(
+            format!("error draining node {}: {e:#}", n.name),
+            "the drain goes through the cluster's Kubernetes API (the server of the kubeconfig its control plane issues): bring it up, or pass --drain=false to go on without draining",
+        )
+    };
+    let cluster = cluster_of(n, None).map_err(unreachable)?;
     let name = k8s_name(n)?;
-    let nodes = block_on(cluster.nodes())?;
+    let nodes = block_on(cluster.nodes()).map_err(unreachable)?;
     if nodes.len() <= 1 {
         report(&format!("{name}: single-node cluster, not drained"));
         return Ok(None);

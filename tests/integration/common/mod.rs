@@ -3,6 +3,7 @@
 
 pub mod cluster;
 pub mod expect;
+pub mod kube;
 pub mod net;
 pub mod sim;
 pub mod streaming;

@@ -218,7 +218,7 @@ impl Cluster {
                     report(&format!(
                         "{node}: failed to evict pod {}: {}",
                         pod_name(p),
-                        describe(&e)
+                        describe(&e, &self.server)
                     ));
                     return Err(DrainError::Api(self.failed(
                         &format!("error draining node {node:?}: evict pod {}", pod_name(p)),

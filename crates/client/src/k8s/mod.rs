@@ -87,7 +87,7 @@ impl Cluster {
         Ok(api
             .list(&ListParams::default())
             .await
-            .map_err(|e| self.failed("list nodes", e))?
+            .map_err(|e| self.failed(&format!("Get \"{}/api/v1/nodes\"", self.server), e))?
             .items)
     }
 
@@ -96,7 +96,7 @@ impl Cluster {
         let api: Api<Node> = Api::all(self.client());
         api.get_opt(name)
             .await
-            .map_err(|e| self.failed(&format!("get node {name:?}"), e))
+            .map_err(|e| self.failed(&format!("Get \"{}/api/v1/nodes/{name}\"", self.server), e))
     }
 
     /// The pods of a namespace (every namespace when empty) matching a label selector and a
@@ -117,7 +117,13 @@ impl Cluster {
         Ok(api
             .list(&lp)
             .await
-            .map_err(|e| self.failed("list pods", e))?
+            .map_err(|e| {
+                let at = match namespace {
+                    "" => "/api/v1/pods".to_string(),
+                    ns => format!("/api/v1/namespaces/{ns}/pods"),
+                };
+                self.failed(&format!("Get \"{}{at}\"", self.server), e)
+            })?
             .items)
     }
 
@@ -148,29 +154,47 @@ impl Cluster {
             .collect()
     }
 
-    /// A failed call, named as client-go names it: `<what>: Get "<url>": <cause>`.
+    /// A failed call: `<what>: <cause>`, a transport failure in client-go's words
+    /// (`dial tcp HOST:PORT: connect: connection refused`).
     pub fn failed(&self, what: &str, e: kube::Error) -> anyhow::Error {
-        anyhow::anyhow!("{what} at {}: {}", self.server, describe(&e))
+        let authority = self
+            .server
+            .split_once("://")
+            .map_or(self.server.as_str(), |(_, r)| r)
+            .trim_end_matches('/');
+        anyhow::anyhow!("{what}: {}", describe(&e, authority))
     }
 }
 
-/// A Kubernetes error's text: an API answer's message, or the transport's cause.
-pub fn describe(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(s) => s.message.clone(),
-        other => {
-            let mut text = other.to_string();
-            let mut src = std::error::Error::source(other);
-            while let Some(s) = src {
-                let t = s.to_string();
-                if !text.contains(&t) {
-                    text = format!("{text}: {t}");
-                }
-                src = s.source();
-            }
-            text
-        }
+/// A Kubernetes error's text: an API answer's message, or the transport's cause as Go's net
+/// package words it for the server at `authority`.
+pub fn describe(e: &kube::Error, authority: &str) -> String {
+    if let kube::Error::Api(s) = e {
+        return s.message.clone();
     }
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = src {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            let why = match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connect: connection refused".to_string(),
+                std::io::ErrorKind::ConnectionReset => "read: connection reset by peer".to_string(),
+                std::io::ErrorKind::TimedOut => "i/o timeout".to_string(),
+                _ => io.to_string(),
+            };
+            return format!("dial tcp {authority}: {why}");
+        }
+        src = s.source();
+    }
+    let mut text = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        let t = s.to_string();
+        if !text.contains(&t) {
+            text = format!("{text}: {t}");
+        }
+        src = s.source();
+    }
+    text
 }
 
 /// The HTTP status of an API answer (429 for a refused eviction, 404...), when it was one.
