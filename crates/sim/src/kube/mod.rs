@@ -39,7 +39,10 @@ impl Kube {
 
     /// The Kubernetes version `/version` reports.
     pub fn git_version(&self) -> String {
-        self.version.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.version
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Whether the API answers 503 now (`unavailable_until` lies ahead).

@@ -16,7 +16,10 @@ use super::patch::{clean, merge_key, strategic};
 pub enum Step {
     Field(String),
     /// The item of a keyed list whose `key` field is `value` (its JSON text).
-    Item { key: String, value: String },
+    Item {
+        key: String,
+        value: String,
+    },
 }
 
 pub type Path = Vec<Step>;
@@ -52,7 +55,9 @@ fn walk(v: &Value, at: &mut Path, field: Option<&str>, out: &mut BTreeSet<Path>)
             }
         }
         Value::Array(items) if field.and_then(|f| merge_key(f, items.first())).is_some() => {
-            let key = field.and_then(|f| merge_key(f, items.first())).unwrap_or("name");
+            let key = field
+                .and_then(|f| merge_key(f, items.first()))
+                .unwrap_or("name");
             for item in items {
                 at.push(Step::Item {
                     key: key.to_string(),
@@ -133,10 +138,7 @@ pub fn resolve<'a>(mut v: &'a Value, path: &[Step]) -> Option<&'a Value> {
     for step in path {
         v = match step {
             Step::Field(f) => v.get(f)?,
-            Step::Item { key, value } => v
-                .as_array()?
-                .iter()
-                .find(|i| keyed(i, key, value))?,
+            Step::Item { key, value } => v.as_array()?.iter().find(|i| keyed(i, key, value))?,
         };
     }
     Some(v)
@@ -349,6 +351,9 @@ mod tests {
         less["metadata"].as_object_mut().unwrap().remove("labels");
         let after = apply(Some(&made), &less, "a", false, NOW).unwrap();
         assert_eq!(after["metadata"]["labels"], json!({}));
-        assert_eq!(after["spec"]["template"]["spec"]["containers"][0]["image"], "x");
+        assert_eq!(
+            after["spec"]["template"]["spec"]["containers"][0]["image"],
+            "x"
+        );
     }
 }

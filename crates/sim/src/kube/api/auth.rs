@@ -13,7 +13,10 @@ use super::status::{Failure, Reason};
 pub enum User {
     /// No client certificate.
     Anonymous,
-    Cert { name: String, groups: Vec<String> },
+    Cert {
+        name: String,
+        groups: Vec<String>,
+    },
 }
 
 impl User {
@@ -125,8 +128,14 @@ mod tests {
 
     #[test]
     fn masters_pass_others_are_forbidden() {
-        let admin = User::Cert { name: "admin".into(), groups: vec!["system:masters".into()] };
-        let bob = User::Cert { name: "bob".into(), groups: vec!["dev".into()] };
+        let admin = User::Cert {
+            name: "admin".into(),
+            groups: vec!["system:masters".into()],
+        };
+        let bob = User::Cert {
+            name: "bob".into(),
+            groups: vec!["dev".into()],
+        };
         assert!(authorize(&admin, Verb::List, &target("/api/v1/nodes")).is_ok());
         let err = authorize(&bob, Verb::List, &target("/api/v1/nodes")).unwrap_err();
         assert_eq!(
@@ -134,11 +143,21 @@ mod tests {
             "nodes is forbidden: User \"bob\" cannot list resource \"nodes\" in API group \"\" at the cluster scope"
         );
         assert_eq!(err.code(), 403);
-        let ev = authorize(&bob, Verb::Create, &target("/api/v1/namespaces/d/pods/p/eviction")).unwrap_err();
+        let ev = authorize(
+            &bob,
+            Verb::Create,
+            &target("/api/v1/namespaces/d/pods/p/eviction"),
+        )
+        .unwrap_err();
         assert_eq!(
             ev.message,
             "pods \"p\" is forbidden: User \"bob\" cannot create resource \"pods/eviction\" in API group \"\" in the namespace \"d\""
         );
-        assert_eq!(authorize(&User::Anonymous, Verb::Get, &target("/api/v1/nodes")).unwrap_err().code(), 401);
+        assert_eq!(
+            authorize(&User::Anonymous, Verb::Get, &target("/api/v1/nodes"))
+                .unwrap_err()
+                .code(),
+            401
+        );
     }
 }

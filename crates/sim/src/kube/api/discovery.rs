@@ -188,7 +188,10 @@ mod tests {
     #[test]
     fn version_numbers() {
         let v = version("v1.36.2");
-        assert_eq!((v["major"].as_str(), v["minor"].as_str()), (Some("1"), Some("36")));
+        assert_eq!(
+            (v["major"].as_str(), v["minor"].as_str()),
+            (Some("1"), Some("36"))
+        );
         assert_eq!(v["platform"], "linux/amd64");
     }
 
@@ -224,8 +227,17 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            ["apps", "policy", "rbac.authorization.k8s.io", "coordination.k8s.io", "apiextensions.k8s.io"]
+            [
+                "apps",
+                "policy",
+                "rbac.authorization.k8s.io",
+                "coordination.k8s.io",
+                "apiextensions.k8s.io"
+            ]
         );
-        assert_eq!(g["groups"][0]["preferredVersion"], json!({"groupVersion": "apps/v1", "version": "v1"}));
+        assert_eq!(
+            g["groups"][0]["preferredVersion"],
+            json!({"groupVersion": "apps/v1", "version": "v1"})
+        );
     }
 }

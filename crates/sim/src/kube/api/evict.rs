@@ -146,19 +146,37 @@ mod tests {
         let pods = [pod("a", true), pod("b", true), pod("c", false)];
         assert_eq!(
             pdb_status(&pdb(json!({"minAvailable": 1})), &pods),
-            PdbStatus { current_healthy: 2, desired_healthy: 1, disruptions_allowed: 1, expected_pods: 3 }
+            PdbStatus {
+                current_healthy: 2,
+                desired_healthy: 1,
+                disruptions_allowed: 1,
+                expected_pods: 3
+            }
         );
         assert_eq!(
             pdb_status(&pdb(json!({"minAvailable": "50%"})), &pods),
-            PdbStatus { current_healthy: 2, desired_healthy: 2, disruptions_allowed: 0, expected_pods: 3 }
+            PdbStatus {
+                current_healthy: 2,
+                desired_healthy: 2,
+                disruptions_allowed: 0,
+                expected_pods: 3
+            }
         );
         assert_eq!(
             pdb_status(&pdb(json!({"maxUnavailable": 1})), &pods),
-            PdbStatus { current_healthy: 2, desired_healthy: 2, disruptions_allowed: 0, expected_pods: 3 }
+            PdbStatus {
+                current_healthy: 2,
+                desired_healthy: 2,
+                disruptions_allowed: 0,
+                expected_pods: 3
+            }
         );
         let mut other = pod("x", true);
         other["metadata"]["namespace"] = "e".into();
-        assert_eq!(pdb_status(&pdb(json!({"minAvailable": 0})), &[other]).expected_pods, 0);
+        assert_eq!(
+            pdb_status(&pdb(json!({"minAvailable": 0})), &[other]).expected_pods,
+            0
+        );
     }
 
     #[test]

@@ -48,8 +48,14 @@ pub fn json(target: &mut Value, patch: &Value) -> Result<(), String> {
 /// replaced whole. `ports` merges by `containerPort` in containers and `port` in services.
 pub fn merge_key(field: &str, sample: Option<&Value>) -> Option<&'static str> {
     match field {
-        "containers" | "initContainers" | "ephemeralContainers" | "volumes" | "env"
-        | "imagePullSecrets" | "volumeDevices" | "resourceClaims" => Some("name"),
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "volumes"
+        | "env"
+        | "imagePullSecrets"
+        | "volumeDevices"
+        | "resourceClaims" => Some("name"),
         "ports" => Some(match sample {
             Some(s) if s.get("containerPort").is_some() => "containerPort",
             _ => "port",
@@ -165,8 +171,14 @@ mod tests {
     #[test]
     fn merge_patch_replaces_lists_and_removes_nulls() {
         let mut o = json!({"spec": {"unschedulable": true, "taints": [{"key": "a"}]}, "metadata": {"labels": {"x": "1"}}});
-        merge(&mut o, &json!({"spec": {"unschedulable": null, "taints": []}, "metadata": {"labels": {"y": "2"}}}));
-        assert_eq!(o, json!({"spec": {"taints": []}, "metadata": {"labels": {"x": "1", "y": "2"}}}));
+        merge(
+            &mut o,
+            &json!({"spec": {"unschedulable": null, "taints": []}, "metadata": {"labels": {"y": "2"}}}),
+        );
+        assert_eq!(
+            o,
+            json!({"spec": {"taints": []}, "metadata": {"labels": {"x": "1", "y": "2"}}})
+        );
     }
 
     #[test]
@@ -181,7 +193,10 @@ mod tests {
             json!({"spec": {"containers": [{"name": "b", "image": "b:2"}, {"name": "c", "image": "c:1"}], "args": ["y"]}})
         );
         let mut st = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "X", "status": "True"}]}});
-        strategic(&mut st, &json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}));
+        strategic(
+            &mut st,
+            &json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}),
+        );
         assert_eq!(
             st,
             json!({"status": {"conditions": [{"type": "Ready", "status": "False"}, {"type": "X", "status": "True"}]}})
@@ -193,6 +208,10 @@ mod tests {
         let mut o = json!({"spec": {"replicas": 1}});
         json(&mut o, &json!([{"op": "replace", "path": "/spec/replicas", "value": 3}, {"op": "add", "path": "/spec/paused", "value": true}])).unwrap();
         assert_eq!(o, json!({"spec": {"replicas": 3, "paused": true}}));
-        assert!(json(&mut o, &json!([{"op": "test", "path": "/spec/replicas", "value": 9}])).is_err());
+        assert!(json(
+            &mut o,
+            &json!([{"op": "test", "path": "/spec/replicas", "value": 9}])
+        )
+        .is_err());
     }
 }

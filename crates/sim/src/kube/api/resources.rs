@@ -168,7 +168,10 @@ mod tests {
             by_resource("poddisruptionbudgets.policy").unwrap().kind,
             "PodDisruptionBudget"
         );
-        assert_eq!(by_kind("apps/v1", "DaemonSet").unwrap().plural, "daemonsets");
+        assert_eq!(
+            by_kind("apps/v1", "DaemonSet").unwrap().plural,
+            "daemonsets"
+        );
         assert!(find("apps", "v1", "pods").is_none());
     }
 

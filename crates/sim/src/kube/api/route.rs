@@ -40,11 +40,17 @@ pub enum Route {
     /// `/apis/<group>`.
     Group(&'static str),
     /// `/api/v1`, `/apis/<group>/<version>`: an APIResourceList.
-    Resources { group: &'static str, version: &'static str },
+    Resources {
+        group: &'static str,
+        version: &'static str,
+    },
     /// `/openapi/v3`: the index of group versions.
     OpenApiRoot,
     /// `/openapi/v3/api/v1`, `/openapi/v3/apis/<group>/<version>`.
-    OpenApi { group: &'static str, version: &'static str },
+    OpenApi {
+        group: &'static str,
+        version: &'static str,
+    },
     Object(Target),
     /// A served group version without such a resource: a NotFound Status.
     NoResource,
@@ -149,15 +155,13 @@ pub fn decode(s: &str) -> String {
     while i < b.len() {
         match b[i] {
             b'+' => out.push(b' '),
-            b'%' if i + 2 < b.len() => {
-                match (unhex(b[i + 1]), unhex(b[i + 2])) {
-                    (Some(h), Some(l)) => {
-                        out.push(h * 16 + l);
-                        i += 2;
-                    }
-                    _ => out.push(b'%'),
+            b'%' if i + 2 < b.len() => match (unhex(b[i + 1]), unhex(b[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push(h * 16 + l);
+                    i += 2;
                 }
-            }
+                _ => out.push(b'%'),
+            },
             c => out.push(c),
         }
         i += 1;
@@ -192,15 +196,29 @@ mod tests {
     fn object_paths() {
         let t = target("/api/v1/namespaces/default/pods/p/eviction");
         assert_eq!(
-            (t.kind.plural, t.namespace.as_deref(), t.name.as_deref(), t.sub),
+            (
+                t.kind.plural,
+                t.namespace.as_deref(),
+                t.name.as_deref(),
+                t.sub
+            ),
             ("pods", Some("default"), Some("p"), Some(Sub::Eviction))
         );
         let ns = target("/api/v1/namespaces/kube-system");
-        assert_eq!((ns.kind.plural, ns.namespace, ns.name.as_deref()), ("namespaces", None, Some("kube-system")));
+        assert_eq!(
+            (ns.kind.plural, ns.namespace, ns.name.as_deref()),
+            ("namespaces", None, Some("kube-system"))
+        );
         let st = target("/api/v1/namespaces/x/status");
-        assert_eq!((st.kind.plural, st.name.as_deref(), st.sub), ("namespaces", Some("x"), Some(Sub::Status)));
+        assert_eq!(
+            (st.kind.plural, st.name.as_deref(), st.sub),
+            ("namespaces", Some("x"), Some(Sub::Status))
+        );
         let all = target("/api/v1/pods");
-        assert_eq!((all.kind.plural, all.namespace, all.name), ("pods", None, None));
+        assert_eq!(
+            (all.kind.plural, all.namespace, all.name),
+            ("pods", None, None)
+        );
         let d = target("/apis/apps/v1/namespaces/a/deployments/d/scale");
         assert_eq!((d.kind.kind, d.sub), ("Deployment", Some(Sub::Scale)));
         assert_eq!(route("/api/v1/namespaces/a/nodes"), Route::NoResource);
@@ -216,8 +234,20 @@ mod tests {
         assert_eq!(route("/api"), Route::CoreVersions);
         assert_eq!(route("/apis/"), Route::Groups);
         assert_eq!(route("/apis/policy"), Route::Group("policy"));
-        assert_eq!(route("/apis/apps/v1"), Route::Resources { group: "apps", version: "v1" });
-        assert_eq!(route("/openapi/v3/api/v1"), Route::OpenApi { group: "", version: "v1" });
+        assert_eq!(
+            route("/apis/apps/v1"),
+            Route::Resources {
+                group: "apps",
+                version: "v1"
+            }
+        );
+        assert_eq!(
+            route("/openapi/v3/api/v1"),
+            Route::OpenApi {
+                group: "",
+                version: "v1"
+            }
+        );
         assert_eq!(route("/readyz/etcd"), Route::Health);
     }
 

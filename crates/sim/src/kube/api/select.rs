@@ -130,7 +130,9 @@ impl Selector {
             } else if let Some((k, v)) = t.split_once("==").or_else(|| t.split_once('=')) {
                 (k, Op::Equals(v.to_string()))
             } else {
-                return Err(format!("invalid selector: '{text}'; can't understand '{t}'"));
+                return Err(format!(
+                    "invalid selector: '{text}'; can't understand '{t}'"
+                ));
             };
             if !known.contains(&key) {
                 return Err(format!("field label not supported: {key}"));
@@ -285,11 +287,26 @@ mod tests {
         assert_eq!(
             s.0,
             vec![
-                Requirement { key: "app".into(), op: Op::Equals("web".into()) },
-                Requirement { key: "tier".into(), op: Op::In(vec!["a".into(), "b".into()]) },
-                Requirement { key: "env".into(), op: Op::NotEquals("prod".into()) },
-                Requirement { key: "owner".into(), op: Op::Exists },
-                Requirement { key: "legacy".into(), op: Op::DoesNotExist },
+                Requirement {
+                    key: "app".into(),
+                    op: Op::Equals("web".into())
+                },
+                Requirement {
+                    key: "tier".into(),
+                    op: Op::In(vec!["a".into(), "b".into()])
+                },
+                Requirement {
+                    key: "env".into(),
+                    op: Op::NotEquals("prod".into())
+                },
+                Requirement {
+                    key: "owner".into(),
+                    op: Op::Exists
+                },
+                Requirement {
+                    key: "legacy".into(),
+                    op: Op::DoesNotExist
+                },
             ]
         );
         assert!(s.matches_labels(&with(json!({"app": "web", "tier": "b", "owner": "x"}))));
@@ -297,7 +314,9 @@ mod tests {
         assert!(!s.matches_labels(&with(
             json!({"app": "web", "tier": "a", "owner": "x", "legacy": ""})
         )));
-        assert!(!s.matches_labels(&with(json!({"app": "web", "tier": "a", "env": "prod", "owner": "x"}))));
+        assert!(!s.matches_labels(&with(
+            json!({"app": "web", "tier": "a", "env": "prod", "owner": "x"})
+        )));
         let n = Selector::labels("app==web,tier notin (a)").unwrap();
         assert!(n.matches_labels(&with(json!({"app": "web"}))));
         assert!(!n.matches_labels(&with(json!({"app": "web", "tier": "a"}))));
@@ -308,19 +327,27 @@ mod tests {
     fn field_selectors() {
         let pod = json!({"metadata": {"name": "p", "namespace": "d"}, "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
         let known = known_fields("pods");
-        assert!(Selector::fields("spec.nodeName=n1,status.phase!=Succeeded", known)
+        assert!(
+            Selector::fields("spec.nodeName=n1,status.phase!=Succeeded", known)
+                .unwrap()
+                .matches_fields(&pod)
+        );
+        assert!(!Selector::fields("metadata.name==q", known)
             .unwrap()
             .matches_fields(&pod));
-        assert!(!Selector::fields("metadata.name==q", known).unwrap().matches_fields(&pod));
         assert_eq!(
             Selector::fields("spec.foo=x", known),
             Err("field label not supported: spec.foo".to_string())
         );
         let node = json!({"metadata": {"name": "n"}, "spec": {}});
         let nk = known_fields("nodes");
-        assert!(Selector::fields("spec.unschedulable=false", nk).unwrap().matches_fields(&node));
+        assert!(Selector::fields("spec.unschedulable=false", nk)
+            .unwrap()
+            .matches_fields(&node));
         let cordoned = json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true}});
-        assert!(Selector::fields("spec.unschedulable=true", nk).unwrap().matches_fields(&cordoned));
+        assert!(Selector::fields("spec.unschedulable=true", nk)
+            .unwrap()
+            .matches_fields(&cordoned));
     }
 
     #[test]
@@ -330,6 +357,8 @@ mod tests {
         assert_eq!(s.render(), "app=x,tier in (a,b)");
         assert!(s.matches_labels(&with(json!({"app": "x", "tier": "a"}))));
         assert!(Selector::of_object(&Value::Null).is_none());
-        assert!(Selector::of_object(&json!({})).unwrap().matches_labels(&with(json!({}))));
+        assert!(Selector::of_object(&json!({}))
+            .unwrap()
+            .matches_labels(&with(json!({}))));
     }
 }

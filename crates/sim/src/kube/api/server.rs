@@ -134,7 +134,9 @@ impl Conn {
         let route = route::route(parts.uri.path());
         match route {
             Route::Health => return text(200, "ok"),
-            Route::Version => return json_reply(200, &discovery::version(&self.kube.git_version())),
+            Route::Version => {
+                return json_reply(200, &discovery::version(&self.kube.git_version()))
+            }
             Route::NotFound => return text(404, PAGE_NOT_FOUND),
             _ => {}
         }

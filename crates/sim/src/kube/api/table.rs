@@ -103,12 +103,19 @@ pub fn unix_of(ts: &str) -> Option<i64> {
     let date = time::Date::from_calendar_date(i32::try_from(y).ok()?, month, u8::try_from(d).ok()?)
         .ok()?;
     let t = time::Time::from_hms(h as u8, mi as u8, s as u8).ok()?;
-    Some(time::PrimitiveDateTime::new(date, t).assume_utc().unix_timestamp())
+    Some(
+        time::PrimitiveDateTime::new(date, t)
+            .assume_utc()
+            .unix_timestamp(),
+    )
 }
 
 /// The AGE of an object at `now` (Unix seconds).
 pub fn age(obj: &Value, now: i64) -> String {
-    match obj["metadata"]["creationTimestamp"].as_str().and_then(unix_of) {
+    match obj["metadata"]["creationTimestamp"]
+        .as_str()
+        .and_then(unix_of)
+    {
         Some(t) => human_duration(now - t),
         None => "<unknown>".into(),
     }
@@ -154,7 +161,10 @@ fn int(v: &Value) -> i64 {
 }
 
 fn containers_images(template_spec: &Value) -> (String, String) {
-    let cs = template_spec["containers"].as_array().cloned().unwrap_or_default();
+    let cs = template_spec["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let names: Vec<String> = cs.iter().map(|c| s(&c["name"])).collect();
     let images: Vec<String> = cs.iter().map(|c| s(&c["image"])).collect();
     (names.join(","), images.join(","))
@@ -235,11 +245,18 @@ pub fn pod_status(pod: &Value) -> String {
         Some(r) if !r.is_empty() => r.to_string(),
         _ => s(&pod["status"]["phase"]),
     };
-    for c in pod["status"]["containerStatuses"].as_array().into_iter().flatten() {
+    for c in pod["status"]["containerStatuses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         let st = &c["state"];
         if let Some(r) = st["waiting"]["reason"].as_str().filter(|r| !r.is_empty()) {
             reason = r.to_string();
-        } else if let Some(r) = st["terminated"]["reason"].as_str().filter(|r| !r.is_empty()) {
+        } else if let Some(r) = st["terminated"]["reason"]
+            .as_str()
+            .filter(|r| !r.is_empty())
+        {
             reason = r.to_string();
         }
     }
@@ -248,12 +265,19 @@ pub fn pod_status(pod: &Value) -> String {
 
 fn pod_cells(pod: &Value, now: i64) -> Vec<Value> {
     let total = pod["spec"]["containers"].as_array().map_or(0, Vec::len);
-    let statuses = pod["status"]["containerStatuses"].as_array().cloned().unwrap_or_default();
+    let statuses = pod["status"]["containerStatuses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let ready = statuses.iter().filter(|c| c["ready"] == true).count();
     let restarts: i64 = statuses.iter().map(|c| int(&c["restartCount"])).sum();
     let last = statuses
         .iter()
-        .filter_map(|c| c["lastState"]["terminated"]["finishedAt"].as_str().and_then(unix_of))
+        .filter_map(|c| {
+            c["lastState"]["terminated"]["finishedAt"]
+                .as_str()
+                .and_then(unix_of)
+        })
         .max();
     let restarts = match last {
         Some(t) if restarts > 0 => format!("{restarts} ({} ago)", human_duration(now - t)),
@@ -263,7 +287,10 @@ fn pod_cells(pod: &Value, now: i64) -> Vec<Value> {
     let gates = if gates == 0 {
         "<none>".to_string()
     } else {
-        let conds = pod["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        let conds = pod["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         let met = pod["spec"]["readinessGates"]
             .as_array()
             .into_iter()
@@ -421,7 +448,12 @@ fn printer(kind: &Kind) -> (Vec<Value>, Cells) {
                     int(&st["numberReady"]).into(),
                     int(&st["updatedNumberScheduled"]).into(),
                     int(&st["numberAvailable"]).into(),
-                    if ns.is_empty() { "<none>".to_string() } else { ns.join(",") }.into(),
+                    if ns.is_empty() {
+                        "<none>".to_string()
+                    } else {
+                        ns.join(",")
+                    }
+                    .into(),
                     age(o, now).into(),
                     cs.into(),
                     is.into(),
@@ -452,17 +484,14 @@ fn printer(kind: &Kind) -> (Vec<Value>, Cells) {
                 ]
             },
         ),
-        "namespaces" => (
-            vec![n, c("Status", "string", 0), a],
-            |o, now| {
-                let phase = o["status"]["phase"].as_str().unwrap_or("Active");
-                vec![
-                    s(&o["metadata"]["name"]).into(),
-                    phase.into(),
-                    age(o, now).into(),
-                ]
-            },
-        ),
+        "namespaces" => (vec![n, c("Status", "string", 0), a], |o, now| {
+            let phase = o["status"]["phase"].as_str().unwrap_or("Active");
+            vec![
+                s(&o["metadata"]["name"]).into(),
+                phase.into(),
+                age(o, now).into(),
+            ]
+        }),
         _ => (vec![n, a], |o, now| {
             vec![s(&o["metadata"]["name"]).into(), age(o, now).into()]
         }),
@@ -470,7 +499,13 @@ fn printer(kind: &Kind) -> (Vec<Value>, Cells) {
 }
 
 /// The Table of `items` at `now` (Unix seconds).
-pub fn table(kind: &Kind, items: &[Value], version: Option<u64>, include: Include, now: i64) -> Value {
+pub fn table(
+    kind: &Kind,
+    items: &[Value],
+    version: Option<u64>,
+    include: Include,
+    now: i64,
+) -> Value {
     let (columns, cells) = printer(kind);
     let rows: Vec<Value> = items
         .iter()
@@ -531,10 +566,27 @@ mod tests {
             "status": {"conditions": [{"type": "Ready", "status": "True"}],
                 "addresses": [{"type": "InternalIP", "address": "10.5.0.2"}, {"type": "Hostname", "address": "cp1"}],
                 "nodeInfo": {"kubeletVersion": "v1.36.2", "osImage": "Talos (v1.13.7)", "kernelVersion": "6.18.1-talos", "containerRuntimeVersion": "containerd://2.1.5"}}});
-        let t = table(find("", "v1", "nodes").unwrap(), &[node], Some(7), Include::None, 600);
+        let t = table(
+            find("", "v1", "nodes").unwrap(),
+            &[node],
+            Some(7),
+            Include::None,
+            600,
+        );
         assert_eq!(
             t["rows"][0]["cells"],
-            json!(["cp1", "Ready,SchedulingDisabled", "control-plane", "10m", "v1.36.2", "10.5.0.2", "<none>", "Talos (v1.13.7)", "6.18.1-talos", "containerd://2.1.5"])
+            json!([
+                "cp1",
+                "Ready,SchedulingDisabled",
+                "control-plane",
+                "10m",
+                "v1.36.2",
+                "10.5.0.2",
+                "<none>",
+                "Talos (v1.13.7)",
+                "6.18.1-talos",
+                "containerd://2.1.5"
+            ])
         );
         let names: Vec<(&str, u64)> = t["columnDefinitions"]
             .as_array()
@@ -542,7 +594,16 @@ mod tests {
             .iter()
             .map(|c| (c["name"].as_str().unwrap(), c["priority"].as_u64().unwrap()))
             .collect();
-        assert_eq!(names[..5], [("Name", 0), ("Status", 0), ("Roles", 0), ("Age", 0), ("Version", 0)]);
+        assert_eq!(
+            names[..5],
+            [
+                ("Name", 0),
+                ("Status", 0),
+                ("Roles", 0),
+                ("Age", 0),
+                ("Version", 0)
+            ]
+        );
         assert_eq!(names[5], ("Internal-IP", 1));
         assert_eq!(t["metadata"]["resourceVersion"], "7");
     }
@@ -554,10 +615,26 @@ mod tests {
             "status": {"phase": "Running", "podIP": "10.244.0.5", "containerStatuses": [
                 {"name": "a", "ready": true, "restartCount": 2, "lastState": {"terminated": {"finishedAt": "1970-01-01T00:00:30Z"}}, "state": {"running": {}}},
                 {"name": "b", "ready": false, "restartCount": 0, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}});
-        let t = table(find("", "v1", "pods").unwrap(), &[pod], None, Include::Metadata, 90);
+        let t = table(
+            find("", "v1", "pods").unwrap(),
+            &[pod],
+            None,
+            Include::Metadata,
+            90,
+        );
         assert_eq!(
             t["rows"][0]["cells"],
-            json!(["p", "1/2", "CrashLoopBackOff", "2 (60s ago)", "90s", "10.244.0.5", "w1", "<none>", "<none>"])
+            json!([
+                "p",
+                "1/2",
+                "CrashLoopBackOff",
+                "2 (60s ago)",
+                "90s",
+                "10.244.0.5",
+                "w1",
+                "<none>",
+                "<none>"
+            ])
         );
         assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
         assert_eq!(t["rows"][0]["object"]["metadata"]["name"], "p");

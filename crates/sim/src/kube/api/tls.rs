@@ -78,7 +78,8 @@ pub fn serving_cert(
 /// The server's TLS configuration for the listen address `ip`.
 pub fn server_config(ca: &ClusterCa, ip: IpAddr) -> Result<ServerConfig> {
     let (chain, key) = serving_cert(ca, ip)?;
-    let (_, ca_der) = pki::pem_decode(&ca.cert_pem).context("cluster.ca.crt is not a PEM certificate")?;
+    let (_, ca_der) =
+        pki::pem_decode(&ca.cert_pem).context("cluster.ca.crt is not a PEM certificate")?;
     let mut roots = RootCertStore::empty();
     roots
         .add(CertificateDer::from(ca_der))

@@ -45,7 +45,9 @@ impl Spec {
             Some(v) => Some(v.parse::<u64>().map_err(|_| {
                 Failure::new(
                     Reason::BadRequest,
-                    format!("resourceVersion: Invalid value: \"{v}\": must be a non-negative integer"),
+                    format!(
+                        "resourceVersion: Invalid value: \"{v}\": must be a non-negative integer"
+                    ),
                 )
             })?),
         };
@@ -66,7 +68,10 @@ impl Spec {
 
     fn selects(&self, e: &Event) -> bool {
         e.key.resource == self.kind.resource()
-            && self.namespace.as_ref().is_none_or(|ns| &e.key.namespace == ns)
+            && self
+                .namespace
+                .as_ref()
+                .is_none_or(|ns| &e.key.namespace == ns)
             && self.filter.matches(&e.object)
     }
 
@@ -131,8 +136,7 @@ async fn run(kube: &Kube, spec: &Spec, tx: &mpsc::Sender<Bytes>) {
                     return;
                 }
             }
-            if spec.initial_events_end && tx.send(line_of(spec.bookmark(v, true))).await.is_err()
-            {
+            if spec.initial_events_end && tx.send(line_of(spec.bookmark(v, true))).await.is_err() {
                 return;
             }
             (s, v)

@@ -28,7 +28,9 @@ fn body(req: &Req<'_>) -> Result<Value, Failure> {
     };
     match parsed {
         Ok(v) if v.is_object() => Ok(v),
-        Ok(_) => Err(Failure::bad_request("the body of the request is not an object")),
+        Ok(_) => Err(Failure::bad_request(
+            "the body of the request is not an object",
+        )),
         Err(e) => Err(Failure::bad_request(format!(
             "the body of the request could not be decoded: {e}"
         ))),
@@ -105,7 +107,10 @@ fn name_of(kind: &Kind, obj: &mut Value) -> Result<String, Failure> {
     if let Some(n) = obj["metadata"]["name"].as_str().filter(|n| !n.is_empty()) {
         return Ok(n.to_string());
     }
-    if let Some(g) = obj["metadata"]["generateName"].as_str().filter(|n| !n.is_empty()) {
+    if let Some(g) = obj["metadata"]["generateName"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+    {
         let n = format!("{g}{}", suffix());
         obj["metadata"]["name"] = n.clone().into();
         return Ok(n);
@@ -136,7 +141,8 @@ fn defaults(kind: &Kind, obj: &mut Value) {
 
 /// A namespace as the API server makes it.
 pub fn namespace_object(name: &str) -> Value {
-    let mut ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    let mut ns =
+        serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
     if let Some(kind) = super::resources::by_resource("namespaces") {
         defaults(kind, &mut ns);
     }
@@ -270,7 +276,10 @@ pub fn update(kube: &Kube, req: &Req<'_>) -> Answer {
 pub fn patch(kube: &Kube, req: &Req<'_>) -> Answer {
     let t = &req.target;
     let Some(how) = PatchKind::of_content_type(req.content_type) else {
-        return Err(Failure::new(Reason::UnsupportedMediaType, patch::UNSUPPORTED));
+        return Err(Failure::new(
+            Reason::UnsupportedMediaType,
+            patch::UNSUPPORTED,
+        ));
     };
     if how == PatchKind::Apply {
         return server_side_apply(kube, req);
@@ -287,9 +296,8 @@ pub fn patch(kube: &Kube, req: &Req<'_>) -> Answer {
         match how {
             PatchKind::Merge => patch::merge(&mut view, &change),
             PatchKind::Strategic => patch::strategic(&mut view, &change),
-            PatchKind::Json => patch::json(&mut view, &change).map_err(|e| {
-                Failure::about(Reason::Invalid, e, &named_of(t.kind, &name))
-            })?,
+            PatchKind::Json => patch::json(&mut view, &change)
+                .map_err(|e| Failure::about(Reason::Invalid, e, &named_of(t.kind, &name)))?,
             PatchKind::Apply => unreachable!("handled above"),
         }
         if view["metadata"]["resourceVersion"].is_null() || !pinned {
@@ -362,7 +370,8 @@ fn server_side_apply(kube: &Kube, req: &Req<'_>) -> Answer {
                 Err(r) => return Err(refused(r, &named_of(kind, &name))),
             }
         };
-        let mut obj = apply::apply(Some(&live), &applied, &manager, force, &now).map_err(conflict)?;
+        let mut obj =
+            apply::apply(Some(&live), &applied, &manager, force, &now).map_err(conflict)?;
         obj["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"].clone();
         let merged = scoped(kind, t.sub, &live, obj);
         match replace(kube, &key, merged, &live, dry) {
@@ -399,6 +408,11 @@ pub fn delete(kube: &Kube, req: &Req<'_>) -> Answer {
         serde_json::from_slice(req.body)
             .map_err(|e| Failure::bad_request(format!("invalid DeleteOptions: {e}")))?
     };
+    // DeleteOptions may carry the dry run instead of the query (client-go, kubectl do).
+    let dry = dry
+        || options["dryRun"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|v| v == "All"));
     let pre = &options["preconditions"];
     for (field, label) in [("uid", "UID"), ("resourceVersion", "ResourceVersion")] {
         if let Some(want) = pre[field].as_str() {
@@ -468,7 +482,10 @@ pub fn evict(kube: &Kube, req: &Req<'_>) -> Answer {
     let dry = req.dry_run()?;
     if !req.body.is_empty() {
         let eviction = body(req)?;
-        if let Some(n) = eviction["metadata"]["name"].as_str().filter(|n| !n.is_empty()) {
+        if let Some(n) = eviction["metadata"]["name"]
+            .as_str()
+            .filter(|n| !n.is_empty())
+        {
             if n != name {
                 return Err(Failure::bad_request(
                     "name in URL does not match name in Eviction object",
