@@ -165,8 +165,10 @@ pub fn openapi(group: &str, version: &str, git_version: &str) -> Value {
             {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
             {"name": "force", "in": "query", "schema": {"type": "boolean", "uniqueItems": true}},
         ]);
+        // kubectl looks for the parameter on the operation; path items carry them too.
         let op = json!({
             "operationId": format!("patch{}", k.kind),
+            "parameters": params,
             "responses": {"200": {"description": "OK"}},
             "x-kubernetes-action": "patch",
             "x-kubernetes-group-version-kind": {"group": k.group, "kind": k.kind, "version": k.version},

@@ -19,6 +19,8 @@ mod watch;
 mod write;
 
 #[cfg(test)]
+mod kubectl_tests;
+#[cfg(test)]
 mod tests;
 
 pub use auth::User;

@@ -20,6 +20,12 @@ const RETRIES: usize = 8;
 
 /// The request body as JSON (YAML bodies are read too).
 fn body(req: &Req<'_>) -> Result<Value, Failure> {
+    if req.content_type.contains("protobuf") || req.content_type.contains("cbor") {
+        return Err(Failure::new(
+            Reason::UnsupportedMediaType,
+            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; {}", req.content_type),
+        ));
+    }
     let yaml = req.content_type.contains("yaml");
     let parsed = if yaml {
         serde_yaml_ng::from_slice::<Value>(req.body).map_err(|e| e.to_string())
