@@ -2,6 +2,7 @@
 //! health, resource reads and writes, watches, Tables and evictions from a cluster's `Kube`.
 //! `listen` (or `bind` then `serve`) runs it until its stop token is cancelled.
 
+mod age;
 mod apply;
 mod auth;
 mod discovery;
@@ -22,6 +23,10 @@ mod write;
 mod kubectl_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod watch_tests;
+#[cfg(test)]
+mod write_tests;
 
 pub use auth::User;
 pub use discovery::DEFAULT_VERSION;
