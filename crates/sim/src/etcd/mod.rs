@@ -77,6 +77,9 @@ pub struct Cluster {
     pub alarms: Vec<(u64, i32)>,
     /// The target of a downgrade in progress.
     pub downgrade: Option<String>,
+    /// The Kubernetes API whose objects this etcd keeps (made with the cluster: a bootstrap,
+    /// or a recovery, which starts the API's objects anew).
+    pub kube: Arc<crate::kube::Kube>,
 }
 
 /// A node's place in a cluster: its data directory holds the cluster as member `id`.
@@ -124,6 +127,7 @@ impl Cluster {
             garbage: 0,
             alarms: Vec::new(),
             downgrade: None,
+            kube: Arc::default(),
         }
     }
 
