@@ -35,6 +35,8 @@ struct Seen {
     member: Option<(Arc<Mutex<Cluster>>, u64)>,
     rebooting: bool,
     kubelet_ok: bool,
+    /// Changed since its cluster's API last took it in (kept while that API is down).
+    pending: bool,
 }
 
 impl Seen {
@@ -50,6 +52,8 @@ impl Seen {
 /// One cluster's API as the controllers run it.
 struct Api {
     kube: Arc<Kube>,
+    /// The etcd cluster that keeps it (its pass counter is bumped after each pass).
+    etcd: Arc<Mutex<Cluster>>,
     /// Control planes serving it: node name → (its boot, the token that stops it).
     servers: HashMap<String, (u64, CancellationToken)>,
     /// The namespaces and bootstrap manifests were written.
@@ -80,6 +84,7 @@ fn look(node: &Node, kubelet_ok: bool) -> Seen {
         member,
         rebooting: st.rebooting,
         kubelet_ok,
+        pending: true,
     }
 }
 
@@ -108,7 +113,6 @@ impl Controllers {
             .values()
             .cloned()
             .collect();
-        let mut changed: HashSet<String> = HashSet::new();
         for n in &nodes {
             let name = n.name();
             let old = self.seen.get(&name);
@@ -128,13 +132,17 @@ impl Controllers {
                 // A node that lost its config (a reset) stays the Node it was, NotReady.
                 fresh.facts = old.and_then(|s| s.facts.clone());
             }
-            self.seen.insert(name.clone(), fresh);
-            changed.insert(name);
+            self.seen.insert(name, fresh);
         }
         self.adopt();
         let by_name: HashMap<String, &Arc<Node>> = nodes.iter().map(|n| (n.name(), n)).collect();
         for i in 0..self.apis.len() {
-            self.run_cluster(i, &by_name, &changed);
+            self.run_cluster(i, &by_name);
+            self.apis[i]
+                .etcd
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .kube_passes += 1;
         }
     }
 
@@ -148,6 +156,7 @@ impl Controllers {
             if !self.apis.iter().any(|a| Arc::ptr_eq(&a.kube, &kube)) {
                 self.apis.push(Api {
                     kube,
+                    etcd: Arc::clone(cluster),
                     servers: HashMap::new(),
                     seeded: false,
                     settled: 0,
@@ -156,12 +165,7 @@ impl Controllers {
         }
     }
 
-    fn run_cluster(
-        &mut self,
-        i: usize,
-        nodes: &HashMap<String, &Arc<Node>>,
-        changed: &HashSet<String>,
-    ) {
+    fn run_cluster(&mut self, i: usize, nodes: &HashMap<String, &Arc<Node>>) {
         let kube = Arc::clone(&self.apis[i].kube);
         // The control planes whose etcd member keeps this API, and the live ones.
         let members: Vec<(&String, &Seen)> = self
@@ -244,17 +248,19 @@ impl Controllers {
             }
             api.seeded = true;
         }
-        let mut touched = false;
-        for (name, s) in self
+        let due: Vec<String> = self
             .seen
             .iter()
             .filter(|(_, s)| s.facts.as_ref().is_some_and(|f| f.cluster == cluster))
-        {
-            if !fresh && !changed.contains(name) {
+            .filter(|(_, s)| fresh || s.pending)
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in &due {
+            let Some(s) = self.seen.get_mut(name) else {
                 continue;
-            }
+            };
+            s.pending = false;
             let Some(f) = &s.facts else { continue };
-            touched = true;
             model::apply_node(&kube.objects, f, s.readiness());
             if f.control_plane {
                 if let Some(node) = nodes.get(name) {
@@ -262,6 +268,7 @@ impl Controllers {
                 }
             }
         }
+        let touched = !due.is_empty();
         let api = &mut self.apis[i];
         if touched || kube.objects.version() != api.settled {
             super::workloads::reconcile(&kube.objects, &faults);

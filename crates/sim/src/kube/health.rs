@@ -88,6 +88,20 @@ fn reach(node: &Node, registry: &Registry, expected: &Expected) -> Result<Arc<Ku
     Ok(kube)
 }
 
+/// Waits (up to two seconds) until the controllers made two more passes over the cluster, so
+/// that what the nodes did before the checks began is in the API.
+fn settled(node: &Node, registry: &Registry) {
+    let Some(etcd) = crate::kube::cluster::etcd_of(node, registry) else {
+        return;
+    };
+    let passes = || etcd.lock().unwrap_or_else(|e| e.into_inner()).kube_passes;
+    let target = passes() + 2;
+    let deadline = Instant::now() + std::time::Duration::from_secs(2);
+    while passes() < target && Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// The IDs of a control plane's `StaticPodStatus` resources, or Talos's listing error.
 fn static_pod_ids(name: &str, registry: &Registry) -> Result<Vec<String>, String> {
     let node = registry
@@ -138,6 +152,9 @@ pub fn run(
 ) -> Result<Outcome, String> {
     if cni_none(node) && matches!(check, Check::NodesReady | Check::CoreDns) {
         return Ok(Outcome::Skip);
+    }
+    if check == Check::NodesReport {
+        settled(node, registry);
     }
     let kube = || reach(node, registry, expected);
     let nodes = |kube: &Arc<Kube>| kube.objects.list("nodes", None).0;
