@@ -66,6 +66,10 @@ impl Sim {
             .map(|n| tokio::spawn(net::server::run(Arc::clone(n), Arc::clone(&registry))))
             .collect();
         let mut tasks: Vec<_> = tasks;
+        tasks.push(tokio::spawn(kube::controllers::run(
+            Arc::clone(&registry),
+            stop.clone(),
+        )));
         tasks.push(tokio::spawn(etcd::keep_joining(registry, stop.clone())));
         let sim = Sim { nodes, stop, tasks };
         for n in &sim.nodes {

@@ -15,6 +15,7 @@ pub mod etcd_db;
 pub mod extract;
 pub mod facts;
 pub mod fingerprint;
+pub mod k8s;
 pub mod pki;
 pub mod proto;
 pub mod registry;

@@ -165,7 +165,9 @@ fn rolling_upgrade_stops_when_a_node_fails_health_and_resumes() {
         w2 = ws[1],
         w3 = ws[2],
     );
-    let health = format!("healthcheck error: rpc error: code = DeadlineExceeded desc = context deadline exceeded (waiting for all k8s nodes to report ready: some nodes are not ready: [{}])", ws[1]);
+    // Kubernetes names the node by its hostname.
+    let name = nodes.node(&ws[1]).hostname().hostname.to_lowercase();
+    let health = format!("healthcheck error: rpc error: code = DeadlineExceeded desc = context deadline exceeded (waiting for all k8s nodes to report ready: some nodes are not ready: [{name}])");
     assert!(
         o.stderr.ends_with(&tail.replace("HEALTH", &health)),
         "{}",

@@ -4,8 +4,7 @@
 //! ends, computed from the simulator's real state (nodes down, etcd not bootstrapped or not
 //! joined, members that are no control planes). Progress lines are sent as machined's
 //! reporter sends them: `waiting for <check>: <state>` whenever the line changes. The
-//! simulator has no Kubernetes API: its checks pass when the API server could run (a control
-//! plane up with etcd led) and name the nodes that are down otherwise.
+//! Kubernetes checks read the cluster's simulated Kubernetes API (`crate::kube::health`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,16 +14,27 @@ use tonic::{Request, Response, Status};
 
 use crate::api::{error_meta, peer, Route, Stream_, Svc};
 use crate::etcd::calls;
+use crate::kube::health::{Check, Expected};
 use crate::node::Node;
 use crate::world::{services, workload::Workload, World, MEM_TOTAL_KB};
 use talm_wire::api::describe;
+use talm_wire::k8s::checks::Outcome;
 use talm_wire::proto::cluster::{self, cluster_service_server::ClusterService};
 use talm_wire::proto::{common, machine};
 
-/// A check's result when it does not fail (Talos also knows SKIP, for checks that do not
-/// apply; none of the simulated ones skips).
+/// A check's result when it does not fail: passed, or skipped (it does not apply).
 enum Pass {
     Ok,
+    Skip,
+}
+
+impl From<Outcome> for Pass {
+    fn from(o: Outcome) -> Pass {
+        match o {
+            Outcome::Pass => Pass::Ok,
+            Outcome::Skip => Pass::Skip,
+        }
+    }
 }
 
 /// hashicorp/go-multierror's text, as FilterMessages returns in-band errors.
@@ -276,51 +286,13 @@ impl Checker {
         }
     }
 
-    /// The Kubernetes API answers when a control plane is up with etcd led.
-    fn kubernetes_api(&self) -> Result<(), String> {
-        let endpoint = self
-            .node
-            .state()
-            .config
-            .as_ref()
-            .map(|c| c.cluster_endpoint())
-            .unwrap_or_default();
-        let up = self.info.control_planes.iter().any(|n| {
-            self.svc.target(n).ok().is_some_and(|node| {
-                calls::member_list(&node, &self.roles, &self.svc.registry, true).is_ok()
-            })
-        });
-        if up {
-            return Ok(());
-        }
-        let host = endpoint
-            .split_once("://")
-            .map_or(endpoint.as_str(), |(_, r)| r)
-            .trim_end_matches('/');
-        Err(format!(
-            "Get \"{endpoint}/api/v1/nodes\": dial tcp {host}: connect: connection refused"
-        ))
-    }
-
-    /// Whether every node is up; with `kubelet`, also Ready (its kubelet healthy), as
-    /// `all k8s nodes to report ready` asks.
-    fn kubernetes_ready(&self, kubelet: bool) -> Result<Pass, String> {
-        self.kubernetes_api()?;
-        let down: Vec<String> = self
-            .info
-            .all()
-            .into_iter()
-            .filter(|n| match self.svc.target(n) {
-                Ok(node) => {
-                    kubelet && crate::net::unhealthy::failing(&node).contains(&"kubelet".into())
-                }
-                Err(_) => true,
-            })
-            .collect();
-        match down.is_empty() {
-            true => Ok(Pass::Ok),
-            false => Err(format!("some nodes are not ready: [{}]", down.join(" "))),
-        }
+    /// One of the Kubernetes checks, over the cluster's simulated API.
+    fn kubernetes(&self, check: Check) -> Result<Pass, String> {
+        let expected = Expected {
+            control_planes: &self.info.control_planes,
+            workers: &self.info.workers,
+        };
+        crate::kube::health::run(check, &self.node, &self.svc.registry, &expected).map(Pass::from)
     }
 
     fn run(&self, check: usize) -> Result<Pass, String> {
@@ -334,9 +306,13 @@ impl Checker {
             6 => Ok(Pass::Ok),
             7 => self.service_health("kubelet"),
             8 => self.booted(),
-            9 | 11 | 15 => self.kubernetes_api().map(|_| Pass::Ok),
-            12 => self.kubernetes_ready(true),
-            _ => self.kubernetes_ready(false),
+            9 => self.kubernetes(Check::NodesReport),
+            10 => self.kubernetes(Check::StaticPods),
+            11 => self.kubernetes(Check::Components),
+            12 => self.kubernetes(Check::NodesReady),
+            13 => self.kubernetes(Check::KubeProxy),
+            14 => self.kubernetes(Check::CoreDns),
+            _ => self.kubernetes(Check::Schedulable),
         }
     }
 }
@@ -403,6 +379,7 @@ async fn checks(
                 .unwrap_or_else(|e| Err(format!("check failed: {e}")));
             let state = match &result {
                 Ok(Pass::Ok) => "OK".to_string(),
+                Ok(Pass::Skip) => "SKIP".to_string(),
                 Err(e) => e.clone(),
             };
             let line = format!("waiting for {what}: {state}").trim().to_string();

@@ -77,6 +77,12 @@ pub struct Cluster {
     pub alarms: Vec<(u64, i32)>,
     /// The target of a downgrade in progress.
     pub downgrade: Option<String>,
+    /// The Kubernetes API whose objects this etcd keeps (made with the cluster: a bootstrap,
+    /// or a recovery, which starts the API's objects anew).
+    pub kube: Arc<crate::kube::Kube>,
+    /// Passes the Kubernetes controllers made over this cluster (health waits for them to
+    /// catch up with the nodes before its first Kubernetes check).
+    pub kube_passes: u64,
 }
 
 /// A node's place in a cluster: its data directory holds the cluster as member `id`.
@@ -124,6 +130,8 @@ impl Cluster {
             garbage: 0,
             alarms: Vec::new(),
             downgrade: None,
+            kube: Arc::default(),
+            kube_passes: 0,
         }
     }
 

@@ -1,9 +1,23 @@
 //! The Kubernetes API a simulated cluster serves on its control planes (port 6443): the
-//! cluster's objects (`store`), kept by its own controllers from the simulated nodes' state,
-//! and the HTTPS server that answers kubectl and client libraries (`api`).
+//! cluster's objects (`store`), kept by its own controllers from the simulated nodes' state
+//! (`controllers`, with the objects they write in `model` and `workloads`), where a node finds
+//! its cluster's API (`cluster`), when a control plane serves it (`apiserver`), the HTTPS server
+//! that answers kubectl and client libraries (`api`), and the Kubernetes fault knobs of the sim
+//! config file (`faults`).
 
 pub mod api;
+pub mod apiserver;
+pub mod bootstrap;
+pub mod cluster;
+pub mod controllers;
+pub mod faults;
+pub mod health;
+pub mod model;
+pub mod pdb;
+pub mod pods;
+pub mod status;
 pub mod store;
+pub mod workloads;
 
 use std::sync::Mutex;
 use std::time::Instant;
@@ -11,7 +25,7 @@ use std::time::Instant;
 /// One cluster's Kubernetes API: what every control plane's server answers from.
 pub struct Kube {
     pub objects: store::Objects,
-    /// Until when the API answers 503 (a fault knob; H2 sets it).
+    /// Until when the API answers 503 (the `kube_unavailable` fault).
     pub unavailable_until: Mutex<Option<Instant>>,
     /// The `gitVersion` `/version` reports (`api::DEFAULT_VERSION` unless set).
     pub version: Mutex<String>,
@@ -54,3 +68,12 @@ impl Kube {
         until.is_some_and(|t| Instant::now() < t)
     }
 }
+
+impl std::fmt::Debug for Kube {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Kube(version {})", self.objects.version())
+    }
+}
+
+#[cfg(test)]
+mod tests;

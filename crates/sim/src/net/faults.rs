@@ -49,6 +49,19 @@ pub struct Faults {
     /// effect at the node's next boot.
     #[serde(default)]
     pub clock_skew: Option<crate::net::skew::Skew>,
+    /// Kubernetes, set on a control plane for its whole cluster (`crate::kube::faults`): the
+    /// API answers 503 for this long after it first comes up (Go duration text, `10s`).
+    #[serde(default, deserialize_with = "go_duration")]
+    pub kube_unavailable: Option<Duration>,
+    /// Kubernetes: pods (`namespace/name-prefix`, e.g. `kube-system/coredns`) that run but
+    /// never become Ready.
+    #[serde(default)]
+    pub pod_never_ready: Vec<String>,
+    /// Kubernetes: PodDisruptionBudgets the cluster holds, `namespace/name: selector`
+    /// (`workload/web-pdb: app=web`), whose `minAvailable` is kept equal to the number of pods
+    /// they select: every eviction of such a pod is refused.
+    #[serde(default)]
+    pub blocking_pdb: BTreeMap<String, String>,
 }
 
 /// A Go duration read from its text; bad text is an error serde places at its key and line.
@@ -105,7 +118,7 @@ impl Faults {
                 bail!("faults.fail.{call}: {spec:?} does not start with a gRPC code (e.g. \"Unavailable: etcd is down\")");
             }
         }
-        Ok(())
+        crate::kube::faults::check(self)
     }
 
     /// How far the node's clock is off (zero without the fault).

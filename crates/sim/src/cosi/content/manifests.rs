@@ -54,13 +54,24 @@ fn workload(
     account: &str,
 ) -> String {
     let cmd: String = command.iter().map(|c| format!("        - {c}\n")).collect();
-    // The node agents share the host's network.
-    let host = if kind == "DaemonSet" {
-        "      hostNetwork: true\n"
+    // The node agents share the host's network and run on every node, whatever its taints;
+    // CoreDNS runs two replicas that may land on control planes.
+    let (replicas, host, select, tolerations) = if kind == "DaemonSet" {
+        (
+            "",
+            "      hostNetwork: true\n",
+            "",
+            "      - effect: NoSchedule\n        operator: Exists\n      - effect: NoExecute\n        operator: Exists\n",
+        )
     } else {
-        ""
+        (
+            "  replicas: 2\n",
+            "",
+            "      nodeSelector:\n        kubernetes.io/os: linux\n",
+            "      - effect: NoSchedule\n        key: node-role.kubernetes.io/control-plane\n        operator: Exists\n      - effect: NoSchedule\n        key: node.cloudprovider.kubernetes.io/uninitialized\n        operator: Exists\n",
+        )
     };
-    format!("apiVersion: apps/v1\nkind: {kind}\nmetadata:\n  labels:\n    k8s-app: {app}\n  name: {name}\n  namespace: kube-system\nspec:\n  selector:\n    matchLabels:\n      k8s-app: {app}\n  template:\n    metadata:\n      labels:\n        k8s-app: {app}\n    spec:\n      containers:\n      - command:\n{cmd}        image: {image}\n        name: {name}\n{host}      priorityClassName: system-node-critical\n      serviceAccountName: {account}\n")
+    format!("apiVersion: apps/v1\nkind: {kind}\nmetadata:\n  labels:\n    k8s-app: {app}\n  name: {name}\n  namespace: kube-system\nspec:\n{replicas}  selector:\n    matchLabels:\n      k8s-app: {app}\n  template:\n    metadata:\n      labels:\n        k8s-app: {app}\n    spec:\n      containers:\n      - command:\n{cmd}        image: {image}\n        name: {name}\n{host}{select}      priorityClassName: system-node-critical\n      serviceAccountName: {account}\n      tolerations:\n{tolerations}")
 }
 
 /// The manifests of a control plane's config, by ID.
