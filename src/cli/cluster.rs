@@ -27,6 +27,10 @@ pub struct HealthArgs {
     /// Run the checks on the node (false: from this client, over each node's API)
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub server: bool,
+    /// With --server=false: the Kubernetes API's host[:port] (6443 if no port) instead of the
+    /// kubeconfig's server
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub k8s_endpoint: Option<String>,
 }
 
 /// `rotate-ca`: talosctl's flags, with talm's defaults (`--with-docs`/`--with-examples` off).

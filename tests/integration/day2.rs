@@ -123,6 +123,7 @@ fn reboot_reset_and_upgrade() {
     let o = d
         .talm([
             "upgrade",
+            "--drain=false",
             "-f",
             "nodes/cp.yaml",
             "--image",
@@ -134,7 +135,7 @@ fn reboot_reset_and_upgrade() {
         "{}",
         o.stderr
     );
-    d.talm(["upgrade", "-f", "nodes/cp.yaml", "--image", "ghcr.io/siderolabs/installer:v1.13.8"])
+    d.talm(["upgrade", "--drain=false", "-f", "nodes/cp.yaml", "--image", "ghcr.io/siderolabs/installer:v1.13.8"])
         .expect().mask(addrs).stderr("\
 Error: node $A1: ghcr.io/siderolabs/installer:v1.13.8 is older than the running Talos v1.13.9: refusing to downgrade
 hint: pass --allow-downgrade to go back on purpose, or set a newer image in values.yaml / --image
@@ -142,6 +143,7 @@ hint: pass --allow-downgrade to go back on purpose, or set a newer image in valu
     let o = d
         .talm([
             "upgrade",
+            "--drain=false",
             "-f",
             "nodes/cp.yaml",
             "--image",

@@ -251,6 +251,7 @@ fn upgrade_without_waiting_prints_talosctls_table() {
     let o = d
         .talm([
             "upgrade",
+            "--drain=false",
             "-f",
             "nodes/cp.yaml",
             "-i",
@@ -306,6 +307,7 @@ fn a_control_plane_upgrade_that_would_lose_etcd_quorum_is_refused() {
     // The legacy path: Talos checks etcd there (LifecycleService.Upgrade does not).
     let upgrade = [
         "upgrade",
+        "--drain=false",
         "-f",
         "nodes/cp2.yaml",
         "-i",

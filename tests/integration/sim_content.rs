@@ -337,6 +337,7 @@ $A1    k8s         StaticPod   kube-scheduler            1
     // An upgrade: the extensions are the new image's.
     d.talm([
         "upgrade",
+        "--drain=false",
         "-f",
         "nodes/cp.yaml",
         "--image",

@@ -198,6 +198,7 @@ spec:
     assert_eq!(get(&d, wf, &["version"]), talos_version("v1.13.7"));
     d.talm([
         "upgrade",
+        "--drain=false",
         "-f",
         wf,
         "--image",

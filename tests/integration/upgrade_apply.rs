@@ -86,6 +86,7 @@ fn upgrade_waits_like_talosctl_and_writes_the_image_back() {
     let o = d
         .talm([
             "upgrade",
+            "--drain=false",
             "-n",
             &ip,
             "-e",
@@ -214,6 +215,7 @@ fn staged_powercycle_upgrade_installs_during_the_next_boot() {
     let o = d
         .talm([
             "upgrade",
+            "--drain=false",
             "-f",
             "nodes/cp.yaml",
             "-i",
@@ -267,7 +269,7 @@ fn upgrade_without_waiting_and_its_refusals() {
     let ip = net::addr();
     let nodes = Nodes::start(&[&ip], |_| {});
     let d = pinned(&nodes, &ip);
-    d.talm(["upgrade", "-f", "nodes/cp.yaml", "-i", NEW, "--insecure"])
+    d.talm(["upgrade", "--drain=false", "-f", "nodes/cp.yaml", "-i", NEW, "--insecure"])
         .expect()
         .stderr(
             "\
@@ -279,6 +281,7 @@ hint: a node in maintenance mode cannot be followed; pass --wait=false
         .run();
     d.talm([
         "upgrade",
+        "--drain=false",
         "-f",
         "nodes/cp.yaml",
         "-i",
@@ -305,6 +308,7 @@ For more information, try '--help'.
     let o = d
         .talm([
             "upgrade",
+            "--drain=false",
             "-f",
             "nodes/cp.yaml",
             "-i",

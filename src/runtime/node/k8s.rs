@@ -13,7 +13,7 @@ use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
 use super::Node;
 use crate::error::hinted;
 use crate::runtime::native;
-use crate::runtime::node::opts::{DrainOpts, NodeOpts};
+use crate::runtime::node::opts::{CheckOpts, DrainOpts, NodeOpts};
 use crate::runtime::session::Session;
 use crate::talos::block_on;
 use talm_client::k8s::drain::DrainError;
@@ -75,9 +75,9 @@ fn drain_failed(e: DrainError, file_hint: &str) -> anyhow::Error {
     }
 }
 
-/// How to name a node on a talm command line: its node file when it has one, else `-n`.
+/// How to name a node on a talm command line: the node and the endpoint it was reached through.
 fn command_target(n: &Node) -> String {
-    format!("-n {}", n.name)
+    format!("-n {} -e {}", n.name, n.endpoint())
 }
 
 /// A node drained for a reboot, to be made schedulable again once back.
@@ -317,6 +317,46 @@ fn pod_map(p: &Pod) -> Map {
     m
 }
 
+/// Whether a config's CNI is `none` (its nodes never report Ready by themselves).
+fn cni_none(config: &str) -> bool {
+    serde_yaml_ng::Deserializer::from_str(config).any(|d| {
+        let Ok(v) = <serde_yaml_ng::Value as serde::Deserialize>::deserialize(d) else {
+            return false;
+        };
+        v.get("cluster")
+            .and_then(|c| c.get("network"))
+            .and_then(|c| c.get("cni"))
+            .and_then(|c| c.get("name"))
+            .and_then(serde_yaml_ng::Value::as_str)
+            == Some("none")
+    })
+}
+
+/// One check through the API, as `n.k8s_check` runs it.
+fn k8s_check(n: &Node, check: &str, o: &CheckOpts) -> Result<String> {
+    let Some(which) = talm_client::k8s::checks::Check::named(check) else {
+        return Err(hinted(
+            format!("n.k8s_check: {check:?} is not one of the Kubernetes checks"),
+            "give a name of Talos's list, e.g. \"all k8s nodes to report ready\"",
+        ));
+    };
+    let cni = super::change::machine_config(n).map(|c| cni_none(&c)).unwrap_or(false);
+    let endpoint = (!o.k8s_endpoint.is_empty()).then_some(o.k8s_endpoint.as_str());
+    let cluster = match cluster_of(n, endpoint) {
+        Ok(c) => c,
+        Err(e) => return Ok(format!("{e:#}")),
+    };
+    let expected = talm_client::k8s::checks::Expected {
+        control_planes: &o.control_plane_nodes,
+        workers: &o.worker_nodes,
+        cni_none: cni,
+    };
+    Ok(match block_on(cluster.check(which, &expected)) {
+        Ok(outcome) => outcome.as_str().to_string(),
+        Err(e) => e,
+    })
+}
+
 /// The project's cluster: a client through the first endpoint of the talosconfig's context.
 fn project_cluster(session: &Session) -> Result<Cluster> {
     let endpoints = super::context_endpoints(session)?;
@@ -368,7 +408,27 @@ pub fn register(engine: &mut Engine, session: &Session) {
                 Ok(block_on(c.nodes())?.iter().map(|n| Dynamic::from(node_map(n))).collect::<Array>())
             })
         });
+    FuncRegistration::new("k8s_check")
+        .with_comments(["/// One Kubernetes check of the cluster health check, run from here through the cluster's API (the kubeconfig the node's endpoint issues): `check` is Talos's name (`all k8s nodes to report`, ...); `opts`: control_plane_nodes, worker_nodes (addresses), k8s_endpoint (host[:port]). Returns \"OK\", \"SKIP\" or the failure as Talos words it."])
+        .register_into_engine(engine, |n: &mut Node, check: &str, opts: Map| {
+            native(|| k8s_check(n, check, &CheckOpts::read(&opts)?))
+        });
     let mut m = Module::new();
+    FuncRegistration::new("static_pods_check")
+        .with_comments(["/// `all control plane static pods to be running` over what each control plane's Talos API lists: `found` maps a control plane's address to the IDs of its StaticPodStatus resources. Returns \"OK\" or Talos's message."])
+        .set_into_module(&mut m, |found: Array| {
+            native(|| {
+                let mut pairs = Vec::new();
+                for f in found {
+                    let pair: (String, Vec<String>) = rhai::serde::from_dynamic(&f)?;
+                    pairs.push(pair);
+                }
+                Ok(match talm_wire::k8s::checks::static_pods(&pairs) {
+                    Ok(o) => o.as_str().to_string(),
+                    Err(e) => e,
+                })
+            })
+        });
     FuncRegistration::new("nodes")
         .with_comments(["/// The cluster's Kubernetes nodes: #{name, status, ready, unschedulable, roles, internal_ip, version, age} each."])
         .set_into_module(&mut m, {

@@ -107,6 +107,18 @@ options! {
 }
 
 options! {
+    /// `n.k8s_check(check, #{...})`.
+    pub struct CheckOpts for "n.k8s_check" {
+        /// The control planes' addresses.
+        control_plane_nodes: Vec<String>,
+        /// The workers' addresses.
+        worker_nodes: Vec<String>,
+        /// The API's host[:port] instead of the kubeconfig's server.
+        k8s_endpoint: String,
+    }
+}
+
+options! {
     /// `n.drain(#{...})`.
     pub struct DrainOpts for "n.drain" {
         /// How long the evictions may take (default 5m).

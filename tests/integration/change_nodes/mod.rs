@@ -158,6 +158,7 @@ Error: error executing rollback: node $A1: Rollback: rpc error: code = Unknown d
 ").status(1).run();
     d.talm([
         "upgrade",
+        "--drain=false",
         "-f",
         "nodes/cp.yaml",
         "--image",
@@ -184,6 +185,7 @@ Error: error executing rollback: node $A1: Rollback: rpc error: code = Unknown d
     // --wait=false returns once the node took the request.
     d.talm([
         "upgrade",
+        "--drain=false",
         "-f",
         "nodes/cp.yaml",
         "--image",

@@ -28,6 +28,12 @@ pub fn until(what: &str, ok: impl Fn() -> bool) {
 /// registered and Ready in Kubernetes. The kubeconfig is at the project's root.
 pub fn cluster(nodes: &Nodes, cps: &[&str], workers: &[&str]) -> Dir {
     let d = Dir::project("generic");
+    // The cluster's endpoint is the first control plane, whose kube-apiserver serves it.
+    let values = d.read("values.yaml").replace(
+        "endpoint: \"https://127.0.0.11:6443\"",
+        &format!("endpoint: \"https://{}:6443\"", cps[0]),
+    );
+    d.write("values.yaml", &values);
     let install = |file: &str, ip: &str| {
         let boots = nodes.boots(ip);
         d.talm(["apply", "-f", file, "-i"]).ok();

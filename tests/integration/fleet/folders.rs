@@ -274,6 +274,7 @@ fn a_roll_of_workers_alone_checks_the_cluster_through_their_endpoint() {
     let o = d
         .talm([
             "upgrade",
+            "--drain=false",
             "-f",
             "nodes/w1.yaml",
             "--rolling",
@@ -302,7 +303,7 @@ fn ctrl_c_during_a_health_check_stops_the_roll_at_once() {
     // The worker's kubelet never comes up on the new version: the check after it waits.
     kubelet_fails_at_new(&nodes, &w1);
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_talm"))
-        .args(["upgrade", "-f", "nodes", "--rolling", "--image", NEW])
+        .args(["upgrade", "--drain=false", "-f", "nodes", "--rolling", "--image", NEW])
         .args(["--health-timeout", "5m"])
         .current_dir(d.path())
         .stdin(std::process::Stdio::null())
@@ -325,6 +326,6 @@ fn ctrl_c_during_a_health_check_stops_the_roll_at_once() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{seen}");
     assert!(seen.ends_with(&format!(
-        "\nError: rolling: interrupted (Ctrl-C)\n  done: {cp}, {w1}\n  not started: none\nhint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade -f nodes --rolling --image {NEW} --health-timeout 5m --resume\n"
+        "\nError: rolling: interrupted (Ctrl-C)\n  done: {cp}, {w1}\n  not started: none\nhint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade --drain=false -f nodes --rolling --image {NEW} --health-timeout 5m --resume\n"
     )), "{seen}");
 }

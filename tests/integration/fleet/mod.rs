@@ -116,6 +116,7 @@ fn rolling_upgrade_stops_when_a_node_fails_health_and_resumes() {
     kubelet_fails_at_new(&nodes, &ws[1]);
     let args = [
         "upgrade",
+        "--drain=false",
         "-f",
         "nodes",
         "--rolling",
@@ -157,7 +158,7 @@ fn rolling_upgrade_stops_when_a_node_fails_health_and_resumes() {
     }
     assert_eq!(version(&nodes, &ws[2]), OLD);
     let tail = format!(
-        "Error: rolling: the cluster health check failed after {w1}, {w2}: HEALTH\n  done: {c1}, {c2}, {c3}, {w1}, {w2}\n  not started: {w3}\nhint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade -f nodes --rolling --max-parallel 2 --image {NEW} --health-timeout 2s --resume\n",
+        "Error: rolling: the cluster health check failed after {w1}, {w2}: HEALTH\n  done: {c1}, {c2}, {c3}, {w1}, {w2}\n  not started: {w3}\nhint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade --drain=false -f nodes --rolling --max-parallel 2 --image {NEW} --health-timeout 2s --resume\n",
         c1 = cps[0],
         c2 = cps[1],
         c3 = cps[2],
@@ -228,6 +229,7 @@ fn a_hook_that_vetoes_stops_the_roll_before_that_node() {
     let o = d
         .talm([
             "upgrade",
+            "--drain=false",
             "-f",
             "nodes",
             "--rolling",
@@ -256,7 +258,7 @@ hook: not now for $A2
 Error: rolling: before($A2) vetoed the roll
   done: $A1
   not started: $A2, $A3
-hint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade -f nodes --rolling --image ghcr.io/siderolabs/installer:v1.13.9 --hook hooks/roll.rhai --resume
+hint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade --drain=false -f nodes --rolling --image ghcr.io/siderolabs/installer:v1.13.9 --hook hooks/roll.rhai --resume
 ")
     );
     assert_eq!(version(&nodes, &cp), "v1.13.9");
@@ -273,6 +275,7 @@ hint: fix the cause, then resume the roll (nodes already running v1.13.9 are ski
     );
     d.talm([
         "upgrade",
+        "--drain=false",
         "-f",
         "nodes",
         "--rolling",
@@ -291,7 +294,7 @@ rolling: worker $A2
 Error: rolling: before($A2) failed: project::read: /etc is outside the project at $DIR
   done: none
   not started: $A2, $A3
-hint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade -f nodes --rolling --image ghcr.io/siderolabs/installer:v1.13.9 --hook hooks/peek.rhai --resume
+hint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade --drain=false -f nodes --rolling --image ghcr.io/siderolabs/installer:v1.13.9 --hook hooks/peek.rhai --resume
 ")
     .status(1)
     .run();
@@ -300,6 +303,7 @@ hint: fix the cause, then resume the roll (nodes already running v1.13.9 are ski
     d.write("hooks/empty.rhai", "let x = 1;\n");
     d.talm([
         "upgrade",
+        "--drain=false",
         "-f",
         "nodes",
         "--rolling",
@@ -324,7 +328,7 @@ fn a_node_failing_its_upgrade_stops_the_roll_named_once() {
     // The first worker refuses its upgrade (the call goes through the control plane's endpoint).
     nodes.node(&w1).state().installed_disk = None;
     let o = d
-        .talm(["upgrade", "-f", "nodes", "--rolling", "--image", NEW])
+        .talm(["upgrade", "--drain=false", "-f", "nodes", "--rolling", "--image", NEW])
         .expect()
         .stdout("")
         .status(1)
@@ -347,7 +351,7 @@ Error: rolling: node $A2 (via $A1:50000): Upgrade: rpc error: code = FailedPreco
   done: $A1
   failed: $A2
   not started: $A3
-hint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade -f nodes --rolling --image ghcr.io/siderolabs/installer:v1.13.9 --resume
+hint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade --drain=false -f nodes --rolling --image ghcr.io/siderolabs/installer:v1.13.9 --resume
 ")
     );
     // The control plane's file names the image it runs; the workers' still the old one.
@@ -375,7 +379,7 @@ fn interrupt_roll(signal: &str, code: i32, named: &str) {
     let d = cluster(&nodes, &[&cp], &[&w1, &w2]);
     let pinned = pin_old(&d, &["nodes/cp1.yaml", "nodes/w1.yaml", "nodes/w2.yaml"]);
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_talm"))
-        .args(["upgrade", "-f", "nodes", "--rolling", "--image", NEW])
+        .args(["upgrade", "--drain=false", "-f", "nodes", "--rolling", "--image", NEW])
         .current_dir(d.path())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -401,7 +405,7 @@ fn interrupt_roll(signal: &str, code: i32, named: &str) {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(code), "{seen}");
     assert!(seen.ends_with(&format!(
-        "Error: rolling: interrupted ({named})\n  done: {cp}\n  interrupted: {w1}\n  not started: {w2}\nhint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade -f nodes --rolling --image {NEW} --resume\n"
+        "Error: rolling: interrupted ({named})\n  done: {cp}\n  interrupted: {w1}\n  not started: {w2}\nhint: fix the cause, then resume the roll (nodes already running v1.13.9 are skipped): talm upgrade --drain=false -f nodes --rolling --image {NEW} --resume\n"
     )), "{seen}");
     // The files agree with the nodes where the roll stopped.
     assert_eq!(version(&nodes, &cp), "v1.13.9");

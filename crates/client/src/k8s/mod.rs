@@ -3,6 +3,7 @@
 //! talosctl's `--k8s-endpoint`), and the reads talm makes of it (nodes, pods, workloads).
 
 pub mod apply;
+pub mod checks;
 pub mod drain;
 pub mod select;
 
