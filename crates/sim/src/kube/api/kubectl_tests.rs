@@ -176,3 +176,71 @@ async fn kubectl_is_refused_without_rights() {
         "Error from server (Forbidden): nodes is forbidden: User \"bob\" cannot list resource \"nodes\" in API group \"\" at the cluster scope\n"
     );
 }
+
+/// kubectl's `create` subcommands send protobuf bodies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_creates_with_protobuf_bodies() {
+    if !Path::new(KUBECTL).exists() {
+        eprintln!("skipped: no {KUBECTL}");
+        return;
+    }
+    let f = start("127.0.0.203:16445").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("kubeconfig"), f.kubeconfig(Some(&f.admin()))).unwrap();
+    let runs: [(&[&str], &str); 4] = [
+        (&["create", "namespace", "team"], "namespace/team created\n"),
+        (
+            &[
+                "create",
+                "configmap",
+                "c",
+                "-n",
+                "team",
+                "--from-literal=a=b",
+            ],
+            "configmap/c created\n",
+        ),
+        (
+            &["create", "secret", "generic", "s", "--from-literal=a=b"],
+            "secret/s created\n",
+        ),
+        (
+            &[
+                "create",
+                "deployment",
+                "web",
+                "--image=nginx",
+                "--replicas=2",
+            ],
+            "deployment.apps/web created\n",
+        ),
+    ];
+    for (args, want) in runs {
+        let (out, err, ok) = kubectl(dir, args).await;
+        assert!(ok, "{args:?}: {err}");
+        assert_eq!(out, want);
+    }
+    let objects = &f.kube.objects;
+    let ns = objects.get(&Key::new("namespaces", "", "team")).unwrap();
+    assert_eq!(ns["status"]["phase"], "Active");
+    let cm = objects.get(&Key::new("configmaps", "team", "c")).unwrap();
+    assert_eq!(cm["data"], json!({"a": "b"}));
+    let secret = objects.get(&Key::new("secrets", "default", "s")).unwrap();
+    assert_eq!(
+        (&secret["data"], &secret["type"]),
+        (&json!({"a": "Yg=="}), &json!("Opaque"))
+    );
+    let web = objects
+        .get(&Key::new("deployments.apps", "default", "web"))
+        .unwrap();
+    assert_eq!(web["spec"]["replicas"], 2);
+    assert_eq!(
+        web["spec"]["selector"],
+        json!({"matchLabels": {"app": "web"}})
+    );
+    assert_eq!(
+        web["spec"]["template"]["spec"]["containers"],
+        json!([{"name": "nginx", "image": "nginx", "resources": {}}])
+    );
+}
