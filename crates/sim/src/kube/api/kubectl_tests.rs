@@ -7,6 +7,8 @@ use std::process::Command;
 
 use serde_json::json;
 
+use std::time::Duration;
+
 use super::tests::{node, pod, start, Fixture};
 use crate::kube::store::Key;
 
@@ -243,4 +245,18 @@ async fn kubectl_creates_with_protobuf_bodies() {
         web["spec"]["template"]["spec"]["containers"],
         json!([{"name": "nginx", "image": "nginx", "resources": {}}])
     );
+}
+
+/// A server to try clients against by hand: `TALM_KAPI_DEV=dir` writes `dir/kubeconfig`
+/// and serves for five minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "serves for five minutes for trying clients by hand"]
+async fn dev_server() {
+    let Ok(dir) = std::env::var("TALM_KAPI_DEV") else {
+        return;
+    };
+    let f = start("127.0.0.202:16443").await;
+    seed(&f);
+    std::fs::write(format!("{dir}/kubeconfig"), f.kubeconfig(Some(&f.admin()))).unwrap();
+    tokio::time::sleep(Duration::from_secs(300)).await;
 }
