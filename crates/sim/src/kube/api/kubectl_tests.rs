@@ -7,6 +7,8 @@ use std::process::Command;
 
 use serde_json::json;
 
+use std::time::Duration;
+
 use super::tests::{node, pod, start, Fixture};
 use crate::kube::store::Key;
 
@@ -175,4 +177,86 @@ async fn kubectl_is_refused_without_rights() {
         err,
         "Error from server (Forbidden): nodes is forbidden: User \"bob\" cannot list resource \"nodes\" in API group \"\" at the cluster scope\n"
     );
+}
+
+/// kubectl's `create` subcommands send protobuf bodies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_creates_with_protobuf_bodies() {
+    if !Path::new(KUBECTL).exists() {
+        eprintln!("skipped: no {KUBECTL}");
+        return;
+    }
+    let f = start("127.0.0.203:16445").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("kubeconfig"), f.kubeconfig(Some(&f.admin()))).unwrap();
+    let runs: [(&[&str], &str); 4] = [
+        (&["create", "namespace", "team"], "namespace/team created\n"),
+        (
+            &[
+                "create",
+                "configmap",
+                "c",
+                "-n",
+                "team",
+                "--from-literal=a=b",
+            ],
+            "configmap/c created\n",
+        ),
+        (
+            &["create", "secret", "generic", "s", "--from-literal=a=b"],
+            "secret/s created\n",
+        ),
+        (
+            &[
+                "create",
+                "deployment",
+                "web",
+                "--image=nginx",
+                "--replicas=2",
+            ],
+            "deployment.apps/web created\n",
+        ),
+    ];
+    for (args, want) in runs {
+        let (out, err, ok) = kubectl(dir, args).await;
+        assert!(ok, "{args:?}: {err}");
+        assert_eq!(out, want);
+    }
+    let objects = &f.kube.objects;
+    let ns = objects.get(&Key::new("namespaces", "", "team")).unwrap();
+    assert_eq!(ns["status"]["phase"], "Active");
+    let cm = objects.get(&Key::new("configmaps", "team", "c")).unwrap();
+    assert_eq!(cm["data"], json!({"a": "b"}));
+    let secret = objects.get(&Key::new("secrets", "default", "s")).unwrap();
+    assert_eq!(
+        (&secret["data"], &secret["type"]),
+        (&json!({"a": "Yg=="}), &json!("Opaque"))
+    );
+    let web = objects
+        .get(&Key::new("deployments.apps", "default", "web"))
+        .unwrap();
+    assert_eq!(web["spec"]["replicas"], 2);
+    assert_eq!(
+        web["spec"]["selector"],
+        json!({"matchLabels": {"app": "web"}})
+    );
+    assert_eq!(
+        web["spec"]["template"]["spec"]["containers"],
+        json!([{"name": "nginx", "image": "nginx", "resources": {}}])
+    );
+}
+
+/// A server to try clients against by hand: `TALM_KAPI_DEV=dir` writes `dir/kubeconfig`
+/// and serves for five minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "serves for five minutes for trying clients by hand"]
+async fn dev_server() {
+    let Ok(dir) = std::env::var("TALM_KAPI_DEV") else {
+        return;
+    };
+    let f = start("127.0.0.202:16443").await;
+    seed(&f);
+    std::fs::write(format!("{dir}/kubeconfig"), f.kubeconfig(Some(&f.admin()))).unwrap();
+    tokio::time::sleep(Duration::from_secs(300)).await;
 }

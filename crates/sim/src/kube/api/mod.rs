@@ -9,6 +9,7 @@ mod discovery;
 mod evict;
 mod handle;
 mod patch;
+mod proto;
 mod resources;
 mod route;
 mod select;

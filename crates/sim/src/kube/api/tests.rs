@@ -539,34 +539,22 @@ async fn unavailable_then_stopped() {
     assert!(nodes.list(&ListParams::default()).await.is_err());
 }
 
-/// A server to try clients against by hand: `TALM_KAPI_DEV=dir` writes `dir/kubeconfig`
-/// and serves for five minutes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore]
-async fn dev_server() {
-    let Ok(dir) = std::env::var("TALM_KAPI_DEV") else {
-        return;
+#[tokio::test]
+async fn listen_reports_a_bad_ca_and_a_taken_address() {
+    let kube = Arc::new(Kube::default());
+    let bad = ClusterCa {
+        cert_pem: "not a certificate".into(),
+        key_pem: "not a key".into(),
     };
-    let f = start("127.0.0.202:16443").await;
-    f.seed("nodes", "", node("cp1", Some("control-plane"), "10.5.0.2"));
-    f.seed("nodes", "", node("w1", None, "10.5.0.3"));
-    f.seed(
-        "pods",
-        "default",
-        pod("default", "web-1", "w1", "web", Some(("ReplicaSet", "web"))),
-    );
-    f.seed(
-        "pods",
-        "kube-system",
-        pod(
-            "kube-system",
-            "flannel-x",
-            "w1",
-            "flannel",
-            Some(("DaemonSet", "flannel")),
-        ),
-    );
-    f.seed("daemonsets.apps", "kube-system", json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "flannel", "namespace": "kube-system"}, "spec": {"selector": {"matchLabels": {"app": "flannel"}}, "template": {"spec": {"containers": [{"name": "f", "image": "flannel"}]}}}}));
-    std::fs::write(format!("{dir}/kubeconfig"), f.kubeconfig(Some(&f.admin()))).unwrap();
-    tokio::time::sleep(Duration::from_secs(300)).await;
+    let addr: SocketAddr = "127.0.0.201:16451".parse().unwrap();
+    let stop = CancellationToken::new();
+    let err = super::listen(addr, &bad, Arc::clone(&kube), stop.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    let _taken = TcpListener::bind(addr).await.unwrap();
+    let err = super::listen(addr, &cluster_ca(), kube, stop)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse);
 }

@@ -3,7 +3,7 @@
 //! certificates that are optional but, when given, must chain to that CA.
 
 use std::net::IpAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use rcgen::{
@@ -36,9 +36,10 @@ pub const DNS_NAMES: [&str; 5] = [
 /// The service IP of `kubernetes.default` (the first of the default service CIDR).
 pub const SERVICE_IP: [u8; 4] = [10, 96, 0, 1];
 
+/// The crypto provider, made per server (once per boot of a control plane; no static to
+/// keep, see `caches`).
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    static PROVIDER: OnceLock<Arc<rustls::crypto::CryptoProvider>> = OnceLock::new();
-    Arc::clone(PROVIDER.get_or_init(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider())))
+    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
 
 /// A serving certificate for `ip` issued by the CA now, valid a year; chain and key.
@@ -84,11 +85,13 @@ pub fn server_config(ca: &ClusterCa, ip: IpAddr) -> Result<ServerConfig> {
     roots
         .add(CertificateDer::from(ca_der))
         .context("cluster.ca.crt")?;
-    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
-        .allow_unauthenticated()
-        .build()
-        .context("client verifier")?;
-    let mut cfg = ServerConfig::builder_with_provider(provider())
+    let provider = provider();
+    let verifier =
+        WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
+            .allow_unauthenticated()
+            .build()
+            .context("client verifier")?;
+    let mut cfg = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
         .with_client_cert_verifier(verifier)
         .with_single_cert(chain, key)?;

@@ -1,8 +1,10 @@
 //! Watches: newline-delimited JSON events (`{"type":"ADDED","object":{...}}`) for the objects
 //! a request selects, from a resourceVersion (or the current state first, as ADDED events),
 //! with bookmarks when allowed, a 410 Expired ERROR event when the version is older than the
-//! history kept, and an end at `timeoutSeconds` or when the server stops.
+//! history kept, and an end at `timeoutSeconds` or when the server stops. With a selector, an
+//! object that comes to match arrives as ADDED and one that stops matching as DELETED.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::handle::{Filter, Req};
 use super::resources::Kind;
 use super::status::{Failure, Reason};
-use crate::kube::store::{Event, Subscription};
+use crate::kube::store::{Change, Event, Key, Subscription};
 use crate::kube::Kube;
 
 /// A watch without `timeoutSeconds` ends after this (kube-apiserver's minimum request timeout).
@@ -66,13 +68,39 @@ impl Spec {
         })
     }
 
-    fn selects(&self, e: &Event) -> bool {
-        e.key.resource == self.kind.resource()
+    fn in_scope(&self, key: &Key) -> bool {
+        key.resource == self.kind.resource()
             && self
                 .namespace
                 .as_ref()
-                .is_none_or(|ns| &e.key.namespace == ns)
-            && self.filter.matches(&e.object)
+                .is_none_or(|ns| &key.namespace == ns)
+    }
+
+    /// The event type a change shows as to this watch, given the objects it has seen match
+    /// (`shown`, kept up to date); `None` when the watch does not see it.
+    fn classify(&self, e: &Event, shown: &mut HashSet<Key>) -> Option<&'static str> {
+        if !self.in_scope(&e.key) {
+            return None;
+        }
+        let matches = self.filter.matches(&e.object);
+        let was = shown.contains(&e.key);
+        match (e.change, was, matches) {
+            (Change::Deleted, true, _) => {
+                shown.remove(&e.key);
+                Some("DELETED")
+            }
+            (Change::Deleted, false, m) => m.then_some("DELETED"),
+            (_, true, true) => Some(e.change.as_str()),
+            (_, true, false) => {
+                shown.remove(&e.key);
+                Some("DELETED")
+            }
+            (_, false, true) => {
+                shown.insert(e.key.clone());
+                Some("ADDED")
+            }
+            (_, false, false) => None,
+        }
     }
 
     fn bookmark(&self, version: u64, end: bool) -> Value {
@@ -114,7 +142,27 @@ pub fn start(kube: Arc<Kube>, spec: Spec, stop: CancellationToken) -> mpsc::Rece
     rx
 }
 
+/// The store key of a listed object.
+fn key_of(spec: &Spec, obj: &Value) -> Key {
+    let m = &obj["metadata"];
+    Key::new(
+        &spec.kind.resource(),
+        m["namespace"].as_str().unwrap_or_default(),
+        m["name"].as_str().unwrap_or_default(),
+    )
+}
+
 async fn run(kube: &Kube, spec: &Spec, tx: &mpsc::Sender<Bytes>) {
+    let (items, now) = kube
+        .objects
+        .list(&spec.kind.resource(), spec.namespace.as_deref());
+    let items: Vec<Value> = items
+        .into_iter()
+        .filter(|o| spec.filter.matches(o))
+        .collect();
+    // What the client has seen match: the current objects. From a version that is close
+    // (the backlog's changes are in it already) and the backlog's replay keeps it so.
+    let mut shown: HashSet<Key> = items.iter().map(|o| key_of(spec, o)).collect();
     let (sub, mut last) = match spec.since {
         Some(v) => match kube.objects.subscribe(v) {
             Some(s) => (s, v),
@@ -124,14 +172,12 @@ async fn run(kube: &Kube, spec: &Spec, tx: &mpsc::Sender<Bytes>) {
             }
         },
         None => {
-            let (items, v) = kube
-                .objects
-                .list(&spec.kind.resource(), spec.namespace.as_deref());
+            let v = now;
             let Some(s) = kube.objects.subscribe(v) else {
                 let _ = tx.send(expired(v, kube.objects.version())).await;
                 return;
             };
-            for obj in items.iter().filter(|o| spec.filter.matches(o)) {
+            for obj in &items {
                 if tx.send(line("ADDED", obj)).await.is_err() {
                     return;
                 }
@@ -144,7 +190,7 @@ async fn run(kube: &Kube, spec: &Spec, tx: &mpsc::Sender<Bytes>) {
     };
     let Subscription { backlog, mut live } = sub;
     for e in backlog {
-        if !send(spec, tx, &e, &mut last).await {
+        if !send(spec, tx, &e, &mut last, &mut shown).await {
             return;
         }
     }
@@ -154,7 +200,7 @@ async fn run(kube: &Kube, spec: &Spec, tx: &mpsc::Sender<Bytes>) {
         tokio::select! {
             got = live.recv() => match got {
                 Ok(e) => {
-                    if !send(spec, tx, &e, &mut last).await {
+                    if !send(spec, tx, &e, &mut last, &mut shown).await {
                         return;
                     }
                 }
@@ -163,7 +209,7 @@ async fn run(kube: &Kube, spec: &Spec, tx: &mpsc::Sender<Bytes>) {
                     Some(s) => {
                         live = s.live;
                         for e in s.backlog {
-                            if !send(spec, tx, &e, &mut last).await {
+                            if !send(spec, tx, &e, &mut last, &mut shown).await {
                                 return;
                             }
                         }
@@ -192,13 +238,19 @@ fn line_of(v: Value) -> Bytes {
 }
 
 /// Sends an event the watch selects (once: versions only grow); false when the client left.
-async fn send(spec: &Spec, tx: &mpsc::Sender<Bytes>, e: &Event, last: &mut u64) -> bool {
+async fn send(
+    spec: &Spec,
+    tx: &mpsc::Sender<Bytes>,
+    e: &Event,
+    last: &mut u64,
+    shown: &mut HashSet<Key>,
+) -> bool {
     if e.version <= *last {
         return true;
     }
     *last = e.version;
-    if !spec.selects(e) {
-        return true;
+    match spec.classify(e, shown) {
+        Some(kind) => tx.send(line(kind, &e.object)).await.is_ok(),
+        None => true,
     }
-    tx.send(line(e.change.as_str(), &e.object)).await.is_ok()
 }

@@ -93,4 +93,20 @@ async fn a_streaming_list_ends_its_initial_events_with_a_bookmark() {
         WatchEvent::Modified(p) => assert_eq!(p.metadata.name.as_deref(), Some("a")),
         other => panic!("{other:?}"),
     }
+    // Leaving the selector reads as a deletion, coming back as an addition.
+    let app = |app: &str| json!({"metadata": {"labels": {"app": app}}});
+    pods.patch("a", &PatchParams::default(), &Patch::Merge(app("db")))
+        .await
+        .unwrap();
+    match next(&mut w).await {
+        WatchEvent::Deleted(p) => assert_eq!(p.metadata.name.as_deref(), Some("a")),
+        other => panic!("{other:?}"),
+    }
+    pods.patch("b", &PatchParams::default(), &Patch::Merge(app("web")))
+        .await
+        .unwrap();
+    match next(&mut w).await {
+        WatchEvent::Added(p) => assert_eq!(p.metadata.name.as_deref(), Some("b")),
+        other => panic!("{other:?}"),
+    }
 }

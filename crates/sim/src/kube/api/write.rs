@@ -10,6 +10,7 @@ use super::apply;
 use super::evict;
 use super::handle::{get, key_of, list_kind, scale_of, Answer, Filter, Reply, Req};
 use super::patch::{self, PatchKind};
+use super::proto;
 use super::resources::{Kind, Sub};
 use super::status::{self, Failure, Named, Reason};
 use crate::kube::store::{self, Key, Refusal};
@@ -20,11 +21,26 @@ const RETRIES: usize = 8;
 
 /// The request body as JSON (YAML bodies are read too).
 fn body(req: &Req<'_>) -> Result<Value, Failure> {
-    if req.content_type.contains("protobuf") || req.content_type.contains("cbor") {
-        return Err(Failure::new(
+    let unsupported = || {
+        Failure::new(
             Reason::UnsupportedMediaType,
-            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; {}", req.content_type),
-        ));
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; {}",
+                req.content_type
+            ),
+        )
+    };
+    if req.content_type.contains("protobuf") {
+        return match proto::decode(req.body) {
+            Ok(v) => Ok(v),
+            Err(proto::Unreadable::Kind(_)) => Err(unsupported()),
+            Err(proto::Unreadable::Malformed) => Err(Failure::bad_request(
+                "the body of the request could not be decoded: malformed protobuf",
+            )),
+        };
+    }
+    if req.content_type.contains("cbor") {
+        return Err(unsupported());
     }
     let yaml = req.content_type.contains("yaml");
     let parsed = if yaml {
@@ -133,8 +149,12 @@ fn name_of(kind: &Kind, obj: &mut Value) -> Result<String, Failure> {
     ))
 }
 
-/// What the API server fills in on create: a namespace's finalizer, phase and name label.
+/// What the API server fills in on create: a namespace's finalizer, phase and name label; a
+/// secret's type.
 fn defaults(kind: &Kind, obj: &mut Value) {
+    if kind.resource() == "secrets" && obj["type"].as_str().is_none_or(str::is_empty) {
+        obj["type"] = "Opaque".into();
+    }
     if kind.resource() == "namespaces" {
         if obj["spec"]["finalizers"].is_null() {
             obj["spec"]["finalizers"] = serde_json::json!(["kubernetes"]);
