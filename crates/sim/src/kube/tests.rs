@@ -334,6 +334,16 @@ async fn the_control_plane_down_stops_the_api_and_the_static_pods_check_names_it
         c.check(Check::StaticPods),
         Err("error listing static pods on node 127.0.39.1: rpc error: code = Unavailable desc = connection refused".into())
     );
+    // A worker that goes down while no API runs is NotReady once the API is back.
+    c.nodes[2].up.send_replace(0);
+    c.settle();
+    c.nodes[0].up.send_replace(2);
+    c.settle();
+    assert_eq!(
+        c.check(Check::NodesReady),
+        Err("some nodes are not ready: [w-2]".into())
+    );
+    assert_eq!(c.check(Check::StaticPods), Ok(Outcome::Pass));
 }
 
 #[tokio::test]

@@ -84,7 +84,9 @@ fn tolerates(toleration: &Value, taint: &Value) -> bool {
 /// Whether a pod with `spec` may be placed on `node`: every NoSchedule/NoExecute taint
 /// tolerated and its `nodeSelector` matched.
 fn fits(spec: &Value, node: &Candidate) -> bool {
-    let tolerations = spec["tolerations"].as_array().cloned().unwrap_or_default();
+    let tolerations = spec["tolerations"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
     let tainted = node.taints.iter().any(|t| {
         matches!(t["effect"].as_str(), Some("NoSchedule" | "NoExecute"))
             && !tolerations.iter().any(|tol| tolerates(tol, t))
@@ -176,16 +178,21 @@ fn owner_ref(kind: &str, api: &str, owner: &Value) -> Value {
     }])
 }
 
+/// Pods by the uid of their controlling owner.
+type Owned<'a> = HashMap<String, Vec<&'a Value>>;
+
 /// Everything one pass works from.
 struct Pass<'a> {
     objects: &'a Objects,
     faults: &'a ClusterFaults,
     nodes: Vec<Candidate>,
+    /// Where each node is in `nodes`, by name.
+    index: HashMap<String, usize>,
 }
 
 impl Pass<'_> {
     fn node(&self, name: &str) -> Option<&Candidate> {
-        self.nodes.iter().find(|n| n.name == name)
+        self.index.get(name).map(|i| &self.nodes[*i])
     }
 
     fn ready_for(&self, ns: &str, name: &str, node: &Candidate) -> bool {
@@ -223,18 +230,15 @@ impl Pass<'_> {
         let _ = self.objects.create(&Key::new("pods", ns, name), pod);
     }
 
-    fn daemonset(&self, ds: &Value, pods: &[Value]) {
+    fn daemonset(&self, ds: &Value, owned: &Owned) {
         let ns = text(ds, &["metadata", "namespace"]);
         let ds_uid = uid(ds);
         let generation = ds["metadata"]["generation"].as_i64().unwrap_or(1);
         let mut template = ds["spec"]["template"].clone();
         daemon_tolerations(&mut template["spec"]);
-        let mine: Vec<&Value> = pods
-            .iter()
-            .filter(|p| controller(p).is_some_and(|(_, u)| u == ds_uid))
-            .collect();
+        let mine = owned.get(&ds_uid).map_or(&[][..], Vec::as_slice);
         let mut placed: HashSet<String> = HashSet::new();
-        for p in &mine {
+        for p in mine {
             let node = text(p, &["spec", "nodeName"]);
             let current = template_generation(p) == Some(generation);
             if self.node(&node).is_none() || !current || !placed.insert(node) {
@@ -324,15 +328,12 @@ impl Pass<'_> {
 
     /// Keeps a ReplicaSet's replicas: missing pods placed on the least loaded fitting node,
     /// extra ones (not ready first) removed.
-    fn replicaset(&self, rs: &Value, pods: &[Value]) {
+    fn replicaset(&self, rs: &Value, owned: &Owned) {
         let ns = text(rs, &["metadata", "namespace"]);
         let name = text(rs, &["metadata", "name"]);
         let rs_uid = uid(rs);
         let want = rs["spec"]["replicas"].as_i64().unwrap_or(1).max(0) as usize;
-        let mut mine: Vec<&Value> = pods
-            .iter()
-            .filter(|p| controller(p).is_some_and(|(_, u)| u == rs_uid))
-            .collect();
+        let mut mine: Vec<&Value> = owned.get(&rs_uid).cloned().unwrap_or_default();
         if mine.len() > want {
             mine.sort_by_key(|p| pods::is_ready(p));
             for p in &mine[..mine.len() - want] {
@@ -441,16 +442,22 @@ impl Pass<'_> {
 
 /// One pass of every workload controller over a cluster's objects.
 pub fn reconcile(objects: &Objects, faults: &ClusterFaults) {
-    let nodes = objects
+    let nodes: Vec<Candidate> = objects
         .list("nodes", None)
         .0
         .iter()
         .map(Candidate::of)
         .collect();
+    let index = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.clone(), i))
+        .collect();
     let pass = Pass {
         objects,
         faults,
         nodes,
+        index,
     };
     let (deployments, _) = objects.list("deployments.apps", None);
     let (sets, _) = objects.list("replicasets.apps", None);
@@ -470,12 +477,18 @@ pub fn reconcile(objects: &Objects, faults: &ClusterFaults) {
     }
     let (daemonsets, _) = objects.list("daemonsets.apps", None);
     let (pods, _) = objects.list("pods", None);
+    let mut owned: Owned = HashMap::new();
+    for p in &pods {
+        if let Some((_, owner)) = controller(p) {
+            owned.entry(owner).or_default().push(p);
+        }
+    }
     for ds in &daemonsets {
-        pass.daemonset(ds, &pods);
+        pass.daemonset(ds, &owned);
     }
     let (sets, _) = objects.list("replicasets.apps", None);
     for s in &sets {
-        pass.replicaset(s, &pods);
+        pass.replicaset(s, &owned);
     }
     let owners: HashSet<String> = daemonsets
         .iter()
