@@ -184,15 +184,33 @@ fn demo_runs_the_guide_by_playbook_on_embedded_nodes() {
         assert!(o.stderr.contains(step), "{step}: {}", o.stderr);
     }
     // It ends with the cluster's nodes as `kubectl get nodes` prints them (names and ages vary).
-    let tail: Vec<&str> = o.stderr.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect();
-    let row = regex::Regex::new(r"^talos-[0-9a-f]{5}   Ready    control-plane   [0-9]+s +v1\.[0-9]+\.[0-9]+$").unwrap();
-    assert_eq!(tail[0], "NAME          STATUS   ROLES           AGE   VERSION", "{}", o.stderr);
+    let tail: Vec<&str> = o
+        .stderr
+        .lines()
+        .rev()
+        .take(5)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let row = regex::Regex::new(
+        r"^talos-[0-9a-f]{5}   Ready    control-plane   [0-9]+s +v1\.[0-9]+\.[0-9]+$",
+    )
+    .unwrap();
+    assert_eq!(
+        tail[0], "NAME          STATUS   ROLES           AGE   VERSION",
+        "{}",
+        o.stderr
+    );
     for r in &tail[1..4] {
         assert!(row.is_match(r), "{r:?} in {}", o.stderr);
     }
     assert_eq!(
         tail[4],
-        format!("done: {0}/cluster/kubeconfig (kubectl --kubeconfig {0}/cluster/kubeconfig get nodes)", d.path().display())
+        format!(
+            "done: {0}/cluster/kubeconfig (kubectl --kubeconfig {0}/cluster/kubeconfig get nodes)",
+            d.path().display()
+        )
     );
     assert!(
         o.stderr.contains(&format!(

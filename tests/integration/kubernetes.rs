@@ -3,8 +3,7 @@
 //! health check's Kubernetes checks on the node and from the client, rotate-ca finding its
 //! nodes from Kubernetes, and a real kubectl against a simulated cluster.
 
-use crate::common::expect::{addrs, log_stamps, uuids};
-use crate::common::kube::{apply, client, cluster, cordoned, name_of, placed, until};
+use crate::common::kube::{apply, client, cluster, cordoned, name_of, until};
 use crate::common::net;
 use crate::common::sim::Nodes;
 use talm::talos::block_on;
@@ -35,11 +34,6 @@ metadata: {name: web, namespace: workload}
 spec: {minAvailable: 2, selector: {matchLabels: {app: web}}}
 ";
 
-/// Output with addresses, log stamps and IDs as placeholders.
-fn masked(text: &str) -> String {
-    uuids(&log_stamps(&addrs(text)))
-}
-
 /// Every pod of `workload` Ready.
 fn workload_ready(c: &talm::talos::k8s::Cluster, want: usize) -> bool {
     block_on(c.pods("workload", "app=web", "")).is_ok_and(|ps| {
@@ -62,22 +56,81 @@ fn an_upgrade_drains_the_node_and_uncordons_it_once_ready() {
     apply(&c, WORKLOAD);
     until("the workload runs", || workload_ready(&c, 2));
     let name = name_of(&c, &w1);
+    let evicted = evictable(&c, &name);
+    assert!(
+        evicted.iter().any(|p| p.starts_with("workload/web-")),
+        "{evicted:?}"
+    );
     let boots = nodes.boots(&w1);
     let o = d.talm(["upgrade", "-f", "nodes/w1.yaml", "-i", NEW]).ok();
-    println!("{}", o.stderr);
     assert!(nodes.boots(&w1) > boots);
-    assert!(!cordoned(&c, &name));
-    until("the workload runs again", || workload_ready(&c, 2));
-    let on: Vec<String> = placed(&c, "workload").into_iter().map(|(_, n)| n).collect();
-    assert_eq!(on.len(), 2);
-    assert!(
-        masked(&o.stderr).contains(&format!(
-            "{name}: cordoning node\n{name}: node cordoned\n{name}: draining node\n"
-        )),
+    // talosctl's drain lines, the evictions running together (their lines in any order).
+    let mine: Vec<String> = o
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with(&format!("{name}: ")))
+        .map(|l| l[name.len() + 2..].to_string())
+        .collect();
+    let n = mine.len();
+    assert_eq!(
+        mine[..3],
+        ["cordoning node", "node cordoned", "draining node"],
         "{}",
         o.stderr
     );
-    assert!(o.stderr.contains(&format!("{name}: waiting for node to become Ready\n{name}: uncordoning node\n{name}: node uncordoned\n")), "{}", o.stderr);
+    let mut middle = mine[3..n - 4].to_vec();
+    middle.sort();
+    let mut want: Vec<String> = evicted
+        .iter()
+        .flat_map(|p| [format!("evicted pod {p}"), format!("evicting pod {p}")])
+        .collect();
+    want.sort();
+    assert_eq!(middle, want, "{}", o.stderr);
+    assert_eq!(
+        mine[n - 4..],
+        [
+            "node drained",
+            "waiting for node to become Ready",
+            "uncordoning node",
+            "node uncordoned"
+        ],
+        "{}",
+        o.stderr
+    );
+    assert!(!cordoned(&c, &name));
+    until("the workload runs again", || workload_ready(&c, 2));
+}
+
+/// The pods a drain of node `name` evicts (`namespace/name`, sorted): all but DaemonSet and
+/// mirror pods.
+fn evictable(c: &talm::talos::k8s::Cluster, name: &str) -> Vec<String> {
+    let mut out: Vec<String> = block_on(c.pods("", "", &format!("spec.nodeName={name}")))
+        .expect("pods")
+        .into_iter()
+        .filter(|p| {
+            let daemon = p
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.kind == "DaemonSet");
+            let mirror = p
+                .metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"));
+            !daemon && !mirror
+        })
+        .map(|p| {
+            format!(
+                "{}/{}",
+                p.metadata.namespace.unwrap_or_default(),
+                p.metadata.name.unwrap_or_default()
+            )
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 #[test]
@@ -90,6 +143,21 @@ fn a_budget_that_allows_no_eviction_stops_the_drain_and_says_what_is_left() {
     until("the workload runs", || workload_ready(&c, 2));
     apply(&c, BUDGET);
     let name = name_of(&c, &w1);
+    let on_node = evictable(&c, &name);
+    let web: Vec<&String> = on_node
+        .iter()
+        .filter(|p| p.starts_with("workload/"))
+        .collect();
+    assert_eq!(
+        web.len(),
+        1,
+        "one of the two replicas runs on the node: {on_node:?}"
+    );
+    let pod = web[0];
+    let others: Vec<&String> = on_node
+        .iter()
+        .filter(|p| !p.starts_with("workload/"))
+        .collect();
     let boots = nodes.boots(&w1);
     let o = d
         .talm([
@@ -101,13 +169,38 @@ fn a_budget_that_allows_no_eviction_stops_the_drain_and_says_what_is_left() {
             "6s",
         ])
         .run();
-    println!("{}", o.stderr);
-    assert_eq!(o.code, 1);
+    // The other pods are evicted; the budget's never is (their lines in any order).
+    let mut evictions: Vec<String> = on_node
+        .iter()
+        .map(|p| format!("{name}: evicting pod {p}"))
+        .chain(others.iter().map(|p| format!("{name}: evicted pod {p}")))
+        .collect();
+    let mut seen: Vec<String> = o
+        .stderr
+        .lines()
+        .skip(3)
+        .take(evictions.len())
+        .map(str::to_string)
+        .collect();
+    let in_order: Vec<String> = seen.clone();
+    seen.sort();
+    evictions.sort();
+    assert_eq!(seen, evictions, "{}", o.stderr);
+    let expected = format!(
+        "{name}: cordoning node\n{name}: node cordoned\n{name}: draining node\n{}\n\
+Error: error draining node \"{name}\": pod {pod} could not be evicted within 6s: PodDisruptionBudget workload/web needs 2 healthy pods and has 2; the node {name} is left cordoned\n\
+hint: make room for the pod (or raise --drain-timeout) and run the command again, or make the node schedulable again with `talm uncordon -n {w1} -e {cp}`\n",
+        in_order.join("\n")
+    );
+    assert_eq!((o.code, o.stderr), (1, expected));
     assert_eq!(nodes.boots(&w1), boots, "the node was not rebooted");
     assert!(
         cordoned(&c, &name),
         "the node is left cordoned, as the message says"
     );
+    // The command line the hint gives makes it schedulable again.
+    d.talm(["uncordon", "-n", &w1, "-e", &cp]).ok();
+    assert!(!cordoned(&c, &name));
 }
 
 #[test]
@@ -126,18 +219,87 @@ fn rotate_ca_finds_the_nodes_from_kubernetes() {
 }
 
 #[test]
-fn kubectl_lists_the_nodes_of_a_simulated_cluster() {
+fn kubectl_lists_and_drains_the_nodes_of_a_simulated_cluster() {
     let [cp, w1]: [String; 2] = net::addrs();
     let nodes = Nodes::start(&[&cp, &w1], |_| {});
     let d = cluster(&nodes, &[&cp], &[&w1]);
-    let out = std::process::Command::new("kubectl")
-        .args(["--kubeconfig", "kubeconfig", "get", "nodes", "-o", "wide"])
-        .current_dir(d.path())
-        .output()
-        .expect("kubectl runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success());
+    let c = client(&d);
+    let kubectl = |args: &[&str]| {
+        let out = std::process::Command::new("kubectl")
+            .args(["--kubeconfig", "kubeconfig"])
+            .args(args)
+            .current_dir(d.path())
+            .output()
+            .expect("kubectl runs");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "kubectl {args:?}: {err}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // The rows' cells (split at column gaps), AGE read as a placeholder.
+    let cells = |text: &str| -> Vec<Vec<String>> {
+        let gap = regex::Regex::new(r"\s{2,}").unwrap();
+        text.lines()
+            .map(|l| {
+                gap.split(l.trim_end())
+                    .enumerate()
+                    .map(|(i, c)| {
+                        if i == 3 && c != "AGE" {
+                            "<age>".into()
+                        } else {
+                            c.to_string()
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let (cpn, wn) = (name_of(&c, &cp), name_of(&c, &w1));
+    let row = |name: &str, role: &str, ip: &str| -> Vec<String> {
+        [
+            name,
+            "Ready",
+            role,
+            "<age>",
+            "v1.36.2",
+            ip,
+            "<none>",
+            "Talos (v1.13.7)",
+            "6.18.3-talos",
+            "containerd://2.1.4",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let mut rows = vec![row(&cpn, "control-plane", &cp), row(&wn, "<none>", &w1)];
+    rows.sort();
+    let header = [
+        "NAME",
+        "STATUS",
+        "ROLES",
+        "AGE",
+        "VERSION",
+        "INTERNAL-IP",
+        "EXTERNAL-IP",
+        "OS-IMAGE",
+        "KERNEL-VERSION",
+        "CONTAINER-RUNTIME",
+    ];
+    rows.insert(0, header.map(String::from).to_vec());
+    assert_eq!(cells(&kubectl(&["get", "nodes", "-o", "wide"])), rows);
+    // kubectl's own drain: the DaemonSet pods stay, the others are evicted.
+    kubectl(&[
+        "drain",
+        &wn,
+        "--ignore-daemonsets",
+        "--delete-emptydir-data",
+    ]);
+    assert!(cordoned(&c, &wn));
+    assert_eq!(evictable(&c, &wn), Vec::<String>::new());
+    assert_eq!(
+        kubectl(&["uncordon", &wn]),
+        format!("node/{wn} uncordoned\n")
+    );
+    assert!(!cordoned(&c, &wn));
 }
 
 /// Talos's health checks, in order.
@@ -176,7 +338,8 @@ fn progress(passed: usize, skipped: &[&str], failing: Option<(&str, &str)>) -> S
     out
 }
 
-const SERVER_TIMEOUT: &str = "healthcheck error: rpc error: code = DeadlineExceeded desc = context deadline exceeded";
+const SERVER_TIMEOUT: &str =
+    "healthcheck error: rpc error: code = DeadlineExceeded desc = context deadline exceeded";
 /// What the client-side checks skip: they need the node's own view.
 const CLIENT_SKIPS: [&str; 2] = ["all nodes disk sizes", "no diagnostics"];
 
@@ -188,16 +351,30 @@ fn health_runs_the_kubernetes_checks_on_the_node_and_from_the_client() {
     let c = client(&d);
     let worker = name_of(&c, &w1);
     let discovered = format!("discovered nodes: [\"{cp}\" \"{w1}\"]\n");
-    let server = |timeout: &str| d.talm(["health", "-f", "nodes/cp1.yaml", "--wait-timeout", timeout]).run();
+    let server = |timeout: &str| {
+        d.talm(["health", "-f", "nodes/cp1.yaml", "--wait-timeout", timeout])
+            .run()
+    };
     let client_side = |timeout: &str| {
         d.talm([
-            "health", "-f", "nodes/cp1.yaml", "--server=false", "--control-plane-nodes", &cp,
-            "--worker-nodes", &w1, "--wait-timeout", timeout,
+            "health",
+            "-f",
+            "nodes/cp1.yaml",
+            "--server=false",
+            "--control-plane-nodes",
+            &cp,
+            "--worker-nodes",
+            &w1,
+            "--wait-timeout",
+            timeout,
         ])
         .run()
     };
     let o = server("30s");
-    assert_eq!((o.code, o.stderr), (0, format!("{discovered}{}", progress(16, &[], None))));
+    assert_eq!(
+        (o.code, o.stderr),
+        (0, format!("{discovered}{}", progress(16, &[], None)))
+    );
     let o = client_side("30s");
     assert_eq!((o.code, o.stderr), (0, progress(16, &CLIENT_SKIPS, None)));
 
@@ -216,12 +393,25 @@ fn health_runs_the_kubernetes_checks_on_the_node_and_from_the_client() {
     let o = server("6s");
     assert_eq!(
         (o.code, o.stderr),
-        (1, format!("{discovered}{}", progress(12, &[], Some((SERVER_TIMEOUT, &not_ready)))))
+        (
+            1,
+            format!(
+                "{discovered}{}",
+                progress(12, &[], Some((SERVER_TIMEOUT, &not_ready)))
+            )
+        )
     );
     let o = client_side("6s");
     assert_eq!(
         (o.code, o.stderr),
-        (1, progress(12, &CLIENT_SKIPS, Some(("context deadline exceeded", &not_ready))))
+        (
+            1,
+            progress(
+                12,
+                &CLIENT_SKIPS,
+                Some(("context deadline exceeded", &not_ready))
+            )
+        )
     );
 
     // CoreDNS never becomes Ready.
@@ -242,15 +432,47 @@ fn health_runs_the_kubernetes_checks_on_the_node_and_from_the_client() {
             })
         })
     });
-    let dns = "no ready pods found for namespace \"kube-system\" and label selector \"k8s-app=kube-dns\"";
+    let dns =
+        "no ready pods found for namespace \"kube-system\" and label selector \"k8s-app=kube-dns\"";
     let o = server("6s");
-    assert_eq!((o.code, o.stderr), (1, format!("{discovered}{}", progress(14, &[], Some((SERVER_TIMEOUT, dns))))));
+    assert_eq!(
+        (o.code, o.stderr),
+        (
+            1,
+            format!(
+                "{discovered}{}",
+                progress(14, &[], Some((SERVER_TIMEOUT, dns)))
+            )
+        )
+    );
 
     // A control plane's scheduler never becomes Ready.
     let mut f = nodes.node(&cp).faults();
     f.pod_never_ready = vec!["kube-system/kube-scheduler".into()];
     nodes.node(&cp).set_faults(f);
+    until("the scheduler is not Ready", || {
+        block_on(c.pods("kube-system", "k8s-app=kube-scheduler", "")).is_ok_and(|ps| {
+            ps.iter().all(|p| {
+                !p.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+        })
+    });
+    let scheduler = format!(
+        "some pods are not ready for kube-scheduler: [kube-scheduler-{}]",
+        name_of(&c, &cp)
+    );
     let o = server("6s");
-    println!("SCHED {}\n{}", o.code, o.stderr);
-    assert_eq!(o.code, 1);
+    assert_eq!(
+        (o.code, o.stderr),
+        (
+            1,
+            format!(
+                "{discovered}{}",
+                progress(11, &[], Some((SERVER_TIMEOUT, &scheduler)))
+            )
+        )
+    );
 }

@@ -269,16 +269,24 @@ fn upgrade_without_waiting_and_its_refusals() {
     let ip = net::addr();
     let nodes = Nodes::start(&[&ip], |_| {});
     let d = pinned(&nodes, &ip);
-    d.talm(["upgrade", "--drain=false", "-f", "nodes/cp.yaml", "-i", NEW, "--insecure"])
-        .expect()
-        .stderr(
-            "\
+    d.talm([
+        "upgrade",
+        "--drain=false",
+        "-f",
+        "nodes/cp.yaml",
+        "-i",
+        NEW,
+        "--insecure",
+    ])
+    .expect()
+    .stderr(
+        "\
 Error: cannot use --wait and --insecure together
 hint: a node in maintenance mode cannot be followed; pass --wait=false
 ",
-        )
-        .status(1)
-        .run();
+    )
+    .status(1)
+    .run();
     d.talm([
         "upgrade",
         "--drain=false",

@@ -27,7 +27,15 @@ fn without_waiting_the_node_is_rebooted_and_checked() {
     let d = configured(&nodes, &ip);
     let boots = nodes.boots(&ip);
     let o = d
-        .talm(["upgrade", "--drain=false", "-f", "nodes/cp.yaml", "-i", NEW, "--wait=false"])
+        .talm([
+            "upgrade",
+            "--drain=false",
+            "-f",
+            "nodes/cp.yaml",
+            "-i",
+            NEW,
+            "--wait=false",
+        ])
         .ok();
     // No table: that is the legacy path's answer. The Go talm's check then waits for the boot.
     assert_eq!(o.stdout, "");
@@ -54,7 +62,15 @@ fn no_reboot_installs_for_the_next_boot() {
     let d = configured(&nodes, &ip);
     let boots = nodes.boots(&ip);
     let o = d
-        .talm(["upgrade", "--drain=false", "-f", "nodes/cp.yaml", "-i", NEW, "--no-reboot"])
+        .talm([
+            "upgrade",
+            "--drain=false",
+            "-f",
+            "nodes/cp.yaml",
+            "-i",
+            NEW,
+            "--no-reboot",
+        ])
         .ok();
     assert_eq!(
         masked(&o.stderr),
@@ -80,7 +96,9 @@ fn a_node_older_than_v1_13_takes_the_legacy_path() {
     let ip = net::addr();
     let nodes = Nodes::start(&[&ip], |s| s.version = "v1.12.6".into());
     let d = configured(&nodes, &ip);
-    let o = d.talm(["upgrade", "--drain=false", "-f", "nodes/cp.yaml", "-i", NEW]).ok();
+    let o = d
+        .talm(["upgrade", "--drain=false", "-f", "nodes/cp.yaml", "-i", NEW])
+        .ok();
     let mut phases = String::new();
     for p in [
         "drain",

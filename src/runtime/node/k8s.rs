@@ -340,7 +340,9 @@ fn k8s_check(n: &Node, check: &str, o: &CheckOpts) -> Result<String> {
             "give a name of Talos's list, e.g. \"all k8s nodes to report ready\"",
         ));
     };
-    let cni = super::change::machine_config(n).map(|c| cni_none(&c)).unwrap_or(false);
+    let cni = super::change::machine_config(n)
+        .map(|c| cni_none(&c))
+        .unwrap_or(false);
     let endpoint = (!o.k8s_endpoint.is_empty()).then_some(o.k8s_endpoint.as_str());
     let cluster = match cluster_of(n, endpoint) {
         Ok(c) => c,

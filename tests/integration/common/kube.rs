@@ -82,21 +82,6 @@ pub fn apply(c: &Cluster, yaml: &str) {
     block_on(c.apply(&objects, false)).expect("applied");
 }
 
-/// The names of the pods of a namespace and the nodes they run on, sorted, the pod names
-/// without their generated suffix.
-pub fn placed(c: &Cluster, namespace: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = block_on(c.pods(namespace, "", ""))
-        .expect("pods")
-        .into_iter()
-        .map(|p| {
-            let node = p.spec.and_then(|s| s.node_name).unwrap_or_default();
-            (p.metadata.name.unwrap_or_default(), node)
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 /// The Kubernetes name of the node at `ip` (its InternalIP).
 pub fn name_of(c: &Cluster, ip: &str) -> String {
     block_on(c.nodes())

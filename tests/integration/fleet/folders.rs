@@ -303,7 +303,15 @@ fn ctrl_c_during_a_health_check_stops_the_roll_at_once() {
     // The worker's kubelet never comes up on the new version: the check after it waits.
     kubelet_fails_at_new(&nodes, &w1);
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_talm"))
-        .args(["upgrade", "--drain=false", "-f", "nodes", "--rolling", "--image", NEW])
+        .args([
+            "upgrade",
+            "--drain=false",
+            "-f",
+            "nodes",
+            "--rolling",
+            "--image",
+            NEW,
+        ])
         .args(["--health-timeout", "5m"])
         .current_dir(d.path())
         .stdin(std::process::Stdio::null())

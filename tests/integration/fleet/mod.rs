@@ -328,7 +328,15 @@ fn a_node_failing_its_upgrade_stops_the_roll_named_once() {
     // The first worker refuses its upgrade (the call goes through the control plane's endpoint).
     nodes.node(&w1).state().installed_disk = None;
     let o = d
-        .talm(["upgrade", "--drain=false", "-f", "nodes", "--rolling", "--image", NEW])
+        .talm([
+            "upgrade",
+            "--drain=false",
+            "-f",
+            "nodes",
+            "--rolling",
+            "--image",
+            NEW,
+        ])
         .expect()
         .stdout("")
         .status(1)
@@ -379,7 +387,15 @@ fn interrupt_roll(signal: &str, code: i32, named: &str) {
     let d = cluster(&nodes, &[&cp], &[&w1, &w2]);
     let pinned = pin_old(&d, &["nodes/cp1.yaml", "nodes/w1.yaml", "nodes/w2.yaml"]);
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_talm"))
-        .args(["upgrade", "--drain=false", "-f", "nodes", "--rolling", "--image", NEW])
+        .args([
+            "upgrade",
+            "--drain=false",
+            "-f",
+            "nodes",
+            "--rolling",
+            "--image",
+            NEW,
+        ])
         .current_dir(d.path())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())

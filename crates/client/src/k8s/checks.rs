@@ -70,7 +70,8 @@ impl Cluster {
     }
 
     async fn nodes_json(&self) -> Result<Vec<Value>, String> {
-        self.json(Api::<Node>::all(self.client()), "/api/v1/nodes").await
+        self.json(Api::<Node>::all(self.client()), "/api/v1/nodes")
+            .await
     }
 
     async fn system<K>(&self, plural: &str, group: &str) -> Result<Vec<Value>, String>

@@ -60,6 +60,8 @@ struct Api {
     seeded: bool,
     /// The store version after the last workload pass.
     settled: u64,
+    /// The control plane holding the cluster endpoint's virtual IP, if the configs name one.
+    vip: apiserver::Vip,
 }
 
 /// The controllers' memory between passes.
@@ -160,6 +162,7 @@ impl Controllers {
                     servers: HashMap::new(),
                     seeded: false,
                     settled: 0,
+                    vip: apiserver::Vip::default(),
                 });
             }
         }
@@ -186,6 +189,7 @@ impl Controllers {
             for (_, (_, stop)) in self.apis[i].servers.drain() {
                 stop.cancel();
             }
+            self.apis[i].vip.release();
             return;
         };
         let alive: HashSet<u64> = members
@@ -238,6 +242,12 @@ impl Controllers {
                 api.servers.insert(name.clone(), (*boot, stop));
             }
         }
+        let holders: Vec<&Node> = serving
+            .iter()
+            .filter(|(n, _)| api.servers.contains_key(n))
+            .filter_map(|(n, _)| nodes.get(n).map(|n| n.as_ref()))
+            .collect();
+        api.vip.keep(&holders, &kube);
         if api.servers.is_empty() {
             return;
         }
@@ -264,7 +274,13 @@ impl Controllers {
             model::apply_node(&kube.objects, f, s.readiness());
             if f.control_plane {
                 if let Some(node) = nodes.get(name) {
-                    mirror_pods(&kube.objects, node, f, s.readiness() == Readiness::Ready);
+                    mirror_pods(
+                        &kube.objects,
+                        node,
+                        f,
+                        s.readiness() == Readiness::Ready,
+                        &faults,
+                    );
                 }
             }
         }
@@ -279,7 +295,7 @@ impl Controllers {
 
 /// Brings the mirror pods of a control plane to its static pods: one per static pod, none
 /// for a static pod the kubelet no longer runs.
-fn mirror_pods(objects: &Objects, node: &Node, f: &Facts, ready: bool) {
+fn mirror_pods(objects: &Objects, node: &Node, f: &Facts, ready: bool, faults: &ClusterFaults) {
     let Some(owner) = objects.get(&Key::new("nodes", "", &f.name)) else {
         return;
     };
@@ -291,9 +307,10 @@ fn mirror_pods(objects: &Objects, node: &Node, f: &Facts, ready: bool) {
             Some(s) => s.clone(),
             None => continue,
         };
+        let name = format!("{component}-{}", f.name);
+        let ready = ready && !faults.never_ready("kube-system", &name);
         let mut mirror = model::mirror_pod(f, &uid, component, pod, &status, ready);
         model::integral(&mut mirror["status"]);
-        let name = format!("{component}-{}", f.name);
         keep.insert(name.clone());
         objects.upsert(&Key::new("pods", "kube-system", &name), mirror);
     }

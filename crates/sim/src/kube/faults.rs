@@ -3,7 +3,8 @@
 //! union over its control planes):
 //! - `kube_unavailable: 10s`: the API answers 503 for that long after it first comes up;
 //! - `pod_never_ready: [kube-system/coredns, workload/web-]`: pods whose namespace matches and
-//!   whose name starts with the prefix run (phase Running) but never become Ready;
+//!   whose name starts with the prefix run (phase Running) but never become Ready, the static
+//!   pods' mirror pods (`kube-system/kube-scheduler-`) included;
 //! - `blocking_pdb: {workload/web-pdb: app=web}`: a PodDisruptionBudget `web-pdb` in namespace
 //!   `workload` selecting `app=web` (comma-separated `key=value` terms), with `minAvailable`
 //!   kept equal to the number of pods it selects, so that no eviction is ever allowed.

@@ -305,9 +305,11 @@ impl Node {
             .clone()
     }
 
-    /// Replaces the node's faults (tests change them while it runs).
+    /// Replaces the node's faults (tests change them while it runs); what follows the node
+    /// (its resources, its cluster's Kubernetes objects) takes the change as any other.
     pub fn set_faults(&self, f: Faults) {
         *self.faults.lock().unwrap_or_else(|e| e.into_inner()) = f;
+        self.changed.send_modify(|n| *n += 1);
     }
 
     /// The address as nodes are named in metadata.

@@ -102,6 +102,31 @@ impl Config {
         self.v1(&["cluster", "clusterName"])
     }
 
+    /// The Layer 2 virtual IPs the node may hold: `Layer2VIPConfig` documents (Talos v1.12+)
+    /// and the `vip.ip` of v1alpha1's interfaces and their VLANs.
+    pub fn vips(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .docs
+            .iter()
+            .filter(|d| d.get("kind").and_then(Value::as_str) == Some("Layer2VIPConfig"))
+            .filter_map(|d| d.get("name").and_then(Value::as_str).map(str::to_string))
+            .collect();
+        let interfaces = self
+            .v1alpha1()
+            .and_then(|d| get(d, &["machine", "network", "interfaces"]))
+            .and_then(Value::as_sequence);
+        for i in interfaces.into_iter().flatten() {
+            let vlans = i.get("vlans").and_then(Value::as_sequence);
+            for link in std::iter::once(i).chain(vlans.into_iter().flatten()) {
+                let ip = text_at(link, &["vip", "ip"]);
+                if !ip.is_empty() && !out.contains(&ip) {
+                    out.push(ip);
+                }
+            }
+        }
+        out
+    }
+
     pub fn cluster_endpoint(&self) -> String {
         self.v1(&["cluster", "controlPlane", "endpoint"])
     }
