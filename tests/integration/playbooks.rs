@@ -14,7 +14,7 @@ fn run_brings_up_three_nodes_in_parallel() {
     let o = d
         .talm(["run", "bringup.rhai", "cluster", &ips[0], &ips[1], &ips[2]])
         .ok();
-    assert!(o.stderr.contains("[6/6] kubeconfig"), "{}", o.stderr);
+    assert!(o.stderr.contains("[6/7] kubeconfig"), "{}", o.stderr);
     for ip in &ips {
         assert!(!nodes.node(ip).state().in_maintenance(), "{ip} configured");
     }

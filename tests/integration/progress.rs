@@ -39,17 +39,20 @@ fn bring_up_off_a_terminal_prefixes_each_line_with_its_node() {
     let root = root.display();
     let (plain, each) = by_node(&o.stderr, &ips);
     let mut want_plain = vec![
-        format!("[1/6] init: cozystack project \"mycluster\" in {root}, control-plane endpoint https://{}:6443", ips[0]),
-        "[2/6] template -i: discover 3 node(s) in maintenance mode and render their node files".to_string(),
-        "[3/6] apply -i: send each node its config; they install and reboot".to_string(),
-        "[4/6] wait until every node answers with the cluster's certificate".to_string(),
-        format!("[5/6] bootstrap etcd on {}", ips[0]),
-        "[6/6] kubeconfig".to_string(),
+        format!("[1/7] init: cozystack project \"mycluster\" in {root}, control-plane endpoint https://{}:6443", ips[0]),
+        "[2/7] template -i: discover 3 node(s) in maintenance mode and render their node files".to_string(),
+        "[3/7] apply -i: send each node its config; they install and reboot".to_string(),
+        "[4/7] wait until every node answers with the cluster's certificate".to_string(),
+        format!("[5/7] bootstrap etcd on {}", ips[0]),
+        "[6/7] kubeconfig".to_string(),
     ];
     for ip in &ips {
         want_plain.push(format!("  {ip}: Talos v1.13.7, configured (RBAC true)"));
     }
-    want_plain.push(format!("done: {root}/kubeconfig"));
+    want_plain.push("[7/7] the cluster's nodes, through the Kubernetes API".to_string());
+    want_plain.push(format!(
+        "done: {root}/kubeconfig (kubectl --kubeconfig {root}/kubeconfig get nodes)"
+    ));
     let plain: Vec<&str> = plain
         .into_iter()
         .filter(|l| l.starts_with('[') || l.starts_with("  ") || l.starts_with("done: "))

@@ -1,33 +1,19 @@
-//! PodDisruptionBudget arithmetic as kube-controller-manager's disruption controller does it:
-//! from the budget's `minAvailable` or `maxUnavailable` (a count or a percentage of the pods it
-//! selects) and how many of those pods are Ready, the `status` with `disruptionsAllowed` that
-//! the Eviction subresource consults.
+//! A PodDisruptionBudget's `status` as kube-controller-manager's disruption controller writes
+//! it, from the numbers the Eviction subresource judges by (`api::pdb_status`).
 
 use serde_json::{json, Value};
 
-/// An int-or-string: a count, or `N%` of `total` (rounded up, as Kubernetes scales both).
-fn scaled(v: &Value, total: i64) -> Option<i64> {
-    if let Some(n) = v.as_i64() {
-        return Some(n);
-    }
-    let pct: i64 = v.as_str()?.strip_suffix('%')?.trim().parse().ok()?;
-    Some((pct * total + 99) / 100)
-}
+use super::api::PdbStatus;
 
-/// How many of `expected` selected pods must stay healthy.
-pub fn desired_healthy(spec: &Value, expected: i64) -> i64 {
-    if let Some(max) = spec.get("maxUnavailable").and_then(|v| scaled(v, expected)) {
-        return (expected - max).max(0);
-    }
-    spec.get("minAvailable")
-        .and_then(|v| scaled(v, expected))
-        .unwrap_or(0)
-}
-
-/// The budget's status for `expected` selected pods of which `healthy` are Ready.
-pub fn status(pdb: &Value, expected: i64, healthy: i64) -> Value {
-    let desired = desired_healthy(&pdb["spec"], expected);
-    let allowed = (healthy - desired).max(0);
+/// The budget's status from its numbers (`api::pdb_status`, the arithmetic the Eviction
+/// subresource judges by).
+pub fn status(pdb: &Value, n: &PdbStatus) -> Value {
+    let (desired, allowed, healthy, expected) = (
+        n.desired_healthy,
+        n.disruptions_allowed,
+        n.current_healthy,
+        n.expected_pods,
+    );
     let (status, reason) = match allowed > 0 {
         true => ("True", "SufficientPods"),
         false => ("False", "InsufficientPods"),
@@ -58,22 +44,38 @@ pub fn status(pdb: &Value, expected: i64, healthy: i64) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kube::api::pdb_status;
+
+    fn pod(name: &str, ready: bool) -> Value {
+        let st = if ready { "True" } else { "False" };
+        json!({"metadata": {"name": name, "namespace": "w", "labels": {"app": "web"}},
+               "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": st}]}})
+    }
 
     #[test]
     fn budgets_count_and_percentages() {
-        let pdb = |spec: Value| json!({"metadata": {"generation": 2}, "spec": spec});
-        let s = status(&pdb(json!({"minAvailable": 2})), 3, 3);
+        let pdb = |spec: Value| {
+            let mut spec = spec;
+            spec["selector"] = json!({"matchLabels": {"app": "web"}});
+            json!({"metadata": {"generation": 2, "namespace": "w"}, "spec": spec})
+        };
+        let pods = [pod("a", true), pod("b", true), pod("c", true)];
+        let of = |spec: Value| {
+            let b = pdb(spec);
+            status(&b, &pdb_status(&b, &pods))
+        };
+        let s = of(json!({"minAvailable": 2}));
         assert_eq!(
             (s["desiredHealthy"].clone(), s["disruptionsAllowed"].clone()),
             (json!(2), json!(1))
         );
         assert_eq!(s["conditions"][0]["reason"], "SufficientPods");
         assert_eq!(s["observedGeneration"], 2);
-        let s = status(&pdb(json!({"minAvailable": 3})), 3, 3);
+        let s = of(json!({"minAvailable": 3}));
         assert_eq!(s["disruptionsAllowed"], 0);
         assert_eq!(s["conditions"][0]["status"], "False");
-        assert_eq!(desired_healthy(&json!({"minAvailable": "50%"}), 3), 2);
-        assert_eq!(desired_healthy(&json!({"maxUnavailable": "50%"}), 3), 1);
-        assert_eq!(desired_healthy(&json!({"maxUnavailable": 1}), 3), 2);
+        assert_eq!(of(json!({"minAvailable": "50%"}))["desiredHealthy"], 2);
+        assert_eq!(of(json!({"maxUnavailable": "50%"}))["desiredHealthy"], 1);
+        assert_eq!(of(json!({"maxUnavailable": 1}))["desiredHealthy"], 2);
     }
 }

@@ -208,10 +208,7 @@ fn blocking(objects: &Objects, faults: &ClusterFaults, pods: &[Value]) {
 
 fn budgets(objects: &Objects, pods: &[Value]) {
     for pdb in objects.list("poddisruptionbudgets.policy", None).0 {
-        let ns = text(&pdb, &["metadata", "namespace"]);
-        let chosen = selected(pods, &ns, &pdb["spec"]["selector"]);
-        let healthy = chosen.iter().filter(|p| is_ready(p)).count() as i64;
-        let status = super::pdb::status(&pdb, chosen.len() as i64, healthy);
+        let status = super::pdb::status(&pdb, &super::api::pdb_status(&pdb, pods));
         set_status(
             objects,
             &key_of("poddisruptionbudgets.policy", &pdb),
