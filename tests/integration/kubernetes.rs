@@ -3,6 +3,7 @@
 //! health check's Kubernetes checks on the node and from the client, rotate-ca finding its
 //! nodes from Kubernetes, and a real kubectl against a simulated cluster.
 
+use crate::common::expect::HEALTH_CHECKS as CHECKS;
 use crate::common::kube::{apply, client, cluster, cordoned, name_of, until};
 use crate::common::net;
 use crate::common::sim::Nodes;
@@ -34,17 +35,24 @@ metadata: {name: web, namespace: workload}
 spec: {minAvailable: 2, selector: {matchLabels: {app: web}}}
 ";
 
-/// Every pod of `workload` Ready.
+/// How many pods of `namespace` match `selector`, and how many of them are Ready.
+fn pods_ready(c: &talm::talos::k8s::Cluster, namespace: &str, selector: &str) -> (usize, usize) {
+    let ps = block_on(c.pods(namespace, selector, "")).unwrap_or_default();
+    let ready = ps
+        .iter()
+        .filter(|p| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .count();
+    (ps.len(), ready)
+}
+
+/// The workload's `want` pods, all Ready.
 fn workload_ready(c: &talm::talos::k8s::Cluster, want: usize) -> bool {
-    block_on(c.pods("workload", "app=web", "")).is_ok_and(|ps| {
-        ps.len() == want
-            && ps.iter().all(|p| {
-                p.status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-            })
-    })
+    pods_ready(c, "workload", "app=web") == (want, want)
 }
 
 #[test]
@@ -286,6 +294,19 @@ fn kubectl_lists_and_drains_the_nodes_of_a_simulated_cluster() {
     ];
     rows.insert(0, header.map(String::from).to_vec());
     assert_eq!(cells(&kubectl(&["get", "nodes", "-o", "wide"])), rows);
+    // talm cordon and uncordon, through the worker's endpoint (the control plane).
+    let o = d.talm(["cordon", "-n", &w1, "-e", &cp]).ok();
+    assert_eq!(
+        o.stderr,
+        format!("{wn}: cordoning node\n{wn}: node cordoned\n")
+    );
+    assert!(cordoned(&c, &wn));
+    let o = d.talm(["uncordon", "-n", &w1, "-e", &cp]).ok();
+    assert_eq!(
+        o.stderr,
+        format!("{wn}: uncordoning node\n{wn}: node uncordoned\n")
+    );
+    assert!(!cordoned(&c, &wn));
     // kubectl's own drain: the DaemonSet pods stay, the others are evicted.
     kubectl(&[
         "drain",
@@ -301,26 +322,6 @@ fn kubectl_lists_and_drains_the_nodes_of_a_simulated_cluster() {
     );
     assert!(!cordoned(&c, &wn));
 }
-
-/// Talos's health checks, in order.
-const CHECKS: [&str; 16] = [
-    "etcd to be healthy",
-    "etcd members to be consistent across nodes",
-    "etcd members to be control plane nodes",
-    "apid to be ready",
-    "all nodes memory sizes",
-    "all nodes disk sizes",
-    "no diagnostics",
-    "kubelet to be healthy",
-    "all nodes to finish boot sequence",
-    "all k8s nodes to report",
-    "all control plane static pods to be running",
-    "all control plane components to be ready",
-    "all k8s nodes to report ready",
-    "kube-proxy to report ready",
-    "coredns to report ready",
-    "all k8s nodes to report schedulable",
-];
 
 /// The progress lines of the first `passed` checks, each `OK` but those `skipped`; then, when
 /// `failing` names the next check's state, its lines and the error that ends the command.
@@ -423,14 +424,7 @@ fn health_runs_the_kubernetes_checks_on_the_node_and_from_the_client() {
     f.pod_never_ready = vec!["kube-system/coredns".into()];
     nodes.node(&cp).set_faults(f);
     until("CoreDNS is not Ready", || {
-        block_on(c.pods("kube-system", "k8s-app=kube-dns", "")).is_ok_and(|ps| {
-            ps.iter().all(|p| {
-                !p.status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-            })
-        })
+        pods_ready(&c, "kube-system", "k8s-app=kube-dns").1 == 0
     });
     let dns =
         "no ready pods found for namespace \"kube-system\" and label selector \"k8s-app=kube-dns\"";
@@ -451,14 +445,7 @@ fn health_runs_the_kubernetes_checks_on_the_node_and_from_the_client() {
     f.pod_never_ready = vec!["kube-system/kube-scheduler".into()];
     nodes.node(&cp).set_faults(f);
     until("the scheduler is not Ready", || {
-        block_on(c.pods("kube-system", "k8s-app=kube-scheduler", "")).is_ok_and(|ps| {
-            ps.iter().all(|p| {
-                !p.status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-            })
-        })
+        pods_ready(&c, "kube-system", "k8s-app=kube-scheduler").1 == 0
     });
     let scheduler = format!(
         "some pods are not ready for kube-scheduler: [kube-scheduler-{}]",

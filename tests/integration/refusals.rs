@@ -50,6 +50,13 @@ fn command_lines_refused_before_any_work() {
              For more information, try '--help'.\n",
         ),
         (
+            &["upgrade", "--rolling", "--max-parallel", "150%"],
+            1,
+            "error: invalid value '150%' for '--max-parallel <N|N%>': \"150%\" is neither a \
+             number of nodes (1 or more) nor a percentage from 1% to 100%\n\n\
+             For more information, try '--help'.\n",
+        ),
+        (
             &["upgrade", "--reboot-mode", "force"],
             1,
             "error: invalid value 'force' for '--reboot-mode <REBOOT_MODE>'\n  \

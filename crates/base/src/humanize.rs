@@ -226,6 +226,63 @@ pub fn pretty_size(bytes: u64) -> String {
     }
 }
 
+/// Go's `duration.HumanDuration` (k8s.io/apimachinery): kubectl's AGE column.
+pub fn human_duration(seconds: i64) -> String {
+    if seconds < -1 {
+        return "<invalid>".into();
+    }
+    if seconds < 0 {
+        return "0s".into();
+    }
+    if seconds < 120 {
+        return format!("{seconds}s");
+    }
+    let minutes = seconds / 60;
+    if minutes < 10 {
+        let s = seconds % 60;
+        return if s == 0 {
+            format!("{minutes}m")
+        } else {
+            format!("{minutes}m{s}s")
+        };
+    }
+    if minutes < 180 {
+        return format!("{minutes}m");
+    }
+    let hours = seconds / 3600;
+    if hours < 8 {
+        let m = minutes % 60;
+        return if m == 0 {
+            format!("{hours}h")
+        } else {
+            format!("{hours}h{m}m")
+        };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        let h = hours % 24;
+        return if h == 0 {
+            format!("{}d", hours / 24)
+        } else {
+            format!("{}d{h}h", hours / 24)
+        };
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    if hours < 24 * 365 * 8 {
+        let d = (hours / 24) % 365;
+        return if d == 0 {
+            format!("{}y", hours / 24 / 365)
+        } else {
+            format!("{}y{d}d", hours / 24 / 365)
+        };
+    }
+    format!("{}y", hours / 24 / 365)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,5 +333,23 @@ mod tests {
         assert_eq!(file_mode(0o777 | 1 << 27), "Lrwxrwxrwx");
         assert_eq!(file_mode(0o666 | 1 << 26 | 1 << 21), "Dcrw-rw-rw-");
         assert_eq!(file_mode(0o777 | 1 << 31 | 1 << 20), "dtrwxrwxrwx");
+    }
+
+    #[test]
+    fn ages_read_as_kubectl_prints_them() {
+        for (secs, want) in [
+            (5, "5s"),
+            (119, "119s"),
+            (125, "2m5s"),
+            (240, "4m"),
+            (600, "10m"),
+            (3 * 3600 + 5 * 60, "3h5m"),
+            (20 * 3600, "20h"),
+            (3 * 86400 + 3600, "3d1h"),
+            (30 * 86400, "30d"),
+            (3 * 365 * 86400, "3y"),
+        ] {
+            assert_eq!(human_duration(secs), want, "{secs}");
+        }
     }
 }

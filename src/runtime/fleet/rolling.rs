@@ -602,3 +602,21 @@ pub fn register(engine: &mut Engine) {
             rolling(&ctx, nodes, &f, &Map::new())
         });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::AtOnce;
+
+    #[test]
+    fn workers_at_once_are_a_count_or_a_share_rounded_up() {
+        assert_eq!(AtOnce::parse("3"), Some(AtOnce::Count(3)));
+        assert_eq!(AtOnce::parse("25%"), Some(AtOnce::Percent(25)));
+        assert_eq!(AtOnce::parse("x"), None);
+        assert_eq!(AtOnce::Percent(25).of(10), Some(3));
+        assert_eq!(AtOnce::Percent(1).of(3), Some(1));
+        assert_eq!(AtOnce::Percent(100).of(200), Some(32), "at most 32 at once");
+        assert_eq!(AtOnce::Count(2).of(10), Some(2));
+        assert_eq!(AtOnce::Count(0).of(10), None);
+        assert_eq!(AtOnce::Percent(150).of(10), None);
+    }
+}

@@ -131,46 +131,12 @@ impl Drained {
     }
 }
 
-/// kubectl's ages (`HumanDuration`): `42s`, `3m20s`, `25m`, `5h10m`, `3d4h`, `400d`.
-pub fn human_age(secs: i64) -> String {
-    if secs < 0 {
-        return "0s".into();
-    }
-    let (m, h, d) = (secs / 60, secs / 3600, secs / 86400);
-    let pair = |a: i64, ua: &str, b: i64, ub: &str| {
-        if b == 0 {
-            format!("{a}{ua}")
-        } else {
-            format!("{a}{ua}{b}{ub}")
-        }
-    };
-    if secs < 120 {
-        format!("{secs}s")
-    } else if m < 10 {
-        pair(m, "m", secs % 60, "s")
-    } else if m < 180 {
-        format!("{m}m")
-    } else if h < 8 {
-        pair(h, "h", m % 60, "m")
-    } else if h < 48 {
-        format!("{h}h")
-    } else if h < 24 * 8 {
-        pair(d, "d", h % 24, "h")
-    } else if h < 24 * 365 * 2 {
-        format!("{d}d")
-    } else if d / 365 < 8 {
-        pair(d / 365, "y", d % 365, "d")
-    } else {
-        format!("{}y", d / 365)
-    }
-}
-
 fn age_of(created: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>) -> String {
     let Some(t) = created else {
         return "<unknown>".into();
     };
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    human_age(now - t.0.as_second())
+    talm_base::humanize::human_duration(now - t.0.as_second())
 }
 
 fn roles(n: &KNode) -> Vec<String> {
@@ -482,26 +448,4 @@ pub fn register(engine: &mut Engine, session: &Session) {
             }
         });
     engine.register_static_module("k8s", m.into());
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ages_read_as_kubectl_prints_them() {
-        for (secs, text) in [
-            (5, "5s"),
-            (119, "119s"),
-            (200, "3m20s"),
-            (240, "4m"),
-            (1500, "25m"),
-            (5 * 3600 + 600, "5h10m"),
-            (20 * 3600, "20h"),
-            (3 * 86400 + 4 * 3600, "3d4h"),
-            (400 * 86400, "400d"),
-        ] {
-            assert_eq!(human_age(secs), text, "{secs}");
-        }
-    }
 }

@@ -584,3 +584,23 @@ pub const SHUTDOWN_PHASES: &[&str] = &[
     "unmountSystem",
     "volumeFinalize",
 ];
+
+/// The checks of `talm health`, in order.
+pub const HEALTH_CHECKS: [&str; 16] = [
+    "etcd to be healthy",
+    "etcd members to be consistent across nodes",
+    "etcd members to be control plane nodes",
+    "apid to be ready",
+    "all nodes memory sizes",
+    "all nodes disk sizes",
+    "no diagnostics",
+    "kubelet to be healthy",
+    "all nodes to finish boot sequence",
+    "all k8s nodes to report",
+    "all control plane static pods to be running",
+    "all control plane components to be ready",
+    "all k8s nodes to report ready",
+    "kube-proxy to report ready",
+    "coredns to report ready",
+    "all k8s nodes to report schedulable",
+];

@@ -11,30 +11,11 @@ use talm::secrets::bundle::Bundle;
 use talm::sim::net::faults::Faults;
 use time::OffsetDateTime;
 
+use crate::common::expect::HEALTH_CHECKS as CHECKS;
 use crate::common::sim::{template_node, Nodes};
 use crate::common::{net, Dir};
 
 mod snapshots;
-
-/// The checks of `talm health`, in order.
-const CHECKS: [&str; 16] = [
-    "etcd to be healthy",
-    "etcd members to be consistent across nodes",
-    "etcd members to be control plane nodes",
-    "apid to be ready",
-    "all nodes memory sizes",
-    "all nodes disk sizes",
-    "no diagnostics",
-    "kubelet to be healthy",
-    "all nodes to finish boot sequence",
-    "all k8s nodes to report",
-    "all control plane static pods to be running",
-    "all control plane components to be ready",
-    "all k8s nodes to report ready",
-    "kube-proxy to report ready",
-    "coredns to report ready",
-    "all k8s nodes to report schedulable",
-];
 
 /// Go's tabwriter with padding 3: every cell but a row's last as wide as its column plus 3.
 fn go_table(rows: &[Vec<String>]) -> String {

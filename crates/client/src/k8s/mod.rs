@@ -11,7 +11,6 @@ use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use serde_json::Value;
 
 use talm_base::error::hinted;
 
@@ -126,33 +125,6 @@ impl Cluster {
                 self.failed(&format!("Get \"{}{at}\"", self.server), e)
             })?
             .items)
-    }
-
-    /// Every object of a kind as JSON (`apps/v1` `DaemonSet`...), for the health checks.
-    pub async fn list_json(
-        &self,
-        api_version: &str,
-        kind: &str,
-        namespace: &str,
-    ) -> Result<Vec<Value>> {
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
-        let (ar, _) = kube::discovery::pinned_kind(&self.client, &gvk)
-            .await
-            .map_err(|e| self.failed(&format!("find the {kind} resource"), e))?;
-        let api: Api<kube::api::DynamicObject> = if namespace.is_empty() {
-            Api::all_with(self.client(), &ar)
-        } else {
-            Api::namespaced_with(self.client(), namespace, &ar)
-        };
-        let list = api
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| self.failed(&format!("list {}", ar.plural), e))?;
-        list.items
-            .into_iter()
-            .map(|o| serde_json::to_value(o).map_err(Into::into))
-            .collect()
     }
 
     /// A failed call: `<what>: <cause>`, a transport failure in client-go's words

@@ -12,13 +12,7 @@ pub struct Place<'a> {
     pub ip: &'a str,
 }
 
-/// Whether the pod's Ready condition is True.
-pub fn is_ready(pod: &Value) -> bool {
-    pod["status"]["conditions"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
-        .is_some_and(|c| c["status"] == "True")
-}
+pub use super::api::pod_ready as is_ready;
 
 /// A pod's IP: the node's on the host network, else one in the pod network (10.244.0.0/16)
 /// derived from the pod's name.
