@@ -221,7 +221,7 @@ Config diff:
 ")
     .run();
     // Nothing changed on the node.
-    let mc = nodes.node(&ip).state().config.clone().unwrap().text;
+    let mc = nodes.node(&ip).state().config.clone().unwrap().text();
     assert!(!mc.contains("abcdef.0123456789abcdef"));
     // Maintenance nodes have no config to compare with.
     let fresh = Nodes::start(&[&fresh_ip], |_| {});
@@ -392,7 +392,7 @@ fn direct_patch_mode_applies_a_plain_patch() {
         .config
         .clone()
         .expect("configured")
-        .text;
+        .text();
     assert!(
         cfg.contains("type: worker")
             && cfg.contains("disk: /dev/nvme0n1")

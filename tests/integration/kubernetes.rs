@@ -55,36 +55,27 @@ fn workload_ready(c: &talm::talos::k8s::Cluster, want: usize) -> bool {
     pods_ready(c, "workload", "app=web") == (want, want)
 }
 
-#[test]
-fn an_upgrade_drains_the_node_and_uncordons_it_once_ready() {
-    let [cp, w1, w2]: [String; 3] = net::addrs();
-    let nodes = Nodes::start(&[&cp, &w1, &w2], |_| {});
-    let d = cluster(&nodes, &[&cp], &[&w1, &w2]);
-    let c = client(&d);
-    apply(&c, WORKLOAD);
-    until("the workload runs", || workload_ready(&c, 2));
-    let name = name_of(&c, &w1);
-    let evicted = evictable(&c, &name);
-    assert!(
-        evicted.iter().any(|p| p.starts_with("workload/web-")),
-        "{evicted:?}"
-    );
-    let boots = nodes.boots(&w1);
-    let o = d.talm(["upgrade", "-f", "nodes/w1.yaml", "-i", NEW]).ok();
-    assert!(nodes.boots(&w1) > boots);
-    // talosctl's drain lines, the evictions running together (their lines in any order).
-    let mine: Vec<String> = o
-        .stderr
+/// The drain lines of node `name` in `stderr`, without the `name: ` prefix.
+fn drain_lines(stderr: &str, name: &str) -> Vec<String> {
+    let prefix = format!("{name}: ");
+    stderr
         .lines()
-        .filter(|l| l.starts_with(&format!("{name}: ")))
-        .map(|l| l[name.len() + 2..].to_string())
-        .collect();
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Checks one node's drain in talosctl's words: cordon, the evictions of `evicted` (their lines
+/// in any order: they run together), then Ready and uncordoned.
+#[track_caller]
+fn assert_drained(stderr: &str, name: &str, evicted: &[String]) {
+    let mine = drain_lines(stderr, name);
     let n = mine.len();
+    assert!(n >= 7, "{stderr}");
     assert_eq!(
         mine[..3],
         ["cordoning node", "node cordoned", "draining node"],
-        "{}",
-        o.stderr
+        "{stderr}"
     );
     let mut middle = mine[3..n - 4].to_vec();
     middle.sort();
@@ -93,7 +84,7 @@ fn an_upgrade_drains_the_node_and_uncordons_it_once_ready() {
         .flat_map(|p| [format!("evicted pod {p}"), format!("evicting pod {p}")])
         .collect();
     want.sort();
-    assert_eq!(middle, want, "{}", o.stderr);
+    assert_eq!(middle, want, "{stderr}");
     assert_eq!(
         mine[n - 4..],
         [
@@ -102,10 +93,70 @@ fn an_upgrade_drains_the_node_and_uncordons_it_once_ready() {
             "uncordoning node",
             "node uncordoned"
         ],
-        "{}",
-        o.stderr
+        "{stderr}"
     );
-    assert!(!cordoned(&c, &name));
+}
+
+#[test]
+fn a_rolling_upgrade_drains_each_node_and_uncordons_it_once_ready() {
+    let [cp, w1, w2]: [String; 3] = net::addrs();
+    let nodes = Nodes::start(&[&cp, &w1, &w2], |_| {});
+    let d = cluster(&nodes, &[&cp], &[&w1, &w2]);
+    let c = client(&d);
+    apply(&c, WORKLOAD);
+    until("the workload runs", || workload_ready(&c, 2));
+    let (first, second) = (name_of(&c, &w1), name_of(&c, &w2));
+    let evicted = evictable(&c, &first);
+    assert!(
+        evicted.iter().any(|p| p.starts_with("workload/web-")),
+        "{evicted:?}"
+    );
+    let boots = [nodes.boots(&w1), nodes.boots(&w2)];
+    let o = d
+        .talm([
+            "upgrade",
+            "--rolling",
+            "-f",
+            "nodes/w1.yaml",
+            "-f",
+            "nodes/w2.yaml",
+            "-i",
+            NEW,
+        ])
+        .ok();
+    assert!(nodes.boots(&w1) > boots[0] && nodes.boots(&w2) > boots[1]);
+    assert_drained(&o.stderr, &first, &evicted);
+    // The first node's pods moved to the second (the control plane takes none): its drain
+    // evicts both replicas, whatever else it evicts.
+    let second_evicted: Vec<String> = drain_lines(&o.stderr, &second)
+        .iter()
+        .filter_map(|l| l.strip_prefix("evicted pod "))
+        .map(str::to_string)
+        .collect();
+    let web = second_evicted
+        .iter()
+        .filter(|p| p.starts_with("workload/web-"))
+        .count();
+    assert_eq!(web, 2, "{}", o.stderr);
+    let mut sorted = second_evicted.clone();
+    sorted.sort();
+    assert_drained(&o.stderr, &second, &sorted);
+    // One node at a time, the cluster's health (its Kubernetes checks too) passing between.
+    let at = |line: &str| {
+        o.stderr
+            .lines()
+            .position(|l| l == line)
+            .unwrap_or_else(|| panic!("no line {line:?} in:\n{}", o.stderr))
+    };
+    assert!(
+        at(&format!("{first}: node uncordoned"))
+            < at(&format!("rolling: cluster healthy after {w1}"))
+    );
+    assert!(
+        at(&format!("rolling: cluster healthy after {w1}"))
+            < at(&format!("{second}: cordoning node"))
+    );
+    assert!(!cordoned(&c, &first) && !cordoned(&c, &second));
     until("the workload runs again", || workload_ready(&c, 2));
 }
 
@@ -209,6 +260,32 @@ hint: make room for the pod (or raise --drain-timeout) and run the command again
     // The command line the hint gives makes it schedulable again.
     d.talm(["uncordon", "-n", &w1, "-e", &cp]).ok();
     assert!(!cordoned(&c, &name));
+    // An upgrade drains after the install: stopped there, the new Talos waits for the next boot.
+    let o = d
+        .talm([
+            "upgrade",
+            "-f",
+            "nodes/w1.yaml",
+            "-i",
+            NEW,
+            "--drain-timeout",
+            "2s",
+        ])
+        .run();
+    let tail: Vec<&str> = o.stderr.lines().rev().take(2).collect();
+    assert_eq!(
+        (o.code, tail),
+        (
+            1,
+            vec![
+                format!("hint: make room for the pod (or raise --drain-timeout) and run the command again, or make the node schedulable again with `talm uncordon -n {w1} -e {cp}`").as_str(),
+                format!("Error: error draining node \"{name}\": pod {pod} could not be evicted within 2s: PodDisruptionBudget workload/web needs 2 healthy pods and has 2; the node {name} is left cordoned; {NEW} is installed and runs from the node's next reboot").as_str(),
+            ]
+        ),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(nodes.boots(&w1), boots, "the node was not rebooted");
 }
 
 #[test]

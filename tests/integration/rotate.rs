@@ -232,7 +232,7 @@ fn rotate_ca_dry_run_changes_nothing() {
         .config
         .as_ref()
         .unwrap()
-        .text
+        .text()
         .clone();
     let o = d
         .talm([
@@ -280,7 +280,7 @@ fn rotate_ca_dry_run_changes_nothing() {
     );
     assert_eq!(d.snapshot(), before, "a dry run writes nothing");
     assert_eq!(
-        nodes.node(&cp).state().config.as_ref().unwrap().text,
+        nodes.node(&cp).state().config.as_ref().unwrap().text(),
         config_before,
         "a dry run changes no node"
     );

@@ -181,7 +181,7 @@ fn rotate_ca_refuses_flags_that_contradict_its_journal() {
     let d = cluster(&nodes, &cp, &[&w]);
     killed_at(&d, &rotate_args(&cp, &w), "rotate-ca talos step 1 node 1");
     let journal = d.read(".talm/rotate-ca.yaml");
-    let config = |ip: &str| nodes.node(ip).state().config.as_ref().unwrap().text.clone();
+    let config = |ip: &str| nodes.node(ip).state().config.as_ref().unwrap().text();
     let before = (config(&cp), config(&w));
 
     let o = d

@@ -201,7 +201,11 @@ Applied configuration without a reboot
 ")
         .run();
     let cfg = nodes.node(&ip).state().config.clone().unwrap();
-    assert!(cfg.text.contains(&format!("image: {NEW}")), "{}", cfg.text);
+    assert!(
+        cfg.text().contains(&format!("image: {NEW}")),
+        "{}",
+        cfg.text()
+    );
     assert_eq!(nodes.boots(&ip), boots);
     assert!(!nodes.node(&ip).state().rebooting);
 }

@@ -60,18 +60,20 @@ fn report(line: &str) {
     crate::runtime::log::line(line);
 }
 
-/// A drain that stopped, as the user reads it: what blocked, the node's state, the way out.
-fn drain_failed(e: DrainError, file_hint: &str) -> anyhow::Error {
+/// A drain that stopped, as the user reads it: what blocked, the node's state (`pending`: what
+/// it keeps for its next boot, `; ...` or empty), the way out.
+fn drain_failed(e: DrainError, file_hint: &str, pending: &str) -> anyhow::Error {
     let left = match &e {
         DrainError::Blocked { node, .. } | DrainError::Timeout { node, .. } => Some(node.clone()),
         DrainError::Api(_) => None,
     };
     match left {
         Some(node) => hinted(
-            format!("{e}; the node {node} is left cordoned"),
+            format!("{e}; the node {node} is left cordoned{pending}"),
             format!("make room for the pod (or raise --drain-timeout) and run the command again, or make the node schedulable again with `talm uncordon {file_hint}`"),
         ),
-        None => anyhow::Error::from(e),
+        None if pending.is_empty() => anyhow::Error::from(e),
+        None => anyhow::anyhow!("{e}{pending}"),
     }
 }
 
@@ -88,11 +90,17 @@ pub(crate) struct Drained {
 }
 
 /// Cordons and drains the node before it goes down; `None` when there is nothing to drain
-/// (a single-node cluster, whose pods have nowhere to go).
-pub(crate) fn before_reboot(n: &Node, timeout: Duration) -> Result<Option<Drained>> {
+/// (a single-node cluster, whose pods have nowhere to go). `pending` says what the node keeps
+/// for its next boot when the drain stops it (an upgrade's new Talos, already installed).
+pub(crate) fn before_reboot(
+    n: &Node,
+    timeout: Duration,
+    pending: Option<&str>,
+) -> Result<Option<Drained>> {
+    let pending = pending.map(|p| format!("; {p}")).unwrap_or_default();
     let unreachable = |e: anyhow::Error| {
         hinted(
-            format!("error draining node {}: {e:#}", n.name),
+            format!("error draining node {}: {e:#}{pending}", n.name),
             "the drain goes through the cluster's Kubernetes API (the server of the kubeconfig its control plane issues): bring it up, or pass --drain=false to go on without draining",
         )
     };
@@ -104,7 +112,7 @@ pub(crate) fn before_reboot(n: &Node, timeout: Duration) -> Result<Option<Draine
         return Ok(None);
     }
     block_on(cluster.drain(&name, timeout, &report))
-        .map_err(|e| drain_failed(e, &command_target(n)))?;
+        .map_err(|e| drain_failed(e, &command_target(n), &pending))?;
     Ok(Some(Drained {
         cluster,
         name,
@@ -365,7 +373,7 @@ pub fn register(engine: &mut Engine, session: &Session) {
                 let c = cluster_of(n, None)?;
                 let name = k8s_name(n)?;
                 block_on(c.drain(&name, o.timeout.unwrap_or(DRAIN_TIMEOUT), &report))
-                    .map_err(|e| drain_failed(e, &command_target(n)))
+                    .map_err(|e| drain_failed(e, &command_target(n), ""))
             })
         });
     FuncRegistration::new("k8s_nodes")

@@ -497,7 +497,7 @@ pub fn register(engine: &mut Engine, session: &Session) {
                 }
                 tracked::refuse_insecure(n)?;
                 let drained = match o.drain {
-                    true => k8s::before_reboot(n, o.drain_timeout.unwrap_or(k8s::DRAIN_TIMEOUT))?,
+                    true => k8s::before_reboot(n, o.drain_timeout.unwrap_or(k8s::DRAIN_TIMEOUT), None)?,
                     false => None,
                 };
                 let how = tracked::Follow::new(Goal::Rebooted, o.timeout, o.kernel_log);

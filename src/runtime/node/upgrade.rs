@@ -168,7 +168,15 @@ fn lifecycle(n: &Node, o: &UpgradeOpts, req: machine::UpgradeRequest) -> Result<
     // talosctl drains the Kubernetes node between the install and the reboot (`--drain`, on by
     // default, implying --wait) and uncordons it once the node is back Ready.
     let drained = match o.drain {
-        true => super::k8s::before_reboot(n, o.drain_timeout.unwrap_or(super::k8s::DRAIN_TIMEOUT))?,
+        true => {
+            // The new Talos is on the disk already: a stopped drain leaves it to the next boot.
+            let pending = format!(
+                "{} is installed and runs from the node's next reboot",
+                req.image
+            );
+            let timeout = o.drain_timeout.unwrap_or(super::k8s::DRAIN_TIMEOUT);
+            super::k8s::before_reboot(n, timeout, Some(&pending))?
+        }
         false => None,
     };
     let mode = match o.reboot_mode {

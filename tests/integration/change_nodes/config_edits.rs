@@ -14,7 +14,7 @@ fn patch_and_edit_the_machine_config() {
             .config
             .as_ref()
             .unwrap()
-            .text
+            .text()
             .clone()
     };
     let original = config();
@@ -435,7 +435,7 @@ print(n.image_pull("busybox", #{{ namespace: "system" }}).name.sub_string(0, 32)
         "Service \"ext-hello\" stopped\nfrom a playbook\ntrue no-reboot\ndocker.io/library/busybox@sha256\n"
     );
     let st = nodes.node(&ip).state();
-    assert!(!st.config.as_ref().unwrap().text.contains("from-playbook"));
+    assert!(!st.config.as_ref().unwrap().text().contains("from-playbook"));
     drop(st);
     // The stop was published as a service event, as `talm events` streams it.
     let (events, _) = nodes

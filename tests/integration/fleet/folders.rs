@@ -40,7 +40,7 @@ fn apply_a_folder_of_node_files_in_parallel_and_report_a_failure() {
             o.stderr
         );
         let cfg = nodes.node(ip).state().config.clone().unwrap();
-        assert!(cfg.text.contains("vm.max_map_count: \"262144\""), "{ip}");
+        assert!(cfg.text().contains("vm.max_map_count: \"262144\""), "{ip}");
     }
 
     // A node that refuses its config: the last file, so every other one was started.

@@ -10,6 +10,7 @@ use tonic::{Request, Response, Status};
 use crate::api::{peer, Route, Stream_, Svc};
 use crate::cosi::facts;
 use crate::cosi::query;
+use crate::cosi::store::Only;
 use crate::cosi::watch;
 use crate::node::{denied, is_admin, Node};
 use talm_wire::proto::cosi::resource as cosi;
@@ -120,7 +121,7 @@ impl cosi::state_server::State for Svc {
         let node = self.cosi_node(&req, "Get")?;
         let r = req.get_ref();
         let ns = self.readable(&req, &r.r#type, &r.namespace)?;
-        node.synced()
+        node.synced_only(Only::Kinds(&[(&ns, &r.r#type)]))
             .with_kind(&ns, &r.r#type, |k| k.item(&r.id).cloned())
             .map(|res| {
                 Response::new(cosi::GetResponse {
@@ -146,14 +147,17 @@ impl cosi::state_server::State for Svc {
         let o = r.options.clone().unwrap_or_default();
         let queries = query::parse(&o.label_query, o.id_query.as_ref())?;
         let ns = self.readable(&req, &r.r#type, &r.namespace)?;
-        let items: Vec<_> = node.synced().with_kind(&ns, &r.r#type, |k| {
-            k.items()
-                .filter(|res| queries.matches(res))
-                .map(|res| cosi::ListResponse {
-                    resource: Some(res.clone()),
-                })
-                .collect()
-        });
+        let only = [(ns.as_str(), r.r#type.as_str())];
+        let items: Vec<_> = node
+            .synced_only(Only::Kinds(&only))
+            .with_kind(&ns, &r.r#type, |k| {
+                k.items()
+                    .filter(|res| queries.matches(res))
+                    .map(|res| cosi::ListResponse {
+                        resource: Some(res.clone()),
+                    })
+                    .collect()
+            });
         Ok(Response::new(Self::stream(items, drops, peer)))
     }
 

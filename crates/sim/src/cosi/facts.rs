@@ -185,7 +185,7 @@ pub fn all(hw: &Hardware, st: &State, outside: &Outside) -> Vec<Res> {
                 "MachineConfigs.config.talos.dev",
                 "v1alpha1",
                 "",
-                s(cfg.text.clone()),
+                s(cfg.text()),
             )
         });
     }

@@ -2,7 +2,9 @@
 //! each (namespace, type) with their versions and timestamps, and a per-type event history ring
 //! (initial capacity 8, growing to 1024, gap 4) that watches replay and follow. The store is kept
 //! in step with the node's state by `sync`, which turns differences into CREATED, UPDATED and
-//! DESTROYED events; a reboot empties it, as it empties Talos's memory.
+//! DESTROYED events; a reboot empties it, as it empties Talos's memory. A sync may bring only
+//! some types in step (`Only`): the Kubernetes controllers read a control plane's static pods
+//! that way, and a node nobody asks for all its resources keeps only those.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -46,8 +48,14 @@ pub struct Overrun(pub String);
 pub struct Kind {
     ns: String,
     ty: String,
+    /// The node's change count the type's resources reflect (`None`: never brought in step).
+    generation: Option<u64>,
     items: BTreeMap<String, cosi::Resource>,
-    ring: Vec<Option<Event>>,
+    /// The history ring: `cap` slots, allocated at the first event (most types of most nodes
+    /// never change after their first fill and are never watched), each event boxed so that
+    /// an empty slot costs a pointer.
+    ring: Vec<Option<Box<Event>>>,
+    cap: usize,
     write_pos: i64,
 }
 
@@ -56,14 +64,16 @@ impl Kind {
         Kind {
             ns: ns.into(),
             ty: ty.into(),
+            generation: None,
             items: BTreeMap::new(),
-            ring: vec![None; INITIAL_CAPACITY],
+            ring: Vec::new(),
+            cap: INITIAL_CAPACITY,
             write_pos: 0,
         }
     }
 
     pub fn capacity(&self) -> usize {
-        self.ring.len()
+        self.cap
     }
 
     pub fn write_pos(&self) -> i64 {
@@ -91,7 +101,8 @@ impl Kind {
 
     /// The event at a position still in the ring.
     pub fn at(&self, pos: i64) -> Option<&Event> {
-        self.ring[pos.rem_euclid(self.capacity() as i64) as usize].as_ref()
+        let slot = pos.rem_euclid(self.capacity() as i64) as usize;
+        self.ring.get(slot).and_then(|e| e.as_deref())
     }
 
     /// Events from `pos` to the end, or an overrun when `pos` has been overwritten.
@@ -113,16 +124,18 @@ impl Kind {
 
     fn publish(&mut self, change: Change, resource: cosi::Resource, old: Option<cosi::Resource>) {
         if self.write_pos == self.capacity() as i64 && self.capacity() < MAX_CAPACITY {
-            let grown = (self.capacity() * 2).min(MAX_CAPACITY);
-            self.ring.resize(grown, None);
+            self.cap = (self.capacity() * 2).min(MAX_CAPACITY);
+        }
+        if self.ring.len() < self.cap {
+            self.ring.resize(self.cap, None);
         }
         let slot = self.write_pos.rem_euclid(self.capacity() as i64) as usize;
-        self.ring[slot] = Some(Event {
+        self.ring[slot] = Some(Box::new(Event {
             change,
             resource,
             old,
             pos: self.write_pos,
-        });
+        }));
         self.write_pos += 1;
     }
 }
@@ -175,10 +188,28 @@ pub fn tombstone(ns: &str, ty: &str, id: &str) -> cosi::Resource {
     }
 }
 
+/// Which types a sync brings in step.
+#[derive(Clone, Copy)]
+pub enum Only<'a> {
+    /// Every type.
+    All,
+    /// These (namespace, type) pairs.
+    Kinds(&'a [(&'a str, &'a str)]),
+}
+
+impl Only<'_> {
+    fn has(&self, ns: &str, ty: &str) -> bool {
+        match self {
+            Only::All => true,
+            Only::Kinds(k) => k.iter().any(|(n, t)| *n == ns && *t == ty),
+        }
+    }
+}
+
 struct Inner {
     /// The boot the contents belong to (0: never filled).
     boots: u64,
-    /// The node's change count the contents reflect.
+    /// The node's change count every type reflects (after a sync of them all).
     generation: Option<u64>,
     kinds: HashMap<(String, String), Kind>,
     /// Labels put on resources from outside (tests, rehearsals), by (namespace, type, id).
@@ -218,28 +249,54 @@ impl Store {
 
     /// Brings the store in step with the node's state and what it learns from outside as of
     /// `generation` (a fingerprint of both; nothing to do when it already is); a new boot starts from scratch.
-    pub fn sync(&self, hw: &Hardware, st: &State, outside: &Outside, generation: u64) {
+    /// `only` names the types to bring in step; the others are left as they are.
+    pub fn sync(
+        &self,
+        hw: &Hardware,
+        st: &State,
+        outside: &Outside,
+        generation: u64,
+        only: Only<'_>,
+    ) {
         let now = time::OffsetDateTime::now_utc();
         let mut inner = self.lock();
         if inner.boots == st.boots && inner.generation == Some(generation) {
             return;
         }
-        inner.generation = Some(generation);
-        let stamp = if inner.boots == 0 {
-            // The first fill: resources exist since the node was created.
-            timestamp(time::OffsetDateTime::from_unix_timestamp(st.started).unwrap_or(now))
+        if let Only::Kinds(kinds) = only {
+            let current = |(ns, ty): &(&str, &str)| {
+                inner
+                    .kinds
+                    .get(&(ns.to_string(), ty.to_string()))
+                    .is_some_and(|k| k.generation == Some(generation))
+            };
+            if inner.boots == st.boots && kinds.iter().all(current) {
+                return;
+            }
         } else {
-            timestamp(now)
-        };
+            inner.generation = Some(generation);
+        }
+        // A type filled for the first time this boot: its resources exist since the boot began
+        // (the node's creation, on its first boot); later changes happen now.
+        let since_boot =
+            timestamp(time::OffsetDateTime::from_unix_timestamp(st.booted).unwrap_or(now));
         if inner.boots != st.boots {
             inner.boots = st.boots;
             inner.kinds.clear();
+            if let Only::Kinds(_) = only {
+                inner.generation = None;
+            }
         }
         let mut desired: HashMap<(String, String), BTreeMap<String, Res>> = HashMap::new();
         for def in facts::defs() {
-            desired.insert((def.namespace.clone(), def.ty.clone()), BTreeMap::new());
+            if only.has(&def.namespace, &def.ty) {
+                desired.insert((def.namespace.clone(), def.ty.clone()), BTreeMap::new());
+            }
         }
         for r in facts::all(hw, st, outside) {
+            if !only.has(r.namespace, r.ty) {
+                continue;
+            }
             desired
                 .entry((r.namespace.into(), r.ty.into()))
                 .or_default()
@@ -250,6 +307,14 @@ impl Store {
             let kind = kinds
                 .entry((ns.clone(), ty.clone()))
                 .or_insert_with(|| Kind::new(&ns, &ty));
+            if kind.generation == Some(generation) {
+                continue;
+            }
+            let stamp = match kind.generation {
+                None => since_boot,
+                Some(_) => timestamp(now),
+            };
+            kind.generation = Some(generation);
             let gone: Vec<String> = kind
                 .items
                 .keys()

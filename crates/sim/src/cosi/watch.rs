@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tonic::Status;
 
 use crate::cosi::query::{self, Queries};
-use crate::cosi::store::{self, Change, Kind};
+use crate::cosi::store::{self, Change, Kind, Only};
 use crate::node::Node;
 use talm_wire::proto::cosi::resource as cosi;
 
@@ -261,8 +261,9 @@ impl Plan {
 /// client goes away: the ready marker, the initial events, then live events.
 pub async fn start(plan: Plan, node: Arc<Node>, tx: Tx) -> Result<(), Status> {
     let (boots, mut changed) = (node.state().boots, node.changed.subscribe());
+    let kind = [(plan.namespace.as_str(), plan.ty.as_str())];
     let start = node
-        .synced()
+        .synced_only(Only::Kinds(&kind))
         .with_kind(&plan.namespace, &plan.ty, |k| match plan.id.clone() {
             Some(id) => plan.single(k, &id),
             None => plan.kind(k),
@@ -277,9 +278,12 @@ pub async fn start(plan: Plan, node: Arc<Node>, tx: Tx) -> Result<(), Status> {
         }
         let mut pos = start.pos;
         loop {
-            let next = node.synced().with_kind(&plan.namespace, &plan.ty, |k| {
-                k.since(pos).map(|evs| (evs, k.write_pos()))
-            });
+            let kind = [(plan.namespace.as_str(), plan.ty.as_str())];
+            let next =
+                node.synced_only(Only::Kinds(&kind))
+                    .with_kind(&plan.namespace, &plan.ty, |k| {
+                        k.since(pos).map(|evs| (evs, k.write_pos()))
+                    });
             match next {
                 Err(overrun) => {
                     let errored = cosi::Event {

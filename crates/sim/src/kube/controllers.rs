@@ -10,12 +10,11 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::faults::ClusterFaults;
 use super::model::{self, Facts, Readiness};
-use super::store::{Key, Objects};
+use super::store::{Key, Object, Objects};
 use super::{apiserver, bootstrap, Kube};
 use crate::api::Registry;
 use crate::etcd::Cluster;
@@ -314,16 +313,31 @@ fn mirror_pods(objects: &Objects, node: &Node, f: &Facts, ready: bool, faults: &
         keep.insert(name.clone());
         objects.upsert(&Key::new("pods", "kube-system", &name), mirror);
     }
-    for p in objects.list("pods", Some("kube-system")).0 {
-        let name = p["metadata"]["name"].as_str().unwrap_or("");
+    // Talos runs these three static pods and no others: their mirrors are looked up by name,
+    // not found in a list of every pod of kube-system (a pass over a thousand control planes
+    // would read each pod a thousand times).
+    for component in STATIC_PODS {
+        let name = format!("{component}-{}", f.name);
+        if keep.contains(&name) {
+            continue;
+        }
+        let key = Key::new("pods", "kube-system", &name);
+        let Some(p) = objects.get(&key) else { continue };
         let mirrored = p["metadata"]["annotations"]
             .get("kubernetes.io/config.mirror")
             .is_some();
-        if mirrored && p["spec"]["nodeName"] == f.name.as_str() && !keep.contains(name) {
-            objects.delete(&Key::new("pods", "kube-system", name));
+        if mirrored && p["spec"]["nodeName"] == f.name.as_str() {
+            objects.delete(&key);
         }
     }
 }
+
+/// The static pods Talos renders on a control plane.
+const STATIC_PODS: [&str; 3] = [
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+];
 
 /// Runs the controllers until the simulator stops.
 pub async fn run(registry: Arc<Registry>, stop: CancellationToken) {
@@ -339,6 +353,6 @@ pub async fn run(registry: Arc<Registry>, stop: CancellationToken) {
 
 /// The objects of kind `resource` a cluster holds, for the checks (kube-system's when
 /// `namespace` is given).
-pub fn list(kube: &Kube, resource: &str, namespace: Option<&str>) -> Vec<Value> {
+pub fn list(kube: &Kube, resource: &str, namespace: Option<&str>) -> Vec<Object> {
     kube.objects.list(resource, namespace).0
 }

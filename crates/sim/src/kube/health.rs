@@ -114,9 +114,10 @@ fn static_pod_ids(name: &str, registry: &Registry) -> Result<Vec<String>, String
             "error listing static pods on node {name}: rpc error: code = Unavailable desc = connection refused"
         ));
     };
+    const STATUSES: &str = "StaticPodStatuses.kubernetes.talos.dev";
     Ok(node
-        .synced()
-        .with_kind("k8s", "StaticPodStatuses.kubernetes.talos.dev", |k| {
+        .synced_only(crate::cosi::store::Only::Kinds(&[("k8s", STATUSES)]))
+        .with_kind("k8s", STATUSES, |k| {
             k.items()
                 .filter_map(|r| r.metadata.as_ref().map(|m| m.id.clone()))
                 .collect()
@@ -139,8 +140,13 @@ fn ips(list: &[String]) -> Vec<Vec<String>> {
     list.iter().map(|n| vec![n.clone()]).collect()
 }
 
+/// Copies, for the checks `talm_wire` shares with the client (which reads typed objects).
 fn kube_system(kube: &Kube, resource: &str) -> Vec<Value> {
-    kube.objects.list(resource, Some("kube-system")).0
+    owned(kube.objects.list(resource, Some("kube-system")).0)
+}
+
+fn owned(objects: Vec<crate::kube::store::Object>) -> Vec<Value> {
+    objects.iter().map(|o| Value::clone(o)).collect()
 }
 
 /// Runs one Kubernetes check from control plane `node`.
@@ -157,7 +163,7 @@ pub fn run(
         settled(node, registry);
     }
     let kube = || reach(node, registry, expected);
-    let nodes = |kube: &Arc<Kube>| kube.objects.list("nodes", None).0;
+    let nodes = |kube: &Arc<Kube>| owned(kube.objects.list("nodes", None).0);
     match check {
         Check::NodesReport => {
             let all: Vec<String> = expected

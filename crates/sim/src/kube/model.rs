@@ -244,6 +244,40 @@ fn taints(f: &Facts, unschedulable: bool, ready: Readiness) -> Vec<Value> {
     out
 }
 
+/// Keeps each Node's `node.kubernetes.io/unschedulable` taint with its `spec.unschedulable`, as
+/// kube-controller-manager does: a cordon or uncordon through the API changes only the spec.
+pub fn taint_unschedulable(objects: &Objects) {
+    const KEY: &str = "node.kubernetes.io/unschedulable";
+    let tainted = |n: &Value| {
+        n["spec"]["taints"]
+            .as_array()
+            .is_some_and(|ts| ts.iter().any(|t| t["key"] == KEY))
+    };
+    for node in objects.list("nodes", None).0 {
+        let cordoned = node["spec"]["unschedulable"].as_bool() == Some(true);
+        if cordoned == tainted(&node) {
+            continue;
+        }
+        let name = node["metadata"]["name"].as_str().unwrap_or_default();
+        objects.modify(&Key::new("nodes", "", name), |n| {
+            let mut taints: Vec<Value> =
+                n["spec"]["taints"].as_array().cloned().unwrap_or_default();
+            taints.retain(|t| t["key"] != KEY);
+            if cordoned {
+                taints.push(json!({"effect": "NoSchedule", "key": KEY}));
+            }
+            match taints.is_empty() {
+                true => {
+                    if let Some(spec) = n["spec"].as_object_mut() {
+                        spec.remove("taints");
+                    }
+                }
+                false => n["spec"]["taints"] = Value::Array(taints),
+            }
+        });
+    }
+}
+
 /// Brings the node's Node object to its facts and readiness: created when missing; labels
 /// merged (a user's stay), taints and status the controllers' own, `spec.unschedulable` the
 /// user's (never written here).
@@ -311,7 +345,17 @@ pub fn node_ready(node: &Value) -> bool {
 /// `StaticPods` pod with the `StaticPodStatuses` status when the kubelet reports one; the
 /// config version annotation is the node's current one for that component.
 pub fn static_pods(node: &Node) -> Vec<(String, Value, Option<Value>)> {
-    let store = node.synced();
+    // Only the types read here: a control plane nobody asks for its resources keeps no others.
+    let store = node.synced_only(crate::cosi::store::Only::Kinds(&[
+        ("k8s", "StaticPods.kubernetes.talos.dev"),
+        ("k8s", "StaticPodStatuses.kubernetes.talos.dev"),
+        ("controlplane", "APIServerConfigs.kubernetes.talos.dev"),
+        (
+            "controlplane",
+            "ControllerManagerConfigs.kubernetes.talos.dev",
+        ),
+        ("controlplane", "SchedulerConfigs.kubernetes.talos.dev"),
+    ]));
     let yaml = |r: &talm_wire::proto::cosi::resource::Resource| -> Value {
         let text = r.spec.as_ref().map_or("", |s| s.yaml_spec.as_str());
         serde_yaml_ng::from_str(text).unwrap_or(Value::Null)

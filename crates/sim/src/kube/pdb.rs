@@ -59,7 +59,8 @@ mod tests {
             spec["selector"] = json!({"matchLabels": {"app": "web"}});
             json!({"metadata": {"generation": 2, "namespace": "w"}, "spec": spec})
         };
-        let pods = [pod("a", true), pod("b", true), pod("c", true)];
+        let pods =
+            [pod("a", true), pod("b", true), pod("c", true)].map(crate::kube::store::Object::new);
         let of = |spec: Value| {
             let b = pdb(spec);
             status(&b, &pdb_status(&b, &pods))

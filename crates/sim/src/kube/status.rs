@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::faults::ClusterFaults;
 use super::pods::is_ready;
-use super::store::{now, Key, Objects};
+use super::store::{now, Key, Object, Objects};
 use super::workloads::matches;
 
 fn text(v: &Value, path: &[&str]) -> String {
@@ -30,7 +30,7 @@ fn key_of(resource: &str, v: &Value) -> Key {
 }
 
 /// Pods by the uid of their controlling owner.
-fn by_owner(pods: &[Value]) -> HashMap<String, Vec<&Value>> {
+fn by_owner(pods: &[Object]) -> HashMap<String, Vec<&Value>> {
     let mut out: HashMap<String, Vec<&Value>> = HashMap::new();
     for p in pods {
         let owner = p["metadata"]["ownerReferences"]
@@ -175,15 +175,16 @@ fn deployments(objects: &Objects, sets: &HashMap<String, (String, usize, usize)>
 }
 
 /// The pods of `namespace` a budget's selector picks.
-fn selected<'a>(pods: &'a [Value], namespace: &str, selector: &Value) -> Vec<&'a Value> {
+fn selected<'a>(pods: &'a [Object], namespace: &str, selector: &Value) -> Vec<&'a Value> {
     pods.iter()
+        .map(|p| &**p)
         .filter(|p| text(p, &["metadata", "namespace"]) == namespace)
         .filter(|p| matches(selector, &p["metadata"]["labels"]))
         .collect()
 }
 
 /// The `blocking_pdb` fault's budgets: `minAvailable` equal to the pods they select.
-fn blocking(objects: &Objects, faults: &ClusterFaults, pods: &[Value]) {
+fn blocking(objects: &Objects, faults: &ClusterFaults, pods: &[Object]) {
     for b in &faults.blocking {
         let labels: Map<String, Value> = b
             .selector
@@ -206,7 +207,7 @@ fn blocking(objects: &Objects, faults: &ClusterFaults, pods: &[Value]) {
     }
 }
 
-fn budgets(objects: &Objects, pods: &[Value]) {
+fn budgets(objects: &Objects, pods: &[Object]) {
     for pdb in objects.list("poddisruptionbudgets.policy", None).0 {
         let status = super::pdb::status(&pdb, &super::api::pdb_status(&pdb, pods));
         set_status(
@@ -218,7 +219,7 @@ fn budgets(objects: &Objects, pods: &[Value]) {
 }
 
 /// Writes every workload status from `pods` (the cluster's pods after the controllers' pass).
-pub fn write(objects: &Objects, faults: &ClusterFaults, pods: &[Value]) {
+pub fn write(objects: &Objects, faults: &ClusterFaults, pods: &[Object]) {
     let owned = by_owner(pods);
     daemonsets(objects, &owned);
     let sets = replicasets(objects, &owned);

@@ -4,7 +4,7 @@
 //! resourceVersion (410 Gone once it is older than the history kept).
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
@@ -50,12 +50,21 @@ impl Change {
     }
 }
 
+/// A stored object, shared by the store, its history, the live feed and every list: the
+/// controllers list all pods and nodes on each pass, which must not copy them.
+pub type Object = Arc<Value>;
+
+/// Objects as a list body serializes them (`Arc` is not `Serialize` without serde's `rc`).
+pub fn shown(objects: &[Object]) -> Vec<&Value> {
+    objects.iter().map(|o| &**o).collect()
+}
+
 /// One change: the object after it (before it, for a deletion, with the deletion's version).
 #[derive(Debug, Clone)]
 pub struct Event {
     pub change: Change,
     pub key: Key,
-    pub object: Value,
+    pub object: Object,
     pub version: u64,
 }
 
@@ -80,7 +89,7 @@ pub struct Subscription {
 struct Inner {
     version: u64,
     uids: u64,
-    objects: BTreeMap<Key, Value>,
+    objects: BTreeMap<Key, Object>,
     history: VecDeque<Event>,
 }
 
@@ -138,7 +147,7 @@ impl Inner {
         &mut self,
         change: Change,
         key: &Key,
-        object: Value,
+        object: Object,
         feed: &broadcast::Sender<Event>,
     ) {
         let event = Event {
@@ -204,13 +213,14 @@ impl Objects {
         self.lock().version
     }
 
+    /// A copy of one object, to read or to change and write back.
     pub fn get(&self, key: &Key) -> Option<Value> {
-        self.lock().objects.get(key).cloned()
+        self.lock().objects.get(key).map(|o| Value::clone(o))
     }
 
     /// Every object of `resource` (in `namespace` when given), in name order, and the version
     /// the list was read at.
-    pub fn list(&self, resource: &str, namespace: Option<&str>) -> (Vec<Value>, u64) {
+    pub fn list(&self, resource: &str, namespace: Option<&str>) -> (Vec<Object>, u64) {
         let inner = self.lock();
         let from = Key::new(resource, namespace.unwrap_or(""), "");
         let items = inner
@@ -219,7 +229,7 @@ impl Objects {
             .take_while(|(k, _)| {
                 k.resource == resource && namespace.is_none_or(|ns| k.namespace == ns)
             })
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| Arc::clone(v))
             .collect();
         (items, inner.version)
     }
@@ -232,16 +242,17 @@ impl Objects {
         }
         inner.born(key, &mut obj);
         inner.stamp(&mut obj, None);
-        inner.objects.insert(key.clone(), obj.clone());
-        inner.record(Change::Added, key, obj.clone(), &self.feed);
-        Ok(obj)
+        let stored = Arc::new(obj);
+        inner.objects.insert(key.clone(), Arc::clone(&stored));
+        inner.record(Change::Added, key, Arc::clone(&stored), &self.feed);
+        Ok(Value::clone(&stored))
     }
 
     /// Replaces an object whole, keeping its identity. A `metadata.resourceVersion` in `obj`
     /// must be the stored one. Nothing changes (no new version) when only bookkeeping differs.
     pub fn update(&self, key: &Key, mut obj: Value) -> Result<Value, Refusal> {
         let mut inner = self.lock();
-        let Some(before) = inner.objects.get(key).cloned() else {
+        let Some(before) = inner.objects.get(key).map(Arc::clone) else {
             return Err(Refusal::Missing);
         };
         let asked = obj["metadata"]["resourceVersion"].as_str().unwrap_or("");
@@ -259,28 +270,30 @@ impl Objects {
         }
         meta(&mut obj).insert("resourceVersion".into(), stored.into());
         if same_content(&before, &obj) {
-            return Ok(before);
+            return Ok(Value::clone(&before));
         }
         inner.stamp(&mut obj, Some(&before));
-        inner.objects.insert(key.clone(), obj.clone());
-        inner.record(Change::Modified, key, obj.clone(), &self.feed);
-        Ok(obj)
+        let stored = Arc::new(obj);
+        inner.objects.insert(key.clone(), Arc::clone(&stored));
+        inner.record(Change::Modified, key, Arc::clone(&stored), &self.feed);
+        Ok(Value::clone(&stored))
     }
 
     /// Changes an object in place (the controllers' read-modify-write); `None` when it is not
     /// there. A change that leaves it as it was makes no new version.
     pub fn modify(&self, key: &Key, change: impl FnOnce(&mut Value)) -> Option<Value> {
         let mut inner = self.lock();
-        let before = inner.objects.get(key)?.clone();
-        let mut obj = before.clone();
+        let before = Arc::clone(inner.objects.get(key)?);
+        let mut obj = Value::clone(&before);
         change(&mut obj);
         if same_content(&before, &obj) {
-            return Some(before);
+            return Some(obj);
         }
         inner.stamp(&mut obj, Some(&before));
-        inner.objects.insert(key.clone(), obj.clone());
-        inner.record(Change::Modified, key, obj.clone(), &self.feed);
-        Some(obj)
+        let stored = Arc::new(obj);
+        inner.objects.insert(key.clone(), Arc::clone(&stored));
+        inner.record(Change::Modified, key, Arc::clone(&stored), &self.feed);
+        Some(Value::clone(&stored))
     }
 
     /// Creates the object, or brings the stored one to it (keeping identity): what a controller
@@ -301,12 +314,13 @@ impl Objects {
     /// Removes an object; the removed object, stamped with the deletion's version.
     pub fn delete(&self, key: &Key) -> Option<Value> {
         let mut inner = self.lock();
-        let mut obj = inner.objects.remove(key)?;
+        let mut obj = Arc::unwrap_or_clone(inner.objects.remove(key)?);
         inner.version += 1;
         let version = inner.version.to_string();
         meta(&mut obj).insert("resourceVersion".into(), version.into());
-        inner.record(Change::Deleted, key, obj.clone(), &self.feed);
-        Some(obj)
+        let stored = Arc::new(obj);
+        inner.record(Change::Deleted, key, Arc::clone(&stored), &self.feed);
+        Some(Value::clone(&stored))
     }
 
     /// The changes after `since` and the live feed; `None` when `since` is older than the
@@ -364,7 +378,7 @@ mod tests {
             s.create(&Key::new("pods", ns, n), pod(n)).unwrap();
         }
         s.create(&Key::new("nodes", "", "n1"), json!({})).unwrap();
-        let names = |v: Vec<Value>| -> Vec<String> {
+        let names = |v: Vec<Object>| -> Vec<String> {
             v.iter()
                 .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
                 .collect()

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use super::faults::ClusterFaults;
 use super::model::{node_ready, set_ready};
 use super::pods::{self, Place};
-use super::store::{Key, Objects};
+use super::store::{Key, Object, Objects};
 
 /// A Node as the scheduler sees it.
 pub struct Candidate {
@@ -277,7 +277,7 @@ impl Pass<'_> {
     }
 
     /// Keeps a Deployment's ReplicaSet for its current template; older ones go with their pods.
-    fn deployment(&self, d: &Value, sets: &[Value]) {
+    fn deployment(&self, d: &Value, sets: &[Object]) {
         let ns = text(d, &["metadata", "namespace"]);
         let name = text(d, &["metadata", "name"]);
         let d_uid = uid(d);
@@ -390,7 +390,7 @@ impl Pass<'_> {
 
     /// Pods follow their node: bare ones get one, orphans and those of vanished nodes go,
     /// readiness follows the node. Mirror pods are the node controller's.
-    fn pods(&self, pods: &[Value], owners: &HashSet<String>) {
+    fn pods(&self, pods: &[Object], owners: &HashSet<String>) {
         for p in pods {
             let ns = text(p, &["metadata", "namespace"]);
             let name = text(p, &["metadata", "name"]);
@@ -442,11 +442,12 @@ impl Pass<'_> {
 
 /// One pass of every workload controller over a cluster's objects.
 pub fn reconcile(objects: &Objects, faults: &ClusterFaults) {
+    super::model::taint_unschedulable(objects);
     let nodes: Vec<Candidate> = objects
         .list("nodes", None)
         .0
         .iter()
-        .map(Candidate::of)
+        .map(|n| Candidate::of(n))
         .collect();
     let index = nodes
         .iter()
@@ -465,7 +466,7 @@ pub fn reconcile(objects: &Objects, faults: &ClusterFaults) {
         pass.deployment(d, &sets);
     }
     let (sets, _) = objects.list("replicasets.apps", None);
-    let deployment_uids: HashSet<String> = deployments.iter().map(uid).collect();
+    let deployment_uids: HashSet<String> = deployments.iter().map(|d| uid(d)).collect();
     for s in &sets {
         if controller(s).is_some_and(|(k, u)| k == "Deployment" && !deployment_uids.contains(&u)) {
             objects.delete(&Key::new(
@@ -493,8 +494,8 @@ pub fn reconcile(objects: &Objects, faults: &ClusterFaults) {
     let owners: HashSet<String> = daemonsets
         .iter()
         .chain(&sets)
-        .map(uid)
-        .chain(objects.list("nodes", None).0.iter().map(uid))
+        .map(|o| uid(o))
+        .chain(objects.list("nodes", None).0.iter().map(|n| uid(n)))
         .collect();
     let (pods, _) = objects.list("pods", None);
     pass.pods(&pods, &owners);

@@ -116,11 +116,12 @@ impl Node {
         };
         if req.dry_run {
             let plain = details.split(": ").next().unwrap_or(&details).to_string();
-            let current = st.config.as_ref().map(|c| c.text.as_str()).unwrap_or("");
-            let diff = if current == cfg.text {
+            let current = st.config.as_ref().map(Config::text).unwrap_or_default();
+            let new = cfg.text();
+            let diff = if current == new {
                 "No changes.".to_string()
             } else {
-                format!("Config diff:\n\n{}", unified_diff(current, &cfg.text))
+                format!("Config diff:\n\n{}", unified_diff(&current, &new))
             };
             return Ok(machine::ApplyConfiguration {
                 metadata: None,

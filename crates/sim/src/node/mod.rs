@@ -4,6 +4,7 @@
 
 pub mod events;
 pub mod hardware;
+pub mod intern;
 pub mod io;
 pub mod journal;
 pub mod load;
@@ -147,6 +148,9 @@ pub struct Node {
     world: std::sync::OnceLock<std::sync::Weak<crate::api::Registry>>,
     /// The certificates the current boot's API serves with (APICertificates shows them).
     api_certs: Mutex<Option<ApiCerts>>,
+    /// This node as its peers see it, and the change count it was read at: every configured
+    /// node reads every other one on each sync, which must not derive them anew.
+    as_peer: Mutex<Option<(u64, Option<Peer>)>>,
 }
 
 impl Node {
@@ -170,6 +174,7 @@ impl Node {
             installing: std::sync::atomic::AtomicBool::new(false),
             world: std::sync::OnceLock::new(),
             api_certs: Mutex::new(None),
+            as_peer: Mutex::new(None),
             stop,
             spec,
         }
@@ -243,14 +248,28 @@ impl Node {
             .cloned()
             .collect();
         others.sort_by_key(|n| (n.spec.addr, n.spec.port));
-        others
-            .iter()
-            .filter_map(|n| Peer::of(&n.spec.hardware, &n.state()))
-            .collect()
+        others.iter().filter_map(|n| n.as_peer()).collect()
+    }
+
+    /// This node as the others see it (kept until its state changes).
+    fn as_peer(&self) -> Option<Peer> {
+        let mark = *self.changed.borrow();
+        let mut kept = self.as_peer.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, peer)) = kept.as_ref().filter(|(at, _)| *at == mark) {
+            return peer.clone();
+        }
+        let peer = Peer::of(&self.spec.hardware, &self.state());
+        *kept = Some((mark, peer.clone()));
+        peer
     }
 
     /// The resource store, brought in step with the node's state, its peers' and its faults.
     pub fn synced(&self) -> &Store {
+        self.synced_only(crate::cosi::store::Only::All)
+    }
+
+    /// The resource store with the types of `only` brought in step (the others as they were).
+    pub fn synced_only(&self, only: crate::cosi::store::Only<'_>) -> &Store {
         use std::hash::{Hash, Hasher};
         let peers = self.peers();
         let st = self.state();
@@ -271,7 +290,7 @@ impl Node {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (*self.changed.borrow(), &outside).hash(&mut h);
         self.store
-            .sync(&self.spec.hardware, &st, &outside, h.finish());
+            .sync(&self.spec.hardware, &st, &outside, h.finish(), only);
         &self.store
     }
 

@@ -2,15 +2,19 @@
 //! try-mode configs, install and etcd status, the running and pending Talos versions; and what
 //! the node reads out of an applied machine config.
 
+use std::sync::Arc;
+
 use serde_yaml_ng::Value;
 
 use crate::node::hardware::Hardware;
+use crate::node::intern;
 
-/// An applied machine config and the fields the node acts on.
+/// An applied machine config and the fields the node acts on. Its text and documents are
+/// held in pieces shared with every node sent the same ones (`intern`).
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub text: String,
-    docs: Vec<Value>,
+    pieces: Vec<Arc<str>>,
+    docs: Vec<Arc<Value>>,
 }
 
 fn get<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
@@ -27,12 +31,20 @@ fn text_at(v: &Value, path: &[&str]) -> String {
 impl Config {
     /// Wraps strictly decoded documents (v1alpha1 first when present).
     pub fn new(text: String, docs: Vec<Value>) -> Config {
-        Config { text, docs }
+        Config {
+            pieces: intern::pieces(&text),
+            docs: docs.into_iter().map(intern::doc).collect(),
+        }
+    }
+
+    /// The config's text, as applied.
+    pub fn text(&self) -> String {
+        self.pieces.concat()
     }
 
     /// The v1alpha1 document, when there is one.
     pub fn v1alpha1(&self) -> Option<&Value> {
-        self.docs.iter().find(|d| {
+        self.docs.iter().map(|d| &**d).find(|d| {
             d.get("kind").is_none()
                 && (d.get("machine").is_some()
                     || d.get("cluster").is_some()
@@ -43,6 +55,7 @@ impl Config {
     fn doc(&self, kind: &str) -> Option<&Value> {
         self.docs
             .iter()
+            .map(|d| &**d)
             .find(|d| d.get("kind").and_then(Value::as_str) == Some(kind))
     }
 

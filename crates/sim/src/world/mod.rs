@@ -88,8 +88,8 @@ impl World {
         let hw = node.spec.hardware.clone();
         let (role, config) = match &st.config {
             None => (Role::Maintenance, String::new()),
-            Some(c) if c.is_control_plane() => (Role::ControlPlane, c.text.clone()),
-            Some(c) => (Role::Worker, c.text.clone()),
+            Some(c) if c.is_control_plane() => (Role::ControlPlane, c.text()),
+            Some(c) => (Role::Worker, c.text()),
         };
         let doc = first_v1alpha1(&config);
         let kubernetes = doc

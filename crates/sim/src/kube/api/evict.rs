@@ -4,6 +4,8 @@
 
 use serde_json::{json, Value};
 
+use crate::kube::store::Object;
+
 use super::select::Selector;
 use super::status::{Failure, Reason};
 
@@ -60,9 +62,10 @@ fn scaled(v: &Value, total: i64) -> Option<i64> {
 
 /// A budget's numbers over `pods` (any pods; those it covers are counted). Expected pods are
 /// the covered pods not being deleted (the simulator has no scale subresource lookup).
-pub fn pdb_status(pdb: &Value, pods: &[Value]) -> PdbStatus {
+pub fn pdb_status(pdb: &Value, pods: &[Object]) -> PdbStatus {
     let covered: Vec<&Value> = pods
         .iter()
+        .map(|p| &**p)
         .filter(|p| covers(pdb, p) && !terminating(p))
         .collect();
     let expected = covered.len() as i64;
@@ -87,12 +90,16 @@ pub fn pdb_status(pdb: &Value, pods: &[Value]) -> PdbStatus {
 /// Whether the pod may be evicted now, given the budgets and pods of its namespace.
 /// A pod that is not running (pending, finished) goes regardless; an unready pod goes when
 /// its budget is met (the default `IfHealthyBudget` policy).
-pub fn judge(pod: &Value, pdbs: &[Value], pods: &[Value]) -> Result<(), Failure> {
+pub fn judge(pod: &Value, pdbs: &[Object], pods: &[Object]) -> Result<(), Failure> {
     let phase = pod["status"]["phase"].as_str().unwrap_or_default();
     if phase == "Succeeded" || phase == "Failed" || phase == "Pending" || terminating(pod) {
         return Ok(());
     }
-    let covering: Vec<&Value> = pdbs.iter().filter(|b| covers(b, pod)).collect();
+    let covering: Vec<&Value> = pdbs
+        .iter()
+        .map(|b| &**b)
+        .filter(|b| covers(b, pod))
+        .collect();
     let pdb = match covering.as_slice() {
         [] => return Ok(()),
         [one] => *one,
@@ -143,7 +150,7 @@ mod tests {
 
     #[test]
     fn min_available_and_max_unavailable() {
-        let pods = [pod("a", true), pod("b", true), pod("c", false)];
+        let pods = [pod("a", true), pod("b", true), pod("c", false)].map(Object::new);
         assert_eq!(
             pdb_status(&pdb(json!({"minAvailable": 1})), &pods),
             PdbStatus {
@@ -174,23 +181,38 @@ mod tests {
         let mut other = pod("x", true);
         other["metadata"]["namespace"] = "e".into();
         assert_eq!(
-            pdb_status(&pdb(json!({"minAvailable": 0})), &[other]).expected_pods,
+            pdb_status(&pdb(json!({"minAvailable": 0})), &[Object::new(other)]).expected_pods,
             0
         );
     }
 
     #[test]
     fn a_blocking_budget_refuses_with_its_numbers() {
-        let pods = [pod("a", true), pod("b", true)];
-        let err = judge(&pods[0], &[pdb(json!({"minAvailable": 2}))], &pods).unwrap_err();
+        let pods = [pod("a", true), pod("b", true)].map(Object::new);
+        let err = judge(
+            &pods[0],
+            &[Object::new(pdb(json!({"minAvailable": 2})))],
+            &pods,
+        )
+        .unwrap_err();
         assert_eq!(err.code(), 429);
         assert_eq!(
             err.body()["details"],
             json!({"causes": [{"reason": "DisruptionBudget", "message": "The disruption budget b needs 2 healthy pods and has 2 currently"}]})
         );
-        assert!(judge(&pods[0], &[pdb(json!({"minAvailable": 1}))], &pods).is_ok());
+        assert!(judge(
+            &pods[0],
+            &[Object::new(pdb(json!({"minAvailable": 1})))],
+            &pods
+        )
+        .is_ok());
         let mut done = pod("a", false);
         done["status"]["phase"] = "Succeeded".into();
-        assert!(judge(&done, &[pdb(json!({"minAvailable": 2}))], &pods).is_ok());
+        assert!(judge(
+            &done,
+            &[Object::new(pdb(json!({"minAvailable": 2})))],
+            &pods
+        )
+        .is_ok());
     }
 }

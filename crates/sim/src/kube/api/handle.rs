@@ -13,7 +13,7 @@ use super::select::{known_fields, Selector};
 use super::status::{Failure, Reason};
 use super::table::{self, Include};
 use super::{watch, write};
-use crate::kube::store::Key;
+use crate::kube::store::{self, Key, Object};
 use crate::kube::Kube;
 
 /// A request on a resource, as the handler needs it.
@@ -118,7 +118,13 @@ fn one(req: &Req<'_>, obj: Value) -> Reply {
         let include = Include::parse(req.param("includeObject"));
         return Reply::Json(
             200,
-            table::table(req.target.kind, &[obj], None, include, now_unix()),
+            table::table(
+                req.target.kind,
+                &[Object::new(obj)],
+                None,
+                include,
+                now_unix(),
+            ),
         );
     }
     Reply::Json(200, obj)
@@ -177,7 +183,7 @@ fn list(kube: &Kube, req: &Req<'_>) -> Answer {
     let (items, version) = kube
         .objects
         .list(&t.kind.resource(), t.namespace.as_deref());
-    let items: Vec<Value> = items.into_iter().filter(|o| filter.matches(o)).collect();
+    let items: Vec<Object> = items.into_iter().filter(|o| filter.matches(o)).collect();
     if table::wants_table(req.accept) {
         let include = Include::parse(req.param("includeObject"));
         return Ok(Reply::Json(
@@ -191,7 +197,7 @@ fn list(kube: &Kube, req: &Req<'_>) -> Answer {
             "kind": list_kind(t.kind),
             "apiVersion": t.kind.api_version(),
             "metadata": {"resourceVersion": version.to_string()},
-            "items": items,
+            "items": store::shown(&items),
         }),
     ))
 }

@@ -4,6 +4,8 @@
 
 use serde_json::{json, Value};
 
+use crate::kube::store::Object;
+
 use super::age::{age, human_duration, unix_of};
 use super::resources::Kind;
 use super::select::Selector;
@@ -414,7 +416,7 @@ fn printer(kind: &Kind) -> (Vec<Value>, Cells) {
 /// The Table of `items` at `now` (Unix seconds).
 pub fn table(
     kind: &Kind,
-    items: &[Value],
+    items: &[Object],
     version: Option<u64>,
     include: Include,
     now: i64,
@@ -429,7 +431,7 @@ pub fn table(
                 Include::Metadata => {
                     row["object"] = json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]});
                 }
-                Include::Object => row["object"] = o.clone(),
+                Include::Object => row["object"] = Value::clone(o),
             }
             row
         })
@@ -462,7 +464,7 @@ mod tests {
                 "nodeInfo": {"kubeletVersion": "v1.36.2", "osImage": "Talos (v1.13.7)", "kernelVersion": "6.18.1-talos", "containerRuntimeVersion": "containerd://2.1.5"}}});
         let t = table(
             find("", "v1", "nodes").unwrap(),
-            &[node],
+            &[Object::new(node)],
             Some(7),
             Include::None,
             600,
@@ -511,7 +513,7 @@ mod tests {
                 {"name": "b", "ready": false, "restartCount": 0, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}});
         let t = table(
             find("", "v1", "pods").unwrap(),
-            &[pod],
+            &[Object::new(pod)],
             None,
             Include::Metadata,
             90,

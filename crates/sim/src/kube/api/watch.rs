@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::handle::{Filter, Req};
 use super::resources::Kind;
 use super::status::{Failure, Reason};
-use crate::kube::store::{Change, Event, Key, Subscription};
+use crate::kube::store::{Change, Event, Key, Object, Subscription};
 use crate::kube::Kube;
 
 /// A watch without `timeoutSeconds` ends after this (kube-apiserver's minimum request timeout).
@@ -156,7 +156,7 @@ async fn run(kube: &Kube, spec: &Spec, tx: &mpsc::Sender<Bytes>) {
     let (items, now) = kube
         .objects
         .list(&spec.kind.resource(), spec.namespace.as_deref());
-    let items: Vec<Value> = items
+    let items: Vec<Object> = items
         .into_iter()
         .filter(|o| spec.filter.matches(o))
         .collect();

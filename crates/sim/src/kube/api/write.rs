@@ -13,7 +13,7 @@ use super::patch::{self, PatchKind};
 use super::proto;
 use super::resources::{Kind, Sub};
 use super::status::{self, Failure, Named, Reason};
-use crate::kube::store::{self, Key, Refusal};
+use crate::kube::store::{self, Key, Object, Refusal};
 use crate::kube::Kube;
 
 /// How many times a patch is retried when the object changed under it.
@@ -488,7 +488,7 @@ pub fn delete_collection(kube: &Kube, req: &Req<'_>) -> Answer {
         let ns = obj["metadata"]["namespace"].as_str().unwrap_or_default();
         let name = obj["metadata"]["name"].as_str().unwrap_or_default();
         if let Some(o) = kube.objects.delete(&Key::new(&resource, ns, name)) {
-            gone.push(o);
+            gone.push(Object::new(o));
         }
     }
     Ok(Reply::Json(
@@ -497,7 +497,7 @@ pub fn delete_collection(kube: &Kube, req: &Req<'_>) -> Answer {
             "kind": list_kind(t.kind),
             "apiVersion": t.kind.api_version(),
             "metadata": {"resourceVersion": kube.objects.version().to_string()},
-            "items": gone,
+            "items": store::shown(&gone),
         }),
     ))
 }
