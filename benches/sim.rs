@@ -251,8 +251,9 @@ fn run(n: u32, kind: Kind) -> (Row, Vec<String>) {
             match cluster::bring_up(TALM, dir.path(), &addrs) {
                 Ok(s) => {
                     eprintln!(
-                        "sim: applied in {:.1} s, every node Ready {:.1} s after bootstrap, {:.0} MiB resident",
+                        "sim: applied in {:.1} s, {} Nodes Ready {:.1} s after bootstrap, {:.0} MiB resident",
                         s.apply.as_secs_f64(),
+                        s.nodes,
                         s.ready.as_secs_f64(),
                         sim.status_kib("VmRSS:") / 1024.0
                     );
@@ -361,9 +362,10 @@ fn main() {
     for r in &rows {
         if let Some(s) = &r.steps {
             println!(
-                "  cluster of {}: every node applied in {:.1} s, all Ready {:.1} s after bootstrap",
+                "  cluster of {}: every node applied in {:.1} s; {} Nodes, all Ready {:.1} s after bootstrap",
                 r.nodes,
                 s.apply.as_secs_f64(),
+                s.nodes,
                 s.ready.as_secs_f64()
             );
         }

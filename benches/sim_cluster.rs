@@ -15,6 +15,8 @@ use talm::talos::creds::Auth;
 const FILES: usize = 32;
 /// How long the cluster may take to list every node Ready once bootstrapped.
 const READY_WITHIN: Duration = Duration::from_secs(600);
+/// How long the Node list must stay the same, every Node Ready, to count as settled.
+const SETTLED: Duration = Duration::from_secs(20);
 
 /// Runs `talm ARGS` in `dir`; its stdout, or the failure with what it said.
 pub fn talm(talm: &str, dir: &Path, args: &[&str]) -> Result<String, String> {
@@ -48,6 +50,8 @@ fn modeline(nodes: &[String], endpoint: &str, template: &str) -> String {
 pub struct Steps {
     pub apply: Duration,
     pub ready: Duration,
+    /// The Nodes Kubernetes lists, all Ready (fewer than the nodes when hostnames collide).
+    pub nodes: usize,
 }
 
 /// Makes `addrs` one cluster in `dir` (a new project) and waits until Kubernetes lists every
@@ -101,27 +105,34 @@ pub fn bring_up(talm_bin: &str, dir: &Path, addrs: &[String]) -> Result<Steps, S
         std::fs::read_to_string(dir.join("kubeconfig")).map_err(|e| format!("kubeconfig: {e}"))?;
     let waited = Instant::now();
     let deadline = waited + READY_WITHIN;
-    let mut seen = 0;
+    // Nodes are named by hostname, and the simulator's default hostnames (`talos-` and five
+    // hex digits of the node's identity) collide at this scale, as random ones would: the
+    // wait ends when every node is Ready or, short of that, when every Node listed is Ready
+    // and no more have come for a while.
+    let (mut listed, mut ready, mut grew) = (0, 0, Instant::now());
     loop {
-        let ready = talm::talos::block_on(async {
+        let counts = talm::talos::block_on(async {
             let cluster = talm::talos::k8s::Cluster::connect(&kubeconfig, None).await?;
             let nodes = cluster.nodes().await?;
-            Ok::<_, anyhow::Error>(
-                nodes
-                    .iter()
-                    .filter(|n| talm::talos::k8s::is_ready(n))
-                    .count(),
-            )
+            let ready = nodes
+                .iter()
+                .filter(|n| talm::talos::k8s::is_ready(n))
+                .count();
+            Ok::<_, anyhow::Error>((nodes.len(), ready))
         });
-        if let Ok(n) = ready {
-            seen = n;
+        if let Ok((l, r)) = counts {
+            if l > listed {
+                grew = Instant::now();
+            }
+            (listed, ready) = (l, r);
         }
-        if seen == addrs.len() {
+        let settled = ready == listed && grew.elapsed() > SETTLED;
+        if ready == addrs.len() || (listed > 0 && settled) {
             break;
         }
         if Instant::now() > deadline {
             return Err(format!(
-                "the Kubernetes API lists {seen} Ready node(s) of {} after {READY_WITHIN:?}",
+                "the Kubernetes API lists {ready} Ready node(s) of {} after {READY_WITHIN:?}",
                 addrs.len()
             ));
         }
@@ -130,6 +141,7 @@ pub fn bring_up(talm_bin: &str, dir: &Path, addrs: &[String]) -> Result<Steps, S
     Ok(Steps {
         apply: applied,
         ready: waited.elapsed(),
+        nodes: listed,
     })
 }
 

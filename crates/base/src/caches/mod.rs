@@ -308,6 +308,16 @@ pub const NOT_KEPT: &[NotKept] = &[
         is: "the TLS crypto provider",
     },
     NotKept {
+        name: "TEXTS",
+        owner: "crates/sim/src/node/intern.rs",
+        is: "weak references to the config text pieces the simulated nodes own",
+    },
+    NotKept {
+        name: "DOCS",
+        owner: "crates/sim/src/node/intern.rs",
+        is: "weak references to the config documents the simulated nodes own",
+    },
+    NotKept {
         name: "COOKIE",
         owner: "crates/sim/src/cosi/store.rs",
         is: "the simulator's random cookie, drawn once",
