@@ -261,6 +261,8 @@ fn run(n: u32, kind: Kind) -> (Row, Vec<String>) {
                 }
                 Err(e) => {
                     eprintln!("sim: the cluster did not come up: {e}");
+                    // `exit` runs no destructors: stop the simulator first.
+                    drop(sim);
                     std::process::exit(1);
                 }
             }
