@@ -448,6 +448,32 @@ mod tests {
     }
 
     #[test]
+    fn a_sync_of_some_types_fills_only_those() {
+        use crate::cosi::content::testing::{configured, hw};
+        let (hw, st) = (hw(), configured("worker", "CA"));
+        let store = Store::default();
+        let outside = Outside::default();
+        const HOSTNAME: (&str, &str) = ("network", "HostnameStatuses.net.talos.dev");
+        store.sync(&hw, &st, &outside, 1, Only::Kinds(&[HOSTNAME]));
+        let held = |s: &Store| {
+            let inner = s.lock();
+            let mut k: Vec<(String, String)> = inner.kinds.keys().cloned().collect();
+            k.sort();
+            k
+        };
+        assert_eq!(held(&store), [(HOSTNAME.0.into(), HOSTNAME.1.into())]);
+        let hostname = store.with_kind(HOSTNAME.0, HOSTNAME.1, |k| k.items().count());
+        assert_eq!(hostname, 1);
+        // The type read has its ring (allocated at its first event); a full sync fills all.
+        store.with_kind(HOSTNAME.0, HOSTNAME.1, |k| assert_eq!(k.ring.len(), 8));
+        store.sync(&hw, &st, &outside, 1, Only::All);
+        assert!(held(&store).len() > 100, "{}", held(&store).len());
+        store.with_kind("config", "MachineTypes.config.talos.dev", |k| {
+            assert_eq!(k.items().count(), 1)
+        });
+    }
+
+    #[test]
     fn bookmarks_round_trip_and_refuse_strangers() {
         assert_eq!(unbookmark(&bookmark(42)), Some(42));
         assert_eq!(unbookmark(&bookmark(-1)), Some(-1));

@@ -447,3 +447,21 @@ async fn faults_hold_pods_back_block_evictions_and_the_api() {
         (&json!(2), &json!(0))
     );
 }
+
+#[test]
+fn a_cordon_through_the_api_taints_the_node_and_an_uncordon_lifts_it() {
+    let objects = super::store::Objects::default();
+    let key = Key::new("nodes", "", "n1");
+    let spec = |o: &super::store::Objects| o.get(&key).expect("the node")["spec"].clone();
+    objects
+        .create(&key, json!({"spec": {"unschedulable": true}}))
+        .unwrap();
+    super::model::taint_unschedulable(&objects);
+    assert_eq!(
+        spec(&objects),
+        json!({"unschedulable": true, "taints": [{"effect": "NoSchedule", "key": "node.kubernetes.io/unschedulable"}]})
+    );
+    objects.modify(&key, |n| n["spec"]["unschedulable"] = false.into());
+    super::model::taint_unschedulable(&objects);
+    assert_eq!(spec(&objects), json!({"unschedulable": false}));
+}
