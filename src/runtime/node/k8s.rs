@@ -457,3 +457,34 @@ pub fn register(engine: &mut Engine, session: &Session) {
         });
     engine.register_static_module("k8s", m.into());
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stopped_drain_says_what_the_node_keeps_for_its_next_boot() {
+        let blocked = || DrainError::Blocked {
+            node: "w1".into(),
+            pod: "workload/web-1".into(),
+            budget: None,
+            timeout: Duration::from_secs(2),
+        };
+        let pending = "; ghcr.io/siderolabs/installer:v1.13.9 is installed and runs from the node's next reboot";
+        let e = drain_failed(blocked(), "-n 127.0.0.2 -e 127.0.0.1", pending);
+        assert_eq!(
+            format!("{e:#}"),
+            "error draining node \"w1\": pod workload/web-1 could not be evicted within 2s: its eviction was refused; the node w1 is left cordoned; ghcr.io/siderolabs/installer:v1.13.9 is installed and runs from the node's next reboot"
+        );
+        let e = drain_failed(blocked(), "-n 127.0.0.2 -e 127.0.0.1", "");
+        assert_eq!(
+            format!("{e:#}"),
+            "error draining node \"w1\": pod workload/web-1 could not be evicted within 2s: its eviction was refused; the node w1 is left cordoned"
+        );
+        let api = DrainError::Api(anyhow::anyhow!("connection refused"));
+        assert_eq!(
+            format!("{:#}", drain_failed(api, "", pending)),
+            "connection refused; ghcr.io/siderolabs/installer:v1.13.9 is installed and runs from the node's next reboot"
+        );
+    }
+}
