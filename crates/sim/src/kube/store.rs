@@ -287,7 +287,7 @@ impl Objects {
         let mut obj = Value::clone(&before);
         change(&mut obj);
         if same_content(&before, &obj) {
-            return Some(obj);
+            return Some(Value::clone(&before));
         }
         inner.stamp(&mut obj, Some(&before));
         let stored = Arc::new(obj);
